@@ -1,0 +1,1 @@
+"""Execution engines of the local backend (see :mod:`.api`)."""

@@ -1,0 +1,106 @@
+"""The contract between the local backend's HTTP server and its execution engine.
+
+The server owns the wire (routes, sessions, capacity, drain); the engine owns
+running one exec in an isolated clone of a warm template. Nothing here knows
+about HTTP, and nothing in the server knows how a clone is made.
+
+Lifecycle, per template: ``engine.start()`` once at server start (warm the
+interpreter, probe isolation), ``engine.open_clone(...)`` per session (or per
+one-shot exec), ``clone.run(job)`` per exec, ``clone.close()`` when the
+session is deleted/reaped (removes its files and kills anything left),
+``engine.close()`` at server stop (nothing may survive it).
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from typing import Literal, Protocol
+
+IsolationLevel = Literal["namespaces", "process"]
+TemplateKind = Literal["python", "shell", "app"]
+EgressMode = Literal["open", "none"]
+
+
+@dataclass(frozen=True)
+class Limits:
+    """Per-template resource limits, applied to every exec (rlimits always;
+    the process count is per clone)."""
+
+    cpu_seconds: int = 60
+    memory_bytes: int = 1 << 30
+    max_processes: int = 256
+    file_size_bytes: int = 256 << 20
+    output_bytes: int = 16 * 1024 * 1024
+
+
+@dataclass(frozen=True)
+class TemplateSpec:
+    """A template as the engine needs it (parsed from config by the server)."""
+
+    id: str
+    kind: TemplateKind
+    python: str | None = None  # interpreter for python templates (default: sys.executable)
+    preload: tuple[str, ...] = ()  # modules a warm python interpreter imports ahead of time
+    networked: bool = False
+    limits: Limits = field(default_factory=Limits)
+    # app templates: a server command with "{port}", the guest ports it serves,
+    # an HTTP path probed for readiness, and how many warm clones to keep.
+    app_command: str | None = None
+    ports: tuple[int, ...] = ()
+    ready_http: str | None = None
+    ready_timeout_s: float = 30.0
+    warm_pool: int = 0
+
+
+@dataclass(frozen=True)
+class ExecJob:
+    """One exec, already validated by the server (precedence applied, the
+    seed drawn if none was sent, the timeout bounded)."""
+
+    kind: Literal["command", "code"]  # `commands` was joined into a command script by the server
+    source: str
+    seed: str  # 64 hex chars, always set
+    timeout_s: float
+    files: tuple[tuple[str, str], ...] = ()  # (path, text content), trailing-newline rule applied by the server
+
+
+@dataclass(frozen=True)
+class ExecOutcome:
+    output: bytes  # merged stdout+stderr, already capped
+    exit_code: int  # -1 on timeout
+    timed_out: bool
+    truncated: bool
+    fork_time_ms: float
+    exec_time_ms: float
+    seed_ack: Literal["verified", "off", "no-ack"]
+
+
+class Clone(Protocol):
+    """A live isolated copy of a template: one session, or one one-shot exec."""
+
+    clone_id: str
+    endpoints: dict[str, str]  # {"<guest port>": "<host>:<port>"} for app templates
+
+    async def run(self, job: ExecJob) -> ExecOutcome:
+        """Run one exec. Cancelling the awaiting task (client gone) must kill
+        the exec's whole process tree before the cancellation propagates."""
+        ...
+
+    async def close(self) -> None:
+        """Kill everything the clone started and delete its files. Idempotent."""
+        ...
+
+
+class Engine(Protocol):
+    isolation: IsolationLevel
+    isolation_detail: str  # one line for the banner and /v1/health, never claiming more than is in force
+
+    async def start(self, templates: list[TemplateSpec]) -> None: ...
+
+    async def open_clone(self, template: TemplateSpec, *, egress: EgressMode | None) -> Clone:
+        """Fork a clone of a warm template. ``egress`` is None when the request
+        sent no policy; the server already refused policies on non-networked
+        templates (400 ``template is vsock-only``)."""
+        ...
+
+    async def close(self) -> None: ...
