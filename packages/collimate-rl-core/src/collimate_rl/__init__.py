@@ -27,6 +27,7 @@ from .errors import (
 # --- end transports ---
 
 # --- plugins ---
+from .plugins import get_plugin_manager, hookimpl, hookspec
 # --- end plugins ---
 
 # --- grading and sandbox (seeds.py, rewards.py, sandbox.py, manifest) ---
@@ -42,5 +43,8 @@ __all__ = [
     "TemplateBakeFailed",
     # --- transports ---
     # --- plugins ---
+    "get_plugin_manager",
+    "hookimpl",
+    "hookspec",
     # --- grading ---
 ]
