@@ -61,7 +61,8 @@ class ExecJob:
     source: str
     seed: str  # 64 hex chars, always set
     timeout_s: float
-    files: tuple[tuple[str, str], ...] = ()  # (path, text content), trailing-newline rule applied by the server
+    # (path, text content), the trailing-newline rule already applied by the server
+    files: tuple[tuple[str, str], ...] = ()
 
 
 @dataclass(frozen=True)
@@ -93,7 +94,8 @@ class Clone(Protocol):
 
 class Engine(Protocol):
     isolation: IsolationLevel
-    isolation_detail: str  # one line for the banner and /v1/health, never claiming more than is in force
+    # one line for the banner and /v1/health, never claiming more than is in force
+    isolation_detail: str
 
     async def start(self, templates: list[TemplateSpec]) -> None: ...
 
