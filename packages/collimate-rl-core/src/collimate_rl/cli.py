@@ -62,11 +62,14 @@ def build_parser(pm: pluggy.PluginManager | None = None) -> argparse.ArgumentPar
     return parser
 
 
-def main(argv: Sequence[str] | None = None) -> int:
-    """Run ``collimate``; returns the exit code (the console script exits with it)."""
+def main(argv: Sequence[str] | None = None, *, pm: pluggy.PluginManager | None = None) -> int:
+    """Run ``collimate``; returns the exit code (the console script exits with it).
+
+    ``pm`` defaults to the process-wide plugin manager.
+    """
     argv = list(sys.argv[1:] if argv is None else argv)
     try:
-        parser = build_parser()
+        parser = build_parser(pm)
     except PluginError as exc:
         print(f"collimate: {exc}", file=sys.stderr)
         return 2
@@ -78,6 +81,7 @@ def main(argv: Sequence[str] | None = None) -> int:
     if extra and not getattr(args, "passthrough", False):
         parser.error(f"unrecognized arguments: {' '.join(extra)}")
     args.extra_argv = extra
+    args.plugin_manager = pm
     return int(func(args) or 0)
 
 

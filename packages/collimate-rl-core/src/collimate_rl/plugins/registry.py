@@ -49,9 +49,7 @@ def _manager(pm: pluggy.PluginManager | None) -> pluggy.PluginManager:
     return get_plugin_manager()
 
 
-def hook_results(
-    pm: pluggy.PluginManager, hook_name: str, **kwargs: Any
-) -> list[tuple[str, Any]]:
+def hook_results(pm: pluggy.PluginManager, hook_name: str, **kwargs: Any) -> list[tuple[str, Any]]:
     """Call every implementation of ``hook_name``; return ``(plugin name, result)``.
 
     The order is pluggy's call order (last registered first, ``tryfirst`` /
@@ -82,7 +80,9 @@ def collect_contributions(
     turns a result of another shape into ``(name, value)`` pairs.
     """
     merged: dict[str, Contribution[T]] = {}
-    for plugin, result in hook_results(pm, hook_name):
+    # Registration order (the reverse of pluggy's call order), so a conflict
+    # names the plugin that was there first, first.
+    for plugin, result in reversed(hook_results(pm, hook_name)):
         if result is None:
             continue
         pairs = items(plugin, result) if items is not None else _mapping_items(plugin, result)
@@ -106,9 +106,7 @@ def _mapping_items(plugin: str, result: Any) -> list[tuple[str, Any]]:
     return list(result.items())
 
 
-def _callable_values(
-    registry: str, merged: Mapping[str, Contribution[Any]]
-) -> dict[str, Any]:
+def _callable_values(registry: str, merged: Mapping[str, Contribution[Any]]) -> dict[str, Any]:
     out: dict[str, Any] = {}
     for name, c in merged.items():
         if not callable(c.value):

@@ -57,27 +57,33 @@ def _framework_text(info: PluginInfo) -> str:
     return ", ".join(parts) or "-"
 
 
-def _rows(infos: list[PluginInfo]) -> list[tuple[str, str, str, str]]:
-    rows = []
-    for info in infos:
-        if info.announcements:
-            name = ", ".join(a.name for a in info.announcements)
-            version = ", ".join(a.version for a in info.announcements)
-        else:
-            name, version = info.plugin, "-"
-        if info.error:
-            version = f"{version} (announce failed: {info.error})"
-        dist = (
-            f"{info.distribution} {info.distribution_version}"
-            if info.distribution
-            else "(registered by hand)"
-        )
-        rows.append((name, version, _framework_text(info), dist))
-    return rows
+def _order(info: PluginInfo) -> tuple[int, str]:
+    # core's built-ins first (in registration order: the sort is stable), then
+    # installed plugins by name, then plugins registered in-process
+    if info.builtin:
+        return 0, ""
+    return (1 if info.distribution else 2), info.plugin
+
+
+def _row(info: PluginInfo) -> tuple[str, str, str, str]:
+    if info.announcements:
+        name = ", ".join(a.name for a in info.announcements)
+        version = ", ".join(a.version for a in info.announcements)
+    else:
+        name, version = info.plugin, "-"
+    if info.error:
+        version = f"{version} (announce failed: {info.error})"
+    if info.builtin:
+        source = f"{info.distribution} {info.distribution_version} (built-in)"
+    elif info.distribution:
+        source = f"{info.distribution} {info.distribution_version} (entry point {info.plugin!r})"
+    else:
+        source = "(registered in-process)"
+    return name, version, _framework_text(info), source
 
 
 def run_plugins(args: argparse.Namespace) -> int:
-    infos = plugin_inventory()
+    infos = sorted(plugin_inventory(getattr(args, "plugin_manager", None)), key=_order)
     if args.json:
         payload = [
             {
@@ -91,12 +97,16 @@ def run_plugins(args: argparse.Namespace) -> int:
             for i in infos
         ]
         print(json.dumps(payload, indent=2))
-        return 0
-    header = ("PLUGIN", "VERSION", "FRAMEWORK", "DISTRIBUTION")
-    rows = [header, *_rows(infos)]
+        return 1 if any(i.error for i in infos) else 0
+    header = ("PLUGIN", "VERSION", "FRAMEWORK", "SOURCE")
+    rows = [header, *(_row(i) for i in infos)]
     widths = [max(len(r[c]) for r in rows) for c in range(3)]
     for r in rows:
         print("  ".join(cell.ljust(w) for cell, w in zip(r[:3], widths, strict=True)) + "  " + r[3])
+    for info in infos:
+        for a in info.announcements:
+            if a.detail and a.framework is not None:
+                print(f"  {a.name}: {a.detail}")
     return 1 if any(i.error for i in infos) else 0
 
 

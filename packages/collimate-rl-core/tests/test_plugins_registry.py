@@ -1,0 +1,155 @@
+"""Merged registries: names from every plugin, conflicts named, contracts checked."""
+
+from __future__ import annotations
+
+import types
+from collections.abc import Callable
+from typing import Any
+
+import pluggy
+import pytest
+
+from collimate_rl.plugins import (
+    PluginConflictError,
+    PluginContractError,
+    hook_results,
+    hookimpl,
+    local_templates,
+    new_plugin_manager,
+    reward_kinds,
+    transport_factories,
+)
+from collimate_rl.plugins.builtin import transports as builtin_transports
+
+
+def make_plugin(**hooks: Callable[..., Any]) -> types.SimpleNamespace:
+    """A plugin object whose attributes are hook implementations."""
+    return types.SimpleNamespace(**{name: hookimpl(fn) for name, fn in hooks.items()})
+
+
+@pytest.fixture
+def pm() -> pluggy.PluginManager:
+    return new_plugin_manager(load_entrypoints=False)
+
+
+def test_builtin_transports_are_daemon_and_gateway(pm: pluggy.PluginManager) -> None:
+    factories = transport_factories(pm)
+    assert factories == {
+        "daemon": builtin_transports.daemon_client,
+        "gateway": builtin_transports.gateway_client,
+    }
+
+
+def test_plugin_transport_is_merged(pm: pluggy.PluginManager) -> None:
+    def local(**kw: Any) -> str:
+        return f"local client {kw}"
+
+    pm.register(make_plugin(collimate_rl_transports=lambda: {"local": local}), name="extra")
+    factories = transport_factories(pm)
+    assert set(factories) == {"daemon", "gateway", "local"}
+    assert factories["local"](x=1) == "local client {'x': 1}"
+
+
+def test_duplicate_transport_names_both_plugins(pm: pluggy.PluginManager) -> None:
+    pm.register(make_plugin(collimate_rl_transports=lambda: {"daemon": print}), name="rogue")
+    with pytest.raises(PluginConflictError) as info:
+        transport_factories(pm)
+    err = info.value
+    assert (err.registry, err.name) == ("transport", "daemon")
+    assert {err.first, err.second} == {"rogue", "collimate_rl.plugins.builtin.transports"}
+    assert "'rogue'" in str(err) and "collimate_rl.plugins.builtin.transports" in str(err)
+
+
+def test_reward_kinds_merge_and_conflict(pm: pluggy.PluginManager) -> None:
+    def factory(ground_truth: Any, entry: str) -> tuple[Any, str]:
+        return ground_truth, entry
+
+    pm.register(make_plugin(collimate_rl_reward_kinds=lambda: {"regex": factory}), name="a")
+    pm.register(make_plugin(collimate_rl_reward_kinds=lambda: None), name="silent")
+    kinds = reward_kinds(pm)
+    assert kinds["regex"] is factory
+    pm.register(make_plugin(collimate_rl_reward_kinds=lambda: {"regex": factory}), name="b")
+    with pytest.raises(PluginConflictError, match=r"reward kind 'regex'.*'a'.*'b'"):
+        reward_kinds(pm)
+
+
+def test_non_mapping_result_names_the_plugin(pm: pluggy.PluginManager) -> None:
+    pm.register(make_plugin(collimate_rl_reward_kinds=lambda: ["regex"]), name="listy")
+    with pytest.raises(PluginContractError, match=r"'listy'.*list"):
+        reward_kinds(pm)
+
+
+def test_non_callable_factory_names_the_plugin(pm: pluggy.PluginManager) -> None:
+    pm.register(make_plugin(collimate_rl_reward_kinds=lambda: {"x": 3}), name="nocall")
+    with pytest.raises(PluginContractError, match=r"'nocall'.*reward kind 'x'"):
+        reward_kinds(pm)
+
+
+def test_empty_name_is_rejected(pm: pluggy.PluginManager) -> None:
+    pm.register(make_plugin(collimate_rl_transports=lambda: {"": print}), name="blank")
+    with pytest.raises(PluginContractError, match=r"'blank'"):
+        transport_factories(pm)
+
+
+def test_local_templates_keep_their_source(pm: pluggy.PluginManager) -> None:
+    table = {"id": "py-fast", "kind": "python"}
+    pm.register(make_plugin(collimate_rl_local_templates=lambda: [table]), name="tpl")
+    templates = local_templates(pm)
+    assert templates["py-fast"].plugin == "tpl"
+    assert templates["py-fast"].value == table
+
+
+def test_local_template_defined_twice_names_both(pm: pluggy.PluginManager) -> None:
+    for name in ("one", "two"):
+        pm.register(
+            make_plugin(collimate_rl_local_templates=lambda: [{"id": "dup", "kind": "shell"}]),
+            name=name,
+        )
+    with pytest.raises(PluginConflictError, match=r"local template 'dup'.*'one'.*'two'"):
+        local_templates(pm)
+
+
+@pytest.mark.parametrize("bad", ["id-as-string", [{"kind": "python"}], [{"id": 7}]])
+def test_malformed_templates_are_contract_errors(pm: pluggy.PluginManager, bad: Any) -> None:
+    pm.register(make_plugin(collimate_rl_local_templates=lambda: bad), name="bad")
+    with pytest.raises(PluginContractError, match=r"'bad'"):
+        local_templates(pm)
+
+
+def test_hook_results_follow_pluggy_order_and_skip_wrappers(pm: pluggy.PluginManager) -> None:
+    order: list[str] = []
+
+    class Wrapper:
+        @hookimpl(wrapper=True)
+        def collimate_rl_transports(self) -> Any:
+            order.append("wrapper")
+            return (yield)
+
+    pm.register(make_plugin(collimate_rl_transports=lambda: {"first": print}), name="first")
+    pm.register(make_plugin(collimate_rl_transports=lambda: {"last": print}), name="last")
+    pm.register(Wrapper(), name="wrapper")
+    names = [plugin for plugin, _ in hook_results(pm, "collimate_rl_transports")]
+    plain = [name for name, _ in pm.list_name_plugin() if name in ("first", "last")]
+    assert names.index("last") < names.index("first") and plain == ["first", "last"]
+    assert "wrapper" not in names and order == []
+    # the merged registry and a plain hook call agree on the contributions
+    merged = transport_factories(pm)
+    called = {k for result in pm.hook.collimate_rl_transports() for k in result}
+    assert set(merged) == called and order == ["wrapper"]
+
+
+def test_builtin_factories_import_clients_lazily() -> None:
+    # Building the manager and listing transports must not import httpx-based modules.
+    import subprocess
+    import sys
+
+    code = (
+        "import sys; from collimate_rl.plugins import new_plugin_manager, transport_factories;"
+        "transport_factories(new_plugin_manager(load_entrypoints=False));"
+        "print(sorted(m for m in ('httpx', 'collimate_rl.client', 'collimate_rl.gateway')"
+        " if m in sys.modules))"
+    )
+    out = subprocess.run(
+        [sys.executable, "-c", code], capture_output=True, text=True, check=True, timeout=60
+    )
+    assert out.stdout.strip() == "[]", out.stdout + out.stderr
