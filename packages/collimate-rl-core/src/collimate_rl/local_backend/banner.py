@@ -1,0 +1,30 @@
+"""The start-up banner: where the server listens and, above all, what
+isolation is really in force. It never claims more than the engine reports."""
+
+from __future__ import annotations
+
+from .server import BackendServer
+
+_NOT_A_SANDBOX = (
+    "!! ISOLATION: process mode -- this is NOT a sandbox. Code runs as processes of this user\n"
+    "!! with rlimits and process-group kills only: it can read and write your files and reach\n"
+    "!! the network. Use it for trusted code, tests and demos only."
+)
+
+
+def banner(server: BackendServer) -> str:
+    assert server.service is not None
+    svc = server.service
+    lines = [f"collimate local backend {svc.health()['version']} (daemon wire)"]
+    if server.base_url:
+        lines.append(f"  listening on {server.base_url}")
+    if server.socket_path:
+        lines.append(f"  listening on unix:{server.socket_path}")
+    lines.append(f"  templates: {', '.join(sorted(svc.templates))}")
+    limit = svc.admission.max_inflight or "unlimited"
+    ttl = f"{svc.session_ttl:g}s" if svc.session_ttl else "off"
+    lines.append(f"  max in-flight: {limit}; idle session TTL: {ttl}")
+    lines.append(f"  isolation: {svc.engine.isolation} ({svc.engine.isolation_detail})")
+    if svc.engine.isolation == "process":
+        lines.append(_NOT_A_SANDBOX)
+    return "\n".join(lines)

@@ -1,0 +1,124 @@
+"""``collimate serve`` / ``python -m collimate_rl.local_backend``: run the
+local backend in the foreground.
+
+SIGTERM (and a first Ctrl-C) drains: new work gets 503 ``draining``,
+in-flight execs finish, then the process exits 0. A second Ctrl-C stops at
+once (still cleaning up every clone, socket file and port).
+"""
+
+from __future__ import annotations
+
+import argparse
+import asyncio
+import logging
+import signal
+import sys
+from collections.abc import Sequence
+
+from .banner import banner
+from .config import DEFAULT_MAX_INFLIGHT, DEFAULT_SESSION_TTL_S, ServerConfig
+from .server import BackendServer
+from .templates import TemplateConfigError
+
+
+def build_parser(prog: str = "collimate serve") -> argparse.ArgumentParser:
+    p = argparse.ArgumentParser(
+        prog=prog,
+        description="Run the collimate local backend (the daemon wire) on this machine.",
+    )
+    p.add_argument("--host", default="127.0.0.1", help="TCP address to bind (default: loopback)")
+    p.add_argument(
+        "--port",
+        type=int,
+        default=None,
+        help="TCP port (default 8080; 0 picks a free one; with --socket only, TCP is off)",
+    )
+    p.add_argument(
+        "--socket", dest="socket_path", default=None, help="also/only serve this unix socket"
+    )
+    p.add_argument("--templates", dest="templates_file", default=None, help="TOML template file")
+    p.add_argument(
+        "--override-templates",
+        action="store_true",
+        help="let the --templates file replace built-in/plugin templates of the same id",
+    )
+    p.add_argument("--no-plugins", action="store_true", help="built-in templates only")
+    p.add_argument("--isolation", choices=("auto", "namespaces", "process"), default="auto")
+    p.add_argument(
+        "--max-inflight",
+        type=int,
+        default=DEFAULT_MAX_INFLIGHT,
+        help="execs+creates in flight before 503 at_capacity "
+        f"(0 = unlimited; default {DEFAULT_MAX_INFLIGHT})",
+    )
+    p.add_argument(
+        "--session-ttl",
+        type=float,
+        default=DEFAULT_SESSION_TTL_S,
+        help="seconds before an idle session is reaped "
+        f"(0 = never; default {DEFAULT_SESSION_TTL_S:g})",
+    )
+    p.add_argument("--log-level", default="WARNING", help="logging level (default WARNING)")
+    return p
+
+
+def config_from_args(args: argparse.Namespace) -> ServerConfig:
+    port = args.port
+    if port is None and not args.socket_path:
+        port = 8080
+    return ServerConfig(
+        host=args.host,
+        port=port,
+        socket_path=args.socket_path,
+        templates_file=args.templates_file,
+        use_plugins=not args.no_plugins,
+        override_templates=args.override_templates,
+        isolation=args.isolation,
+        max_inflight=args.max_inflight,
+        session_ttl=args.session_ttl,
+    )
+
+
+async def serve(config: ServerConfig) -> int:
+    server = BackendServer(config)
+    await server.start()
+    print(banner(server), file=sys.stderr, flush=True)
+    loop = asyncio.get_running_loop()
+    interrupts = 0
+    stops: list[asyncio.Task[None]] = []
+
+    def on_sigint() -> None:
+        nonlocal interrupts
+        interrupts += 1
+        if interrupts == 1:
+            print("draining (Ctrl-C again to stop now)", file=sys.stderr, flush=True)
+            server.drain()
+        else:
+            stops.append(loop.create_task(server.stop()))
+
+    loop.add_signal_handler(signal.SIGTERM, server.drain)
+    loop.add_signal_handler(signal.SIGINT, on_sigint)
+    try:
+        await server.wait_stopped()
+    finally:
+        loop.remove_signal_handler(signal.SIGTERM)
+        loop.remove_signal_handler(signal.SIGINT)
+        await server.stop()
+    print("collimate local backend stopped", file=sys.stderr, flush=True)
+    return 0
+
+
+def main(argv: Sequence[str] | None = None, *, prog: str = "collimate serve") -> int:
+    args = build_parser(prog).parse_args(list(argv) if argv is not None else None)
+    logging.basicConfig(
+        level=args.log_level.upper(), format="%(asctime)s %(name)s %(levelname)s %(message)s"
+    )
+    try:
+        config = config_from_args(args)
+        return asyncio.run(serve(config))
+    except (TemplateConfigError, ValueError) as exc:
+        print(f"error: {exc}", file=sys.stderr)
+        return 2
+    except OSError as exc:
+        print(f"error: cannot listen: {exc}", file=sys.stderr)
+        return 1

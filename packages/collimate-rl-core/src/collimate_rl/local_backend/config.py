@@ -1,0 +1,53 @@
+"""Settings of one local backend server, shared by the CLI and the
+in-process :class:`~.embedded.LocalCollimateBackend`."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any, Literal
+
+IsolationSetting = Literal["auto", "namespaces", "process"]
+
+DEFAULT_MAX_INFLIGHT = 64
+DEFAULT_SESSION_TTL_S = 600.0
+DEFAULT_TOMBSTONE_TTL_S = 600.0
+
+
+@dataclass
+class ServerConfig:
+    """Where to listen and how to run.
+
+    ``port=None`` with a ``socket_path`` listens on the unix socket only; a
+    port and a socket listen on both. ``port=0`` picks a free port.
+    ``max_inflight=0`` disables load shedding; ``session_ttl=0`` disables
+    idle reaping.
+    """
+
+    host: str = "127.0.0.1"
+    port: int | None = 0
+    socket_path: str | None = None
+    templates_file: str | Path | None = None
+    templates: Any = None  # in-process tables / TemplateSpecs / {id: table}
+    use_plugins: bool = True
+    override_templates: bool = False
+    isolation: IsolationSetting = "auto"
+    max_inflight: int = DEFAULT_MAX_INFLIGHT
+    session_ttl: float = DEFAULT_SESSION_TTL_S
+    tombstone_ttl: float = DEFAULT_TOMBSTONE_TTL_S
+    max_body_bytes: int = 64 * 1024 * 1024
+    drain_grace_s: float = 30.0  # a stop waits this long for answers already being written
+
+    def __post_init__(self) -> None:
+        if self.isolation not in ("auto", "namespaces", "process"):
+            raise ValueError(
+                f"isolation must be auto, namespaces or process, not {self.isolation!r}"
+            )
+        if self.port is None and not self.socket_path:
+            raise ValueError("nothing to listen on: give a port, a socket path, or both")
+        if self.port is not None and not 0 <= self.port < 65536:
+            raise ValueError(f"port out of range: {self.port}")
+        if self.max_inflight < 0:
+            raise ValueError("max_inflight must be >= 0 (0 = unlimited)")
+        if self.session_ttl < 0 or self.tombstone_ttl < 0:
+            raise ValueError("TTLs must be >= 0 (0 = off)")

@@ -1,0 +1,258 @@
+"""HTTP/1.1 over asyncio streams with ``h11``: keep-alive, JSON bodies, and
+client-disconnect detection.
+
+One coroutine per connection, no threads. While a request is being handled
+the connection keeps reading: end-of-file means the client is gone, so the
+handler task is cancelled (the engine then kills the exec's process tree)
+instead of running to completion for nobody. Bytes of a pipelined next
+request are buffered in ``h11`` until the current answer is written.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+import json
+import logging
+from collections.abc import Awaitable, Callable
+from http import HTTPStatus
+
+import h11
+
+from ..__about__ import __version__
+from .routing import Request, Response
+
+log = logging.getLogger("collimate_rl.local_backend.http")
+
+_READ_SIZE = 65536
+_SERVER_HEADER = f"collimate-rl-local/{__version__}".encode()
+
+Dispatch = Callable[[Request], Awaitable[Response]]
+
+
+def _reason(status: int) -> bytes:
+    try:
+        return HTTPStatus(status).phrase.encode()
+    except ValueError:
+        return b""
+
+
+def encode_json(body: object) -> bytes:
+    return json.dumps(body, separators=(",", ":"), ensure_ascii=False).encode()
+
+
+class _ClientGone(Exception):
+    """The peer closed the connection."""
+
+
+class HttpConnection:
+    """One client connection: read requests, dispatch, write answers."""
+
+    def __init__(
+        self,
+        reader: asyncio.StreamReader,
+        writer: asyncio.StreamWriter,
+        dispatch: Dispatch,
+        *,
+        max_body: int,
+    ) -> None:
+        self.reader = reader
+        self.writer = writer
+        self.dispatch = dispatch
+        self.max_body = max_body
+        self.conn = h11.Connection(h11.SERVER, max_incomplete_event_size=64 * 1024)
+        self._pending_read: asyncio.Task[bytes] | None = None
+        self._handler: asyncio.Task[Response] | None = None
+        self._eof = False
+        self.busy = False  # a request is being handled or answered
+        self.closing = False  # the server is stopping: finish the current answer, then close
+        peer = writer.get_extra_info("peername")
+        self.peer = peer[0] if isinstance(peer, tuple) and peer else "unix"
+
+    async def _read(self) -> bytes:
+        if self._pending_read is None:
+            self._pending_read = asyncio.ensure_future(self.reader.read(_READ_SIZE))
+        try:
+            data = await self._pending_read
+        finally:
+            if self._pending_read.done():
+                self._pending_read = None
+        return data
+
+    async def _next_event(self) -> object:
+        while True:
+            event = self.conn.next_event()
+            if event is not h11.NEED_DATA:
+                return event
+            if self._eof:
+                raise _ClientGone
+            data = await self._read()
+            if not data:
+                self._eof = True
+            self.conn.receive_data(data)
+
+    async def _read_request(self) -> Request | None:
+        event = await self._next_event()
+        if isinstance(event, h11.ConnectionClosed):
+            return None
+        if not isinstance(event, h11.Request):
+            raise h11.RemoteProtocolError(f"unexpected {type(event).__name__}")
+        self.busy = True
+        chunks: list[bytes] = []
+        size = 0
+        while True:
+            ev = await self._next_event()
+            if isinstance(ev, h11.Data):
+                size += len(ev.data)
+                if size > self.max_body:
+                    raise h11.RemoteProtocolError("request body too large", error_status_hint=413)
+                chunks.append(bytes(ev.data))
+            elif isinstance(ev, h11.EndOfMessage):
+                break
+            elif isinstance(ev, h11.ConnectionClosed):
+                raise _ClientGone
+        target = event.target.decode("latin-1")
+        path, _, query = target.partition("?")
+        return Request(
+            method=event.method.decode("ascii").upper(),
+            path=path,
+            query=query,
+            headers={k.decode("latin-1").lower(): v.decode("latin-1") for k, v in event.headers},
+            body=b"".join(chunks),
+            peer=self.peer,
+        )
+
+    async def _await_or_disconnect(self, handler: asyncio.Task[Response]) -> Response | None:
+        """The handler's answer, or ``None`` (handler cancelled) if the client left."""
+        buffered = 0
+        while not handler.done():
+            if self._eof or buffered > self.max_body:
+                await asyncio.wait({handler})
+                break
+            if self._pending_read is None:
+                self._pending_read = asyncio.ensure_future(self.reader.read(_READ_SIZE))
+            done, _ = await asyncio.wait(
+                {handler, self._pending_read}, return_when=asyncio.FIRST_COMPLETED
+            )
+            if self._pending_read in done:
+                read, self._pending_read = self._pending_read, None
+                try:
+                    data = read.result()
+                except (ConnectionError, OSError):
+                    data = b""
+                if not data:
+                    self._eof = True
+                    handler.cancel()
+                    with contextlib.suppress(BaseException):
+                        await handler
+                    return None
+                buffered += len(data)
+                self.conn.receive_data(data)
+        return handler.result()
+
+    def _send(self, response: Response) -> None:
+        body = encode_json(response.body)
+        headers = [
+            (b"content-type", b"application/json"),
+            (b"content-length", str(len(body)).encode()),
+            (b"server", _SERVER_HEADER),
+        ]
+        headers.extend((k.encode(), v.encode()) for k, v in response.headers)
+        if self.closing:
+            headers.append((b"connection", b"close"))
+        out = self.conn.send(
+            h11.Response(
+                status_code=response.status, headers=headers, reason=_reason(response.status)
+            )
+        )
+        out = (out or b"") + (self.conn.send(h11.Data(data=body)) or b"")
+        out += self.conn.send(h11.EndOfMessage()) or b""
+        self.writer.write(out)
+
+    def _send_protocol_error(self, exc: h11.RemoteProtocolError) -> None:
+        if self.conn.our_state not in (h11.IDLE, h11.SEND_RESPONSE):
+            return
+        status = exc.error_status_hint or 400
+        body = {"error": f"bad HTTP request: {exc}", "error_code": "bad_request"}
+        with contextlib.suppress(h11.LocalProtocolError):
+            self.closing = True
+            self._send(Response(status, body))
+
+    async def serve(self) -> None:
+        try:
+            while not self.closing:
+                try:
+                    request = await self._read_request()
+                except h11.RemoteProtocolError as exc:
+                    self._send_protocol_error(exc)
+                    await self.writer.drain()
+                    break
+                if request is None:
+                    break
+                handler = self._handler = asyncio.ensure_future(self.dispatch(request))
+                response = await self._await_or_disconnect(handler)
+                self._handler = None
+                if response is None:
+                    break
+                self._send(response)
+                await self.writer.drain()
+                self.busy = False
+                if self.conn.our_state is h11.MUST_CLOSE or self.closing:
+                    break
+                self.conn.start_next_cycle()
+        except (_ClientGone, ConnectionError, OSError):
+            pass
+        except asyncio.CancelledError:
+            raise
+        except Exception:
+            log.exception("connection handler failed")
+        finally:
+            self.busy = False
+            if self._pending_read is not None:
+                self._pending_read.cancel()
+            if self._handler is not None and not self._handler.done():
+                # The server is stopping under us: the work dies with the connection.
+                self._handler.cancel()
+                with contextlib.suppress(BaseException):
+                    await self._handler
+            self.writer.close()
+            with contextlib.suppress(Exception):
+                await self.writer.wait_closed()
+
+
+class HttpServer:
+    """Accepts connections on any number of listeners and tracks them so a
+    stop can let busy answers finish and close idle keep-alive connections."""
+
+    def __init__(self, dispatch: Dispatch, *, max_body: int = 64 * 1024 * 1024) -> None:
+        self.dispatch = dispatch
+        self.max_body = max_body
+        self._connections: dict[asyncio.Task[None], HttpConnection] = {}
+
+    async def handle(self, reader: asyncio.StreamReader, writer: asyncio.StreamWriter) -> None:
+        conn = HttpConnection(reader, writer, self.dispatch, max_body=self.max_body)
+        task = asyncio.current_task()
+        assert task is not None
+        self._connections[task] = conn
+        try:
+            await conn.serve()
+        finally:
+            self._connections.pop(task, None)
+
+    async def close_connections(self, grace_s: float) -> None:
+        """Close idle connections now; give busy ones ``grace_s`` to answer,
+        then cut them (their handlers see the disconnect and are cancelled).
+        Closing the transport, not cancelling tasks, keeps asyncio quiet."""
+        for conn in list(self._connections.values()):
+            conn.closing = True
+            if not conn.busy:
+                conn.writer.close()
+        pending = list(self._connections)
+        if pending:
+            _, still = await asyncio.wait(pending, timeout=grace_s)
+            for task in still:
+                busy = self._connections.get(task)
+                if busy is not None:
+                    busy.writer.transport.abort()
+            if still:
+                await asyncio.wait(still, timeout=10.0)

@@ -1,0 +1,107 @@
+"""Requests, responses and route tables, with no sockets involved.
+
+Each wire is one :class:`Router` (its routes plus its error envelope); the
+server tries its routers in order. The daemon wire is one router today; the
+gateway wire (tenants, tiers, Bearer keys) is another router over the same
+:class:`~.service.BackendService`, added without touching the HTTP layer.
+"""
+
+from __future__ import annotations
+
+import json
+import re
+from collections.abc import Awaitable, Callable, Sequence
+from dataclasses import dataclass, field
+from typing import Any
+
+from .wire_errors import WireError, bad_request, not_found_route
+
+_PARAM_RE = re.compile(r"\{([a-z_]+)\}")
+
+
+@dataclass
+class Request:
+    method: str
+    path: str
+    query: str
+    headers: dict[str, str]  # lower-case names
+    body: bytes
+    peer: str  # "unix" for a unix socket, else the client's IP address
+
+    def json(self) -> Any:
+        """The parsed body (``None`` when empty); 400 ``bad_request`` if not JSON."""
+        if not self.body.strip():
+            return None
+        try:
+            return json.loads(self.body)
+        except (ValueError, UnicodeDecodeError) as exc:
+            raise bad_request(f"request body is not valid JSON: {exc}") from None
+
+    @property
+    def is_local(self) -> bool:
+        """Loopback TCP or the unix socket (what admin routes require)."""
+        return (
+            self.peer == "unix" or self.peer in ("127.0.0.1", "::1") or self.peer.startswith("127.")
+        )
+
+
+@dataclass
+class Response:
+    status: int
+    body: Any
+    headers: list[tuple[str, str]] = field(default_factory=list)
+
+
+Handler = Callable[[Request, dict[str, str]], Awaitable[Response]]
+
+
+@dataclass(frozen=True)
+class _Route:
+    method: str
+    regex: re.Pattern[str]
+    handler: Handler
+
+
+class Router:
+    """One wire's routes and the envelope its errors are written in."""
+
+    def __init__(self, name: str, error_body: Callable[[WireError], dict[str, Any]]) -> None:
+        self.name = name
+        self.error_body = error_body
+        self._routes: list[_Route] = []
+
+    def add(self, method: str, pattern: str, handler: Handler) -> None:
+        """``pattern`` like ``/v1/sessions/{id}/exec``; a ``{param}`` matches
+        one path segment."""
+        regex = "^" + _PARAM_RE.sub(r"(?P<\1>[^/]+)", pattern) + "$"
+        self._routes.append(_Route(method.upper(), re.compile(regex), handler))
+
+    def match(self, method: str, path: str) -> tuple[Handler, dict[str, str]] | None:
+        for route in self._routes:
+            m = route.regex.match(path)
+            if m and route.method == method:
+                return route.handler, m.groupdict()
+        return None
+
+
+class Dispatcher:
+    """Find the route among the wires' routers; turn every refusal into the
+    answer of that wire's envelope, and any bug into a 500 that says so."""
+
+    def __init__(self, routers: Sequence[Router]) -> None:
+        if not routers:
+            raise ValueError("at least one router is needed")
+        self.routers = list(routers)
+
+    async def __call__(self, request: Request) -> Response:
+        router = self.routers[0]
+        try:
+            for candidate in self.routers:
+                found = candidate.match(request.method, request.path)
+                if found is not None:
+                    router = candidate
+                    handler, params = found
+                    return await handler(request, params)
+            raise not_found_route(request.method, request.path)
+        except WireError as err:
+            return Response(err.status, router.error_body(err))

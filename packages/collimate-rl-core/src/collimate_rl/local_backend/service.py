@@ -1,0 +1,317 @@
+"""The wire-agnostic core of the local backend: templates, sessions, execs,
+capacity, drain, reaping.
+
+Every wire (the daemon's today, the gateway's later) is a thin routing layer
+over one :class:`BackendService`: it translates paths and bodies, the service
+does the work and raises :class:`WireError` for every refusal. Nothing here
+knows about HTTP; nothing here knows how a clone is made (that is the
+engine's job, see ``engine/api.py``).
+"""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+import logging
+import secrets
+import time
+from collections.abc import Mapping
+from typing import Any
+
+from ..__about__ import __version__
+from .admission import Admission
+from .egress import EgressDecision, decide_egress
+from .engine.api import Clone, Engine, ExecJob, ExecOutcome, TemplateSpec
+from .exec_request import format_timeout, parse_exec_body
+from .sessions import Session, SessionStore, new_session_id
+from .wire_errors import WireError, bad_request
+
+log = logging.getLogger("collimate_rl.local_backend")
+
+
+def _ms(seconds: float) -> float:
+    return round(seconds * 1000.0, 3)
+
+
+class BackendService:
+    """Sessions and execs over an :class:`Engine`, with admission control."""
+
+    def __init__(
+        self,
+        engine: Engine,
+        templates: list[TemplateSpec],
+        *,
+        max_inflight: int,
+        session_ttl: float,
+        tombstone_ttl: float = 600.0,
+    ) -> None:
+        self.engine = engine
+        self.templates: dict[str, TemplateSpec] = {t.id: t for t in templates}
+        self.admission = Admission(max_inflight)
+        self.sessions = SessionStore(tombstone_ttl)
+        self.session_ttl = session_ttl
+        self.running = 0  # execs inside clone.run right now
+        self.queued = 0  # session execs waiting for their session's previous exec
+        self._background: set[asyncio.Task[Any]] = set()
+        self._reaper: asyncio.Task[None] | None = None
+        self._closed = False
+
+    # -- lifecycle ---------------------------------------------------------
+
+    async def start(self) -> None:
+        await self.engine.start(list(self.templates.values()))
+        if self.session_ttl > 0:
+            self._reaper = asyncio.create_task(self._reap_forever(), name="collimate-reaper")
+
+    def begin_drain(self) -> None:
+        self.admission.start_draining()
+
+    @property
+    def draining(self) -> bool:
+        return self.admission.draining
+
+    async def wait_idle(self) -> None:
+        await self.admission.wait_idle()
+
+    async def close(self) -> None:
+        """Destroy every session, wait for clones being closed, stop the
+        engine. Nothing the backend started survives this."""
+        if self._closed:
+            return
+        self._closed = True
+        self.admission.start_draining()
+        if self._reaper is not None:
+            self._reaper.cancel()
+            with contextlib.suppress(asyncio.CancelledError):
+                await self._reaper
+        for session in self.sessions.all():
+            await self._destroy(session, tombstone=False)
+        while self._background:
+            await asyncio.gather(*list(self._background), return_exceptions=True)
+        await self.engine.close()
+
+    # -- read-only views ---------------------------------------------------
+
+    def health(self) -> dict[str, Any]:
+        return {
+            "status": "draining" if self.draining else "ok",
+            "sessions": len(self.sessions),
+            "running": self.running,
+            "max_inflight": self.admission.max_inflight,
+            "queued": self.queued,
+            "templates": sorted(self.templates),
+            "version": __version__,
+            "inflight": self.admission.inflight,
+            "isolation": self.engine.isolation,
+            "isolation_detail": self.engine.isolation_detail,
+            "sandbox": self.engine.isolation == "namespaces",
+            "egress_modes": {
+                "open": "enforced",
+                "none": "enforced",
+                "allowlist": "enforced fail-closed as none",
+                "denylist": "refused (cannot be enforced locally)",
+            },
+        }
+
+    def template(self, template_id: Any) -> TemplateSpec:
+        if template_id is None or template_id == "":
+            raise WireError(400, "template_id_required", "template_id is required")
+        if not isinstance(template_id, str):
+            raise bad_request("template_id must be a string")
+        spec = self.templates.get(template_id)
+        if spec is None:
+            raise WireError(404, "no_template", f"no template: {template_id}")
+        return spec
+
+    def list_sessions(self) -> list[dict[str, Any]]:
+        now = time.monotonic()
+        return [s.info(now) for s in self.sessions.all()]
+
+    def get_session(self, session_id: str) -> dict[str, Any]:
+        return self.sessions.get(session_id).info()
+
+    # -- sessions ----------------------------------------------------------
+
+    async def create_session(self, body: Any) -> dict[str, Any]:
+        if not isinstance(body, Mapping):
+            raise bad_request("request body must be a JSON object")
+        spec = self.template(body.get("template_id"))
+        egress = decide_egress(body.get("egress"), spec)
+        started = time.perf_counter()
+        async with self.admission.slot():
+            clone, fork_s = await self._open(spec, egress)
+            session = Session(new_session_id(), spec, clone, egress)
+            self.sessions.add(session)
+        out: dict[str, Any] = {
+            "session_id": session.session_id,
+            "template_id": spec.id,
+            "fork_time_ms": _ms(fork_s),
+            "create_time_ms": _ms(time.perf_counter() - started),
+        }
+        if clone.endpoints:
+            out["endpoints"] = dict(clone.endpoints)
+        if egress is not None:
+            out["egress"] = egress.describe()
+        return out
+
+    async def delete_session(self, session_id: str) -> bool:
+        """True when a live session was destroyed; False when none existed."""
+        session = self.sessions.pop(session_id, tombstone=False)
+        if session is None:
+            return False
+        await self._destroy(session, tombstone=False)
+        return True
+
+    async def exec_in_session(self, session_id: str, body: Any) -> dict[str, Any]:
+        job = parse_exec_body(body)
+        if isinstance(body, Mapping) and body.get("egress") is not None:
+            raise bad_request("egress is set when the session is created, not per exec")
+        session = self.sessions.get(session_id)
+        started = time.perf_counter()
+        async with self.admission.slot():
+            session.busy += 1
+            try:
+                self.queued += 1
+                try:
+                    await session.lock.acquire()
+                finally:
+                    self.queued -= 1
+                try:
+                    self.sessions.get(session_id)  # destroyed while we waited?
+                    outcome = await self._run(session.clone, job, session=session)
+                    session.exec_count += 1
+                finally:
+                    session.lock.release()
+            finally:
+                session.busy -= 1
+                session.last_active = time.monotonic()
+        return self._exec_response(body, job, outcome, 0.0, started)
+
+    # -- one-shot ----------------------------------------------------------
+
+    async def exec_once(self, body: Any) -> dict[str, Any]:
+        """Fork an ephemeral clone, run once, discard it, whatever happens."""
+        if not isinstance(body, Mapping):
+            raise bad_request("request body must be a JSON object")
+        spec = self.template(body.get("template_id"))
+        job = parse_exec_body(body)
+        egress = decide_egress(body.get("egress"), spec)
+        started = time.perf_counter()
+        async with self.admission.slot():
+            clone, fork_s = await self._open(spec, egress)
+            try:
+                outcome = await self._run(clone, job, session=None)
+            finally:
+                await self._close_clone(clone)
+        response = self._exec_response(body, job, outcome, fork_s, started)
+        if egress is not None:
+            response["egress"] = egress.describe()
+        return response
+
+    # -- internals ---------------------------------------------------------
+
+    async def _open(self, spec: TemplateSpec, egress: EgressDecision | None) -> tuple[Clone, float]:
+        t0 = time.perf_counter()
+        try:
+            clone = await self.engine.open_clone(spec, egress=egress.enforced if egress else None)
+        except asyncio.CancelledError:
+            raise
+        except Exception as exc:
+            log.warning("bring-up of a %s clone failed: %r", spec.id, exc)
+            raise WireError(
+                503, "session_bringup_failed", f"could not fork template {spec.id}: {exc}"
+            ) from exc
+        return clone, time.perf_counter() - t0
+
+    async def _run(self, clone: Clone, job: ExecJob, *, session: Session | None) -> ExecOutcome:
+        """Run one exec as its own task, so deleting a session can cancel it
+        (the engine kills the process tree) without cancelling the HTTP
+        handler that is waiting for the answer."""
+        task: asyncio.Task[ExecOutcome] = asyncio.ensure_future(clone.run(job))
+        if session is not None:
+            session.tasks.add(task)
+        self.running += 1
+        try:
+            return await task
+        except asyncio.CancelledError:
+            if (
+                session is not None
+                and task.cancelled()
+                and not self.sessions.is_live(session.session_id)
+            ):
+                raise WireError(
+                    410,
+                    "session_gone",
+                    f"session {session.session_id} was destroyed during the exec",
+                ) from None
+            raise
+        except WireError:
+            raise
+        except Exception as exc:
+            log.exception("exec failed inside the engine")
+            raise WireError(
+                500, "internal_error", f"the backend failed to run the exec: {exc}"
+            ) from exc
+        finally:
+            self.running -= 1
+            if session is not None:
+                session.tasks.discard(task)
+
+    async def _close_clone(self, clone: Clone) -> None:
+        """Close a clone even if the caller is being cancelled: the close runs
+        as a tracked task that :meth:`close` waits for."""
+        task = asyncio.ensure_future(clone.close())
+        self._background.add(task)
+        task.add_done_callback(self._background.discard)
+        try:
+            await asyncio.shield(task)
+        except asyncio.CancelledError:
+            raise
+        except Exception:
+            log.exception("closing a clone failed")
+
+    async def _destroy(self, session: Session, *, tombstone: bool) -> None:
+        self.sessions.pop(session.session_id, tombstone=tombstone)
+        for task in list(session.tasks):
+            task.cancel()
+        if session.tasks:
+            await asyncio.gather(*list(session.tasks), return_exceptions=True)
+        await self._close_clone(session.clone)
+
+    async def _reap_forever(self) -> None:
+        interval = min(max(self.session_ttl / 4.0, 0.05), 5.0)
+        while True:
+            await asyncio.sleep(interval)
+            for session in self.sessions.idle_sessions(self.session_ttl):
+                log.info("reaping idle session %s", session.session_id)
+                try:
+                    await self._destroy(session, tombstone=True)
+                except Exception:
+                    log.exception("reaping %s failed", session.session_id)
+            self.sessions.expire_tombstones()
+
+    def _exec_response(
+        self,
+        body: Any,
+        job: ExecJob,
+        outcome: ExecOutcome,
+        clone_fork_s: float,
+        started: float,
+    ) -> dict[str, Any]:
+        stdout = outcome.output.decode("utf-8", errors="replace")
+        if outcome.timed_out and "timeout after" not in stdout:
+            sep = "\n" if stdout and not stdout.endswith("\n") else ""
+            stdout = f"{stdout}{sep}{format_timeout(job.timeout_s)}"
+        req_id = body.get("id") if isinstance(body, Mapping) else None
+        return {
+            "id": req_id if isinstance(req_id, str) and req_id else "req_" + secrets.token_hex(8),
+            "stdout": stdout,
+            "stderr": "",
+            "exit_code": -1 if outcome.timed_out else outcome.exit_code,
+            "fork_time_ms": round(_ms(clone_fork_s) + outcome.fork_time_ms, 3),
+            "exec_time_ms": round(outcome.exec_time_ms, 3),
+            "total_time_ms": _ms(time.perf_counter() - started),
+            "seed": job.seed,
+            "seed_ack": outcome.seed_ack,
+            "truncated": outcome.truncated,
+        }
