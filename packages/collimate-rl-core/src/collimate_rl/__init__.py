@@ -24,6 +24,9 @@ from .errors import (
 )
 
 # --- transports (client.py, gateway.py, transport.py) ---
+from .client import AsyncCollimateClient, CollimateClient
+from .gateway import AsyncGatewayClient, GatewayClient
+from .transport import SessionClient, connect, connect_async
 # --- end transports ---
 
 # --- plugins ---
@@ -42,6 +45,13 @@ __all__ = [
     "DemoTierLimit",
     "TemplateBakeFailed",
     # --- transports ---
+    "CollimateClient",
+    "AsyncCollimateClient",
+    "GatewayClient",
+    "AsyncGatewayClient",
+    "SessionClient",
+    "connect",
+    "connect_async",
     # --- plugins ---
     "get_plugin_manager",
     "hookimpl",

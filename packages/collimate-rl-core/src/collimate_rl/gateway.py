@@ -1,0 +1,749 @@
+"""Clients of the managed gateway wire (WIRE.md 3): Bearer ``col_*`` keys.
+
+:class:`GatewayClient` covers the whole gateway surface (catalog, templates,
+sandboxes, forks, usage) and also implements the daemon client's session
+surface 1:1 (``create_session`` / ``session_exec`` / ``exec_once`` /
+``get_session`` / ``list_sessions`` / ``delete_session``), so everything built
+on a client runs on either wire unchanged. :class:`AsyncGatewayClient` is its
+coroutine twin.
+
+The gateway has no one-shot exec: :meth:`GatewayClient.exec_once` composes
+create -> exec -> delete, and the delete runs on every path (exec failure,
+``KeyboardInterrupt``, task cancellation), because a leaked sandbox keeps
+holding one of the tier's concurrency slots.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import logging
+import os
+import random
+import re
+import time
+from collections.abc import Awaitable, Callable, Coroutine, Mapping, Sequence
+from typing import Any
+
+from .__about__ import __version__
+from ._transport.calls import Call, delete, exec_call, get, post
+from ._transport.calls import segment as _seg
+from ._transport.pool import HttpSettings
+from ._transport.send import AsyncHTTP, SyncHTTP
+from .retry import RetryPolicy
+from .wire import DEFAULT_EXEC_TIMEOUT_S, build_exec_request
+
+__all__ = ["DEFAULT_GATEWAY_URL", "AsyncGatewayClient", "GatewayClient"]
+
+log = logging.getLogger("collimate_rl.gateway")
+
+DEFAULT_GATEWAY_URL = "https://api.collimate.ai"
+_KEY_RE = re.compile(r"^col_(demo|pro|ent)_\S+$")
+_USER_AGENT = f"collimate-rl/{__version__}"
+
+Files = Sequence[Mapping[str, str]]
+Argvs = Sequence[Sequence[str]]
+
+
+def _resolve_key(api_key: str | None) -> str:
+    key = api_key if api_key is not None else os.environ.get("COLLIMATE_API_KEY")
+    if not key:
+        raise ValueError(
+            "the gateway needs an API key: pass api_key='col_<tier>_...' or set "
+            "COLLIMATE_API_KEY (for a node-local daemon use CollimateClient instead)"
+        )
+    key = key.strip()
+    if not _KEY_RE.match(key):
+        shown = key[:8] + "..." if len(key) > 8 else key
+        raise ValueError(
+            f"not a Collimate API key ({shown!r}): keys look like col_<tier>_<secret> "
+            "with tier demo, pro or ent"
+        )
+    return key
+
+
+def _as_session(sandbox: Mapping[str, Any], template_id: str | None = None) -> dict[str, Any]:
+    """A gateway sandbox record with the daemon's session keys added."""
+    out = dict(sandbox)
+    if "id" in out:
+        out.setdefault("session_id", out["id"])
+    template = out.get("template", template_id)
+    if template is not None:
+        out.setdefault("template_id", template)
+    return out
+
+
+def _ready_body(ready: Any) -> Any:
+    """A ``ReadySpec`` as JSON: a mapping as is, a ``Ready`` object through
+    its own serializer (``to_dict`` / ``as_dict``)."""
+    if ready is None or isinstance(ready, Mapping):
+        return dict(ready) if ready is not None else None
+    for name in ("to_dict", "as_dict", "to_wire"):
+        method = getattr(ready, name, None)
+        if callable(method):
+            return method()
+    raise TypeError(f"ready must be a mapping or a Ready, got {type(ready).__name__}")
+
+
+# --- the gateway routes, described once -------------------------------------
+
+
+def _health() -> Call:
+    return get("/v1/health", auth=False)
+
+
+def _images() -> Call:
+    return get("/v1/images")
+
+
+def _images_of(body: Any) -> list[dict[str, Any]]:
+    if isinstance(body, list):
+        return body
+    return list(body.get("images", body.get("templates")) or [])
+
+
+def _create_template(
+    name: str,
+    image: str,
+    ready: Any,
+    width: int,
+    cold_fraction: float,
+    expected_width: int | None,
+) -> Call:
+    body: dict[str, Any] = {
+        "name": name,
+        "image": image,
+        "pool": {"width": int(width), "cold_fraction": cold_fraction},
+    }
+    ready_json = _ready_body(ready)
+    if ready_json is not None:
+        body["ready"] = ready_json
+    if expected_width is not None:
+        body["expected_width"] = int(expected_width)
+    # The template id is derived from the request: sending it twice is harmless.
+    return post("/v1/templates", body, idempotent=True)
+
+
+def _get_template(template_id: str) -> Call:
+    return get(f"/v1/templates/{_seg(template_id)}")
+
+
+def _list_templates() -> Call:
+    return get("/v1/templates")
+
+
+def _delete_template(template_id: str) -> Call:
+    return delete(
+        f"/v1/templates/{_seg(template_id)}", if_missing={"deleted": False, "id": template_id}
+    )
+
+
+def _expect(template_id: str, width: int) -> Call:
+    return post(f"/v1/templates/{_seg(template_id)}/expect", {"width": int(width)}, idempotent=True)
+
+
+def _release(template_id: str) -> Call:
+    return post(f"/v1/templates/{_seg(template_id)}/release", {}, idempotent=True)
+
+
+def _create_sandbox(
+    template: str,
+    label: str | None,
+    labels: Mapping[str, str] | None,
+    egress: Mapping[str, Any] | None,
+) -> Call:
+    body: dict[str, Any] = {"template": template}
+    if label is not None:
+        body["label"] = label
+    if labels is not None:
+        body["labels"] = dict(labels)
+    if egress is not None:
+        body["egress"] = dict(egress)
+    return post("/v1/sandboxes", body, idempotent=False)
+
+
+def _list_sandboxes() -> Call:
+    return get("/v1/sandboxes")
+
+
+def _get_sandbox(sandbox_id: str) -> Call:
+    return get(f"/v1/sandboxes/{_seg(sandbox_id)}")
+
+
+def _delete_sandbox(sandbox_id: str) -> Call:
+    return delete(
+        f"/v1/sandboxes/{_seg(sandbox_id)}", if_missing={"deleted": False, "id": sandbox_id}
+    )
+
+
+def _fork(sandbox_id: str, count: int, labels: Any) -> Call:
+    body: dict[str, Any] = {"count": int(count)}
+    if labels is not None:
+        body["labels"] = dict(labels) if isinstance(labels, Mapping) else list(labels)
+    return post(f"/v1/sandboxes/{_seg(sandbox_id)}/fork", body, idempotent=False)
+
+
+def _state_change(sandbox_id: str, verb: str) -> Call:
+    # Suspend/resume set a target state: repeating one is harmless.
+    return post(f"/v1/sandboxes/{_seg(sandbox_id)}/{verb}", {}, idempotent=True)
+
+
+def _usage(from_ts: str | None, to_ts: str | None) -> Call:
+    params = {k: v for k, v in (("from", from_ts), ("to", to_ts)) if v is not None}
+    return get("/v1/usage", params=params or None)
+
+
+def _deleted_session(answer: Mapping[str, Any], session_id: str) -> dict[str, Any]:
+    out = dict(answer)
+    out["deleted"] = bool(out.get("deleted"))
+    out["session_id"] = session_id
+    return out
+
+
+def _exec_body(
+    command: str | None,
+    code: str | None,
+    commands: Argvs | None,
+    files: Files | None,
+    timeout_seconds: int,
+    seed: str | None,
+) -> dict[str, Any]:
+    return build_exec_request(
+        command=command,
+        code=code,
+        commands=commands,
+        files=files,
+        timeout_seconds=timeout_seconds,
+        seed=seed,
+    )
+
+
+# --- shared configuration ---------------------------------------------------
+
+
+class _GatewayClientBase:
+    def __init__(
+        self,
+        api_key: str | None = None,
+        base_url: str | None = None,
+        *,
+        timeout: float = 120.0,
+        retries: int = 3,
+        backoff: float = 0.15,
+        retry_budget: float = 30.0,
+        rng: random.Random | None = None,
+        httpx_transport: Any = None,
+    ) -> None:
+        self._api_key = _resolve_key(api_key)
+        origin = base_url or os.environ.get("COLLIMATE_BASE_URL") or DEFAULT_GATEWAY_URL
+        self.base_url = origin.rstrip("/")
+        self.timeout = float(timeout)
+        self.retries = retries
+        self.backoff = backoff
+        self.retry_budget = retry_budget
+        self._settings = HttpSettings(
+            base_url=self.base_url,
+            timeout=self.timeout,
+            headers={"User-Agent": _USER_AGENT},
+            auth_headers={"Authorization": f"Bearer {self._api_key}"},
+            httpx_transport=httpx_transport,
+            trust_env=True,  # the gateway is remote: honour HTTPS_PROXY and friends
+        )
+        self._policy = RetryPolicy(
+            retries=retries, backoff=backoff, retry_budget=retry_budget, rng=rng or random.Random()
+        )
+
+    @property
+    def tier(self) -> str:
+        """``demo``, ``pro`` or ``ent``: the plan the key belongs to."""
+        return self._api_key.split("_", 2)[1]
+
+    @property
+    def api_key(self) -> str:
+        return self._api_key
+
+    @property
+    def endpoint(self) -> str:
+        return self._settings.endpoint
+
+    def __repr__(self) -> str:  # never shows the key
+        return f"{type(self).__name__}({self.base_url!r}, tier={self.tier!r})"
+
+    @classmethod
+    def from_env(cls, **kwargs: Any) -> Any:
+        """A client from ``$COLLIMATE_API_KEY`` and ``$COLLIMATE_BASE_URL``."""
+        return cls(**kwargs)
+
+
+class GatewayClient(_GatewayClientBase):
+    """Blocking client of the managed gateway.
+
+    ``GatewayClient()`` reads ``$COLLIMATE_API_KEY`` (and
+    ``$COLLIMATE_BASE_URL``); every call but :meth:`health` carries the key.
+    """
+
+    def __init__(
+        self,
+        api_key: str | None = None,
+        base_url: str | None = None,
+        *,
+        timeout: float = 120.0,
+        retries: int = 3,
+        backoff: float = 0.15,
+        retry_budget: float = 30.0,
+        rng: random.Random | None = None,
+        sleep: Callable[[float], None] | None = None,
+        httpx_transport: Any = None,
+    ) -> None:
+        super().__init__(
+            api_key,
+            base_url,
+            timeout=timeout,
+            retries=retries,
+            backoff=backoff,
+            retry_budget=retry_budget,
+            rng=rng,
+            httpx_transport=httpx_transport,
+        )
+        self._http = SyncHTTP(self._settings, self._policy, "gateway", sleep or time.sleep)
+
+    def close(self) -> None:
+        self._http.close()
+
+    def __enter__(self) -> GatewayClient:
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        self.close()
+
+    def _send(self, call: Call) -> Any:
+        return self._http.send(call)
+
+    # catalog and health
+    def health(self) -> dict[str, Any]:
+        result: dict[str, Any] = self._send(_health())
+        return result
+
+    def images(self) -> list[dict[str, Any]]:
+        """The ready-to-run image catalog: ``[{id, name, image, visibility,
+        tier, description}]``; a catalog id goes straight into
+        :meth:`create_sandbox`."""
+        return _images_of(self._send(_images()))
+
+    def list_images(self) -> list[dict[str, Any]]:
+        return self.images()
+
+    # templates
+    def create_template(
+        self,
+        *,
+        name: str,
+        image: str,
+        ready: Any = None,
+        width: int,
+        cold_fraction: float = 0,
+        expected_width: int | None = None,
+    ) -> dict[str, Any]:
+        """Bake ``image`` into a template (pro/ent): ``{id, name, image,
+        phase, bake_mode}``. Idempotent: the same request names the same id."""
+        result: dict[str, Any] = self._send(
+            _create_template(name, image, ready, width, cold_fraction, expected_width)
+        )
+        return result
+
+    def get_template(self, template_id: str) -> dict[str, Any]:
+        result: dict[str, Any] = self._send(_get_template(template_id))
+        return result
+
+    def list_templates(self) -> list[dict[str, Any]]:
+        return list(self._send(_list_templates()).get("templates") or [])
+
+    def delete_template(self, template_id: str) -> dict[str, Any]:
+        """``{deleted, id}``; an already-missing template is not an error."""
+        result: dict[str, Any] = self._send(_delete_template(template_id))
+        return result
+
+    def expect_width(self, template_id: str, width: int) -> dict[str, Any]:
+        """Declare how wide the next session is (clamped to the plan)."""
+        result: dict[str, Any] = self._send(_expect(template_id, width))
+        return result
+
+    def release_template(self, template_id: str) -> dict[str, Any]:
+        """End the session: capacity relaxes to baseline now."""
+        result: dict[str, Any] = self._send(_release(template_id))
+        return result
+
+    # sandboxes
+    def create_sandbox(
+        self,
+        template: str,
+        *,
+        label: str | None = None,
+        labels: Mapping[str, str] | None = None,
+        egress: Mapping[str, Any] | None = None,
+    ) -> dict[str, Any]:
+        result: dict[str, Any] = self._send(_create_sandbox(template, label, labels, egress))
+        return result
+
+    def list_sandboxes(self) -> list[dict[str, Any]]:
+        return list(self._send(_list_sandboxes()).get("sandboxes") or [])
+
+    def get_sandbox(self, sandbox_id: str) -> dict[str, Any]:
+        result: dict[str, Any] = self._send(_get_sandbox(sandbox_id))
+        return result
+
+    def delete_sandbox(self, sandbox_id: str) -> dict[str, Any]:
+        """``{deleted, id}``; an already-missing sandbox is not an error."""
+        result: dict[str, Any] = self._send(_delete_sandbox(sandbox_id))
+        return result
+
+    def exec(
+        self,
+        sandbox_id: str,
+        *,
+        command: str | None = None,
+        code: str | None = None,
+        commands: Argvs | None = None,
+        files: Files | None = None,
+        timeout_seconds: int = DEFAULT_EXEC_TIMEOUT_S,
+        seed: str | None = None,
+    ) -> dict[str, Any]:
+        body = _exec_body(command, code, commands, files, timeout_seconds, seed)
+        call = exec_call(f"/v1/sandboxes/{_seg(sandbox_id)}/exec", body, self.timeout)
+        result: dict[str, Any] = self._http.observed(
+            lambda: self._send(call), target=sandbox_id, one_shot=False, request=body
+        )
+        return result
+
+    def fork(self, sandbox_id: str, *, count: int = 1, labels: Any = None) -> dict[str, Any]:
+        """Live copy-on-write children: ``{parent, children: [{id, endpoints?}]}``."""
+        result: dict[str, Any] = self._send(_fork(sandbox_id, count, labels))
+        return result
+
+    def suspend(self, sandbox_id: str) -> dict[str, Any]:
+        result: dict[str, Any] = self._send(_state_change(sandbox_id, "suspend"))
+        return result
+
+    def resume(self, sandbox_id: str) -> dict[str, Any]:
+        result: dict[str, Any] = self._send(_state_change(sandbox_id, "resume"))
+        return result
+
+    def usage(self, *, from_ts: str | None = None, to_ts: str | None = None) -> dict[str, Any]:
+        """Metered usage between two RFC3339 bounds (default: the last 30 days)."""
+        result: dict[str, Any] = self._send(_usage(from_ts, to_ts))
+        return result
+
+    # the daemon-parity session surface
+    def create_session(
+        self, template_id: str, *, egress: Mapping[str, Any] | None = None
+    ) -> dict[str, Any]:
+        """:meth:`create_sandbox`, answered with the daemon's keys too
+        (``session_id``, ``template_id``)."""
+        return _as_session(self.create_sandbox(template_id, egress=egress), template_id)
+
+    def session_exec(
+        self,
+        session_id: str,
+        *,
+        command: str | None = None,
+        code: str | None = None,
+        commands: Argvs | None = None,
+        files: Files | None = None,
+        timeout_seconds: int = DEFAULT_EXEC_TIMEOUT_S,
+        seed: str | None = None,
+    ) -> dict[str, Any]:
+        return self.exec(
+            session_id,
+            command=command,
+            code=code,
+            commands=commands,
+            files=files,
+            timeout_seconds=timeout_seconds,
+            seed=seed,
+        )
+
+    def get_session(self, session_id: str) -> dict[str, Any]:
+        return _as_session(self.get_sandbox(session_id))
+
+    def list_sessions(self) -> list[dict[str, Any]]:
+        return [_as_session(sb) for sb in self.list_sandboxes()]
+
+    def delete_session(self, session_id: str) -> dict[str, Any]:
+        return _deleted_session(self.delete_sandbox(session_id), session_id)
+
+    def exec_once(
+        self,
+        template_id: str,
+        *,
+        command: str | None = None,
+        code: str | None = None,
+        commands: Argvs | None = None,
+        files: Files | None = None,
+        timeout_seconds: int = DEFAULT_EXEC_TIMEOUT_S,
+        seed: str | None = None,
+        egress: Mapping[str, Any] | None = None,
+    ) -> dict[str, Any]:
+        """create -> exec -> delete; the delete happens on every path."""
+        body = _exec_body(command, code, commands, files, timeout_seconds, seed)
+
+        def run() -> dict[str, Any]:
+            sandbox = self._send(_create_sandbox(template_id, None, None, egress))
+            sandbox_id = str(sandbox["id"])
+            try:
+                result: dict[str, Any] = self._send(
+                    exec_call(f"/v1/sandboxes/{_seg(sandbox_id)}/exec", body, self.timeout)
+                )
+                return result
+            finally:
+                self._reap(sandbox_id)
+
+        observed = {**body, "template_id": template_id}
+        if egress is not None:
+            observed["egress"] = dict(egress)
+        return self._http.observed(run, target=template_id, one_shot=True, request=observed)
+
+    def _reap(self, sandbox_id: str) -> None:
+        """Delete a one-shot sandbox. A failed delete is logged, never raised:
+        it must not mask the exec's own outcome (the gateway's idle reaper
+        is the backstop)."""
+        try:
+            self._send(_delete_sandbox(sandbox_id))
+        except Exception as exc:
+            log.warning("could not delete one-shot sandbox %s: %s", sandbox_id, exc)
+
+
+# Background deletes started while their caller was being cancelled: kept
+# referenced so they are not garbage-collected before they finish.
+_REAPING: set[asyncio.Future[Any]] = set()
+
+
+async def _uncancellable(coro: Coroutine[Any, Any, Any]) -> None:
+    """Await ``coro`` to the end even if the awaiting task is cancelled
+    (again) meanwhile: under asyncio it runs as its own shielded task; under
+    another event loop (trio) inside a shielded anyio cancel scope."""
+    try:
+        asyncio.get_running_loop()
+    except RuntimeError:
+        import anyio
+
+        with anyio.CancelScope(shield=True):
+            await coro
+        return
+    task = asyncio.ensure_future(coro)
+    _REAPING.add(task)
+    task.add_done_callback(_REAPING.discard)
+    await asyncio.shield(task)
+
+
+class AsyncGatewayClient(_GatewayClientBase):
+    """The coroutine twin of :class:`GatewayClient`."""
+
+    def __init__(
+        self,
+        api_key: str | None = None,
+        base_url: str | None = None,
+        *,
+        timeout: float = 120.0,
+        retries: int = 3,
+        backoff: float = 0.15,
+        retry_budget: float = 30.0,
+        rng: random.Random | None = None,
+        sleep: Callable[[float], Awaitable[None]] | None = None,
+        httpx_transport: Any = None,
+    ) -> None:
+        super().__init__(
+            api_key,
+            base_url,
+            timeout=timeout,
+            retries=retries,
+            backoff=backoff,
+            retry_budget=retry_budget,
+            rng=rng,
+            httpx_transport=httpx_transport,
+        )
+        self._http = AsyncHTTP(self._settings, self._policy, "gateway", sleep or asyncio.sleep)
+
+    async def aclose(self) -> None:
+        await self._http.aclose()
+
+    async def __aenter__(self) -> AsyncGatewayClient:
+        return self
+
+    async def __aexit__(self, *exc: object) -> None:
+        await self.aclose()
+
+    async def _send(self, call: Call) -> Any:
+        return await self._http.send(call)
+
+    async def health(self) -> dict[str, Any]:
+        result: dict[str, Any] = await self._send(_health())
+        return result
+
+    async def images(self) -> list[dict[str, Any]]:
+        return _images_of(await self._send(_images()))
+
+    async def list_images(self) -> list[dict[str, Any]]:
+        return await self.images()
+
+    async def create_template(
+        self,
+        *,
+        name: str,
+        image: str,
+        ready: Any = None,
+        width: int,
+        cold_fraction: float = 0,
+        expected_width: int | None = None,
+    ) -> dict[str, Any]:
+        result: dict[str, Any] = await self._send(
+            _create_template(name, image, ready, width, cold_fraction, expected_width)
+        )
+        return result
+
+    async def get_template(self, template_id: str) -> dict[str, Any]:
+        result: dict[str, Any] = await self._send(_get_template(template_id))
+        return result
+
+    async def list_templates(self) -> list[dict[str, Any]]:
+        return list((await self._send(_list_templates())).get("templates") or [])
+
+    async def delete_template(self, template_id: str) -> dict[str, Any]:
+        result: dict[str, Any] = await self._send(_delete_template(template_id))
+        return result
+
+    async def expect_width(self, template_id: str, width: int) -> dict[str, Any]:
+        result: dict[str, Any] = await self._send(_expect(template_id, width))
+        return result
+
+    async def release_template(self, template_id: str) -> dict[str, Any]:
+        result: dict[str, Any] = await self._send(_release(template_id))
+        return result
+
+    async def create_sandbox(
+        self,
+        template: str,
+        *,
+        label: str | None = None,
+        labels: Mapping[str, str] | None = None,
+        egress: Mapping[str, Any] | None = None,
+    ) -> dict[str, Any]:
+        result: dict[str, Any] = await self._send(_create_sandbox(template, label, labels, egress))
+        return result
+
+    async def list_sandboxes(self) -> list[dict[str, Any]]:
+        return list((await self._send(_list_sandboxes())).get("sandboxes") or [])
+
+    async def get_sandbox(self, sandbox_id: str) -> dict[str, Any]:
+        result: dict[str, Any] = await self._send(_get_sandbox(sandbox_id))
+        return result
+
+    async def delete_sandbox(self, sandbox_id: str) -> dict[str, Any]:
+        result: dict[str, Any] = await self._send(_delete_sandbox(sandbox_id))
+        return result
+
+    async def exec(
+        self,
+        sandbox_id: str,
+        *,
+        command: str | None = None,
+        code: str | None = None,
+        commands: Argvs | None = None,
+        files: Files | None = None,
+        timeout_seconds: int = DEFAULT_EXEC_TIMEOUT_S,
+        seed: str | None = None,
+    ) -> dict[str, Any]:
+        body = _exec_body(command, code, commands, files, timeout_seconds, seed)
+        call = exec_call(f"/v1/sandboxes/{_seg(sandbox_id)}/exec", body, self.timeout)
+        result: dict[str, Any] = await self._http.observed(
+            lambda: self._send(call), target=sandbox_id, one_shot=False, request=body
+        )
+        return result
+
+    async def fork(self, sandbox_id: str, *, count: int = 1, labels: Any = None) -> dict[str, Any]:
+        result: dict[str, Any] = await self._send(_fork(sandbox_id, count, labels))
+        return result
+
+    async def suspend(self, sandbox_id: str) -> dict[str, Any]:
+        result: dict[str, Any] = await self._send(_state_change(sandbox_id, "suspend"))
+        return result
+
+    async def resume(self, sandbox_id: str) -> dict[str, Any]:
+        result: dict[str, Any] = await self._send(_state_change(sandbox_id, "resume"))
+        return result
+
+    async def usage(
+        self, *, from_ts: str | None = None, to_ts: str | None = None
+    ) -> dict[str, Any]:
+        result: dict[str, Any] = await self._send(_usage(from_ts, to_ts))
+        return result
+
+    async def create_session(
+        self, template_id: str, *, egress: Mapping[str, Any] | None = None
+    ) -> dict[str, Any]:
+        return _as_session(await self.create_sandbox(template_id, egress=egress), template_id)
+
+    async def session_exec(
+        self,
+        session_id: str,
+        *,
+        command: str | None = None,
+        code: str | None = None,
+        commands: Argvs | None = None,
+        files: Files | None = None,
+        timeout_seconds: int = DEFAULT_EXEC_TIMEOUT_S,
+        seed: str | None = None,
+    ) -> dict[str, Any]:
+        return await self.exec(
+            session_id,
+            command=command,
+            code=code,
+            commands=commands,
+            files=files,
+            timeout_seconds=timeout_seconds,
+            seed=seed,
+        )
+
+    async def get_session(self, session_id: str) -> dict[str, Any]:
+        return _as_session(await self.get_sandbox(session_id))
+
+    async def list_sessions(self) -> list[dict[str, Any]]:
+        return [_as_session(sb) for sb in await self.list_sandboxes()]
+
+    async def delete_session(self, session_id: str) -> dict[str, Any]:
+        return _deleted_session(await self.delete_sandbox(session_id), session_id)
+
+    async def exec_once(
+        self,
+        template_id: str,
+        *,
+        command: str | None = None,
+        code: str | None = None,
+        commands: Argvs | None = None,
+        files: Files | None = None,
+        timeout_seconds: int = DEFAULT_EXEC_TIMEOUT_S,
+        seed: str | None = None,
+        egress: Mapping[str, Any] | None = None,
+    ) -> dict[str, Any]:
+        """create -> exec -> delete; the delete survives cancellation."""
+        body = _exec_body(command, code, commands, files, timeout_seconds, seed)
+
+        async def run() -> dict[str, Any]:
+            sandbox = await self._send(_create_sandbox(template_id, None, None, egress))
+            sandbox_id = str(sandbox["id"])
+            try:
+                result: dict[str, Any] = await self._send(
+                    exec_call(f"/v1/sandboxes/{_seg(sandbox_id)}/exec", body, self.timeout)
+                )
+                return result
+            finally:
+                await _uncancellable(self._reap(sandbox_id))
+
+        observed = {**body, "template_id": template_id}
+        if egress is not None:
+            observed["egress"] = dict(egress)
+        return await self._http.observed(run, target=template_id, one_shot=True, request=observed)
+
+    async def _reap(self, sandbox_id: str) -> None:
+        try:
+            await self._send(_delete_sandbox(sandbox_id))
+        except Exception as exc:
+            log.warning("could not delete one-shot sandbox %s: %s", sandbox_id, exc)

@@ -1,0 +1,225 @@
+"""``connect()``: one entry point, either wire.
+
+Everything above the transports (``grade``, ``Sandbox``, the framework
+adapters) takes any object with the *session surface* (:class:`SessionClient`)
+and never asks which wire is underneath. ``connect()`` picks the wire from
+what the caller named, then from the environment (WIRE.md 5):
+
+1. explicit ``unix_socket``: the daemon over that socket;
+2. explicit ``api_key``: the gateway (``base_url`` is then its origin);
+3. explicit ``base_url``: a daemon at that URL;
+4. ``$COLLIMATE_SERVE_SOCKET``: the daemon over that socket;
+5. ``$COLLIMATE_API_KEY`` (with ``$COLLIMATE_BASE_URL``): the gateway;
+6. ``$COLLIMATE_SERVE_URL``: a daemon at that URL;
+7. the in-pod SESSION socket, when it exists;
+8. ``http://127.0.0.1:8080``.
+
+``transport="name"`` skips all of that and calls a client factory that a
+plugin registered through the ``collimate_rl_transports`` hook.
+"""
+
+from __future__ import annotations
+
+import os
+from collections.abc import Mapping, Sequence
+from typing import Any, Protocol, runtime_checkable
+
+from . import client as _client
+from .client import AsyncCollimateClient, CollimateClient
+from .gateway import AsyncGatewayClient, GatewayClient
+from .plugins import transport_factories
+
+__all__ = [
+    "AsyncSessionClient",
+    "SessionClient",
+    "connect",
+    "connect_async",
+]
+
+
+@runtime_checkable
+class SessionClient(Protocol):
+    """The session surface both wires implement 1:1 (blocking flavour)."""
+
+    def health(self) -> dict[str, Any]: ...
+
+    def create_session(
+        self, template_id: str, *, egress: Mapping[str, Any] | None = None
+    ) -> dict[str, Any]: ...
+
+    def session_exec(
+        self,
+        session_id: str,
+        *,
+        command: str | None = None,
+        code: str | None = None,
+        commands: Sequence[Sequence[str]] | None = None,
+        files: Sequence[Mapping[str, str]] | None = None,
+        timeout_seconds: int = 30,
+        seed: str | None = None,
+    ) -> dict[str, Any]: ...
+
+    def exec_once(
+        self,
+        template_id: str,
+        *,
+        command: str | None = None,
+        code: str | None = None,
+        commands: Sequence[Sequence[str]] | None = None,
+        files: Sequence[Mapping[str, str]] | None = None,
+        timeout_seconds: int = 30,
+        seed: str | None = None,
+        egress: Mapping[str, Any] | None = None,
+    ) -> dict[str, Any]: ...
+
+    def get_session(self, session_id: str) -> dict[str, Any]: ...
+
+    def list_sessions(self) -> list[dict[str, Any]]: ...
+
+    def delete_session(self, session_id: str) -> dict[str, Any]: ...
+
+    def close(self) -> None: ...
+
+
+@runtime_checkable
+class AsyncSessionClient(Protocol):
+    """The session surface as coroutines (what :func:`connect_async` returns)."""
+
+    async def health(self) -> dict[str, Any]: ...
+
+    async def create_session(
+        self, template_id: str, *, egress: Mapping[str, Any] | None = None
+    ) -> dict[str, Any]: ...
+
+    async def session_exec(
+        self,
+        session_id: str,
+        *,
+        command: str | None = None,
+        code: str | None = None,
+        commands: Sequence[Sequence[str]] | None = None,
+        files: Sequence[Mapping[str, str]] | None = None,
+        timeout_seconds: int = 30,
+        seed: str | None = None,
+    ) -> dict[str, Any]: ...
+
+    async def exec_once(
+        self,
+        template_id: str,
+        *,
+        command: str | None = None,
+        code: str | None = None,
+        commands: Sequence[Sequence[str]] | None = None,
+        files: Sequence[Mapping[str, str]] | None = None,
+        timeout_seconds: int = 30,
+        seed: str | None = None,
+        egress: Mapping[str, Any] | None = None,
+    ) -> dict[str, Any]: ...
+
+    async def get_session(self, session_id: str) -> dict[str, Any]: ...
+
+    async def list_sessions(self) -> list[dict[str, Any]]: ...
+
+    async def delete_session(self, session_id: str) -> dict[str, Any]: ...
+
+    async def aclose(self) -> None: ...
+
+
+#: What ``connect_async(transport=...)`` builds for core's own wire names
+#: (the plugin registry maps those names to the blocking clients).
+_ASYNC_BUILTINS: Mapping[str, Any] = {
+    "daemon": AsyncCollimateClient,
+    "gateway": AsyncGatewayClient,
+}
+
+
+def _named(transport: str) -> Any:
+    factories = transport_factories()  # core's built-ins and every plugin's
+    try:
+        return factories[transport]
+    except KeyError:
+        known = ", ".join(sorted(factories)) or "none"
+        raise ValueError(f"unknown transport {transport!r} (known: {known})") from None
+
+
+def _resolve(
+    base_url: str | None, api_key: str | None, unix_socket: str | None
+) -> tuple[str, dict[str, Any]]:
+    """``("daemon" | "gateway", constructor kwargs)`` by the WIRE.md 5 order."""
+    if unix_socket is not None:
+        kw: dict[str, Any] = {"unix_socket": unix_socket}
+        if base_url is not None:
+            kw["base_url"] = base_url
+        return "daemon", kw
+    if api_key is not None:
+        return "gateway", {"api_key": api_key, "base_url": base_url}
+    if base_url is not None:
+        return "daemon", {"base_url": base_url}
+    env = os.environ
+    if env.get("COLLIMATE_SERVE_SOCKET"):
+        return "daemon", {"unix_socket": env["COLLIMATE_SERVE_SOCKET"]}
+    if env.get("COLLIMATE_API_KEY"):
+        return "gateway", {
+            "api_key": env["COLLIMATE_API_KEY"],
+            "base_url": env.get("COLLIMATE_BASE_URL") or None,
+        }
+    if env.get("COLLIMATE_SERVE_URL"):
+        return "daemon", {"base_url": env["COLLIMATE_SERVE_URL"]}
+    if os.path.exists(_client.SESSION_SOCKET):
+        return "daemon", {"unix_socket": _client.SESSION_SOCKET}
+    return "daemon", {"base_url": _client.DEFAULT_BASE_URL}
+
+
+def _explicit(base_url: str | None, api_key: str | None, unix_socket: str | None) -> dict[str, Any]:
+    return {
+        k: v
+        for k, v in (("base_url", base_url), ("api_key", api_key), ("unix_socket", unix_socket))
+        if v is not None
+    }
+
+
+def connect(
+    base_url: str | None = None,
+    *,
+    api_key: str | None = None,
+    unix_socket: str | None = None,
+    transport: str | None = None,
+    **kwargs: Any,
+) -> SessionClient:
+    """A blocking client of whichever wire the arguments or the environment
+    name (see the module docstring); ``kwargs`` go to the client
+    (``timeout``, ``retries``, ``backoff``, ``retry_budget``, ...)."""
+    if transport is not None:
+        made: SessionClient = _named(transport)(
+            **_explicit(base_url, api_key, unix_socket), **kwargs
+        )
+        return made
+    wire, kw = _resolve(base_url, api_key, unix_socket)
+    if wire == "gateway":
+        return GatewayClient(**kw, **kwargs)
+    return CollimateClient(**kw, **kwargs)
+
+
+def connect_async(
+    base_url: str | None = None,
+    *,
+    api_key: str | None = None,
+    unix_socket: str | None = None,
+    transport: str | None = None,
+    **kwargs: Any,
+) -> AsyncSessionClient:
+    """:func:`connect`, returning the coroutine twin of the chosen client
+    (a plugin's named ``transport`` must produce an async client)."""
+    if transport is not None:
+        factory = _ASYNC_BUILTINS.get(transport) or _named(transport)
+        made = factory(**_explicit(base_url, api_key, unix_socket), **kwargs)
+        if not isinstance(made, AsyncSessionClient):
+            raise TypeError(
+                f"transport {transport!r} made a blocking client ({type(made).__name__}); "
+                "connect_async needs one whose methods are coroutines"
+            )
+        return made
+    wire, kw = _resolve(base_url, api_key, unix_socket)
+    if wire == "gateway":
+        return AsyncGatewayClient(**kw, **kwargs)
+    return AsyncCollimateClient(**kw, **kwargs)
