@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import sys
 import types
 from collections.abc import Callable
 from typing import Any
@@ -138,18 +139,20 @@ def test_hook_results_follow_pluggy_order_and_skip_wrappers(pm: pluggy.PluginMan
     assert set(merged) == called and order == ["wrapper"]
 
 
-def test_builtin_factories_import_clients_lazily() -> None:
-    # Building the manager and listing transports must not import httpx-based modules.
-    import subprocess
-    import sys
-
-    code = (
-        "import sys; from collimate_rl.plugins import new_plugin_manager, transport_factories;"
-        "transport_factories(new_plugin_manager(load_entrypoints=False));"
-        "print(sorted(m for m in ('httpx', 'collimate_rl.client', 'collimate_rl.gateway')"
-        " if m in sys.modules))"
-    )
-    out = subprocess.run(
-        [sys.executable, "-c", code], capture_output=True, text=True, check=True, timeout=60
-    )
-    assert out.stdout.strip() == "[]", out.stdout + out.stderr
+@pytest.mark.parametrize(
+    ("name", "module", "cls"),
+    [("daemon", "collimate_rl.client", "CollimateClient"),
+     ("gateway", "collimate_rl.gateway", "GatewayClient")],
+)  # fmt: skip
+def test_builtin_factories_build_the_client_of_the_module_at_call_time(
+    pm: pluggy.PluginManager, monkeypatch: pytest.MonkeyPatch, name: str, module: str, cls: str
+) -> None:
+    # The client modules are resolved when a factory is called (not when the
+    # plugin is registered), so the transport layer may import the plugin layer.
+    calls: list[tuple[tuple[Any, ...], dict[str, Any]]] = []
+    stand_in = types.ModuleType(module)
+    setattr(stand_in, cls, lambda *a, **kw: calls.append((a, kw)) or "client")
+    monkeypatch.setitem(sys.modules, module, stand_in)
+    factory = transport_factories(pm)[name]
+    assert factory("http://127.0.0.1:1", timeout=5) == "client"
+    assert calls == [(("http://127.0.0.1:1",), {"timeout": 5})]
