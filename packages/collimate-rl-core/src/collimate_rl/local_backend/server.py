@@ -21,7 +21,6 @@ from typing import Any
 
 from .config import ServerConfig
 from .daemon_wire import build_daemon_router
-from .engine import make_engine
 from .engine.api import Engine
 from .http_server import HttpServer
 from .routing import Dispatcher
@@ -85,7 +84,13 @@ class BackendServer:
             use_plugins=cfg.use_plugins,
             allow_override=cfg.override_templates,
         )
-        engine = self._engine or make_engine(cfg.isolation)
+        if self._engine is None:
+            # Imported here: configuration and wire code stay importable (and
+            # testable) without touching the engine's machinery.
+            from .engine import make_engine
+
+            self._engine = make_engine(cfg.isolation)
+        engine = self._engine
         service = BackendService(
             engine,
             specs,
