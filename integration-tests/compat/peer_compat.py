@@ -38,9 +38,9 @@ def expect_error(fn, status, code):
         fn()
     except CollimateError as exc:
         got = (getattr(exc, "status", None), getattr(exc, "error_code", None))
-        assert got == (status, code), "expected %r, got %r (%s)" % ((status, code), got, exc)
+        assert got == (status, code), f"expected {(status, code)!r}, got {got!r} ({exc})"
     else:
-        raise AssertionError("expected %s %s, got no error" % (status, code))
+        raise AssertionError(f"expected {status} {code}, got no error")
 
 
 def run(client):
@@ -148,7 +148,7 @@ def main(argv):
         print("-- over the unix socket", argv[2])
         run(CollimateClient(unix_socket=argv[2], retries=0))
     if failures:
-        print("%d check(s) failed: %s" % (len(failures), ", ".join(failures)))
+        print(f"{len(failures)} check(s) failed: {', '.join(failures)}")
         return 1
     print("all checks passed")
     return 0
