@@ -13,12 +13,15 @@
 
 from __future__ import annotations
 
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from .bridge import BlockingBridge
 from .fake_daemon import FakeDaemon
 from .fake_gateway import FakeGateway
 from .servers import serve_tcp, serve_unix
+
+if TYPE_CHECKING:  # at run time they load lazily: only they need pytest
+    from .conformance import AsyncSessionSurfaceConformance, SessionSurfaceConformance
 
 __all__ = [
     "AsyncSessionSurfaceConformance",

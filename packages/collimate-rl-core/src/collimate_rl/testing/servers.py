@@ -24,9 +24,16 @@ __all__ = ["Handler", "serve_tcp", "serve_unix"]
 Handler = Callable[[str, str, bytes], tuple[int, Any]]
 
 
-def _request_handler(handle: Handler) -> type[BaseHTTPRequestHandler]:
+def _request_handler(
+    handle: Handler, connections: list[int] | None
+) -> type[BaseHTTPRequestHandler]:
     class _JSONHandler(BaseHTTPRequestHandler):
         protocol_version = "HTTP/1.1"  # keep-alive, as the SDK's pool expects
+
+        def setup(self) -> None:  # once per accepted connection
+            super().setup()
+            if connections is not None:
+                connections.append(len(connections))
 
         def _serve(self) -> None:
             length = int(self.headers.get("Content-Length") or 0)
@@ -72,9 +79,13 @@ def _running(server: socketserver.BaseServer) -> Iterator[None]:
 
 
 @contextlib.contextmanager
-def serve_tcp(handle: Handler, host: str = "127.0.0.1") -> Iterator[str]:
-    """Serve on an ephemeral loopback port; yields the base URL."""
-    server = ThreadingHTTPServer((host, 0), _request_handler(handle))
+def serve_tcp(
+    handle: Handler, host: str = "127.0.0.1", *, connections: list[int] | None = None
+) -> Iterator[str]:
+    """Serve on an ephemeral loopback port; yields the base URL.
+    ``connections`` (when given) gets one item per accepted connection, so a
+    test can tell a pooled keep-alive connection from reconnects."""
+    server = ThreadingHTTPServer((host, 0), _request_handler(handle, connections))
     server.daemon_threads = True
     port = server.server_address[1]
     with _running(server):
@@ -82,14 +93,16 @@ def serve_tcp(handle: Handler, host: str = "127.0.0.1") -> Iterator[str]:
 
 
 @contextlib.contextmanager
-def serve_unix(handle: Handler, path: str | None = None) -> Iterator[str]:
+def serve_unix(
+    handle: Handler, path: str | None = None, *, connections: list[int] | None = None
+) -> Iterator[str]:
     """Serve on a unix socket (a fresh temporary path unless given); yields
     the socket path, removed again on exit."""
     tmpdir = None
     if path is None:
         tmpdir = tempfile.mkdtemp(prefix="collimate-sock-")
         path = os.path.join(tmpdir, "serve.sock")
-    server = _UnixHTTPServer(path, _request_handler(handle))
+    server = _UnixHTTPServer(path, _request_handler(handle, connections))
     try:
         with _running(server):
             yield path
