@@ -128,8 +128,13 @@ def _load_entry_points(pm: pluggy.PluginManager) -> None:
         ) from exc
 
 
+def _write_stderr(text: str) -> None:
+    # Looked up at each write: stderr may be replaced after the manager is built.
+    sys.stderr.write(text)
+
+
 def _enable_tracing(pm: pluggy.PluginManager) -> None:
-    pm.trace.root.setwriter(sys.stderr.write)
+    pm.trace.root.setwriter(_write_stderr)
     pm.enable_tracing()
 
 
