@@ -34,18 +34,25 @@ class Admission:
         if self.max_inflight and self.inflight >= self.max_inflight:
             raise at_capacity(self.max_inflight)
 
-    @asynccontextmanager
-    async def slot(self) -> AsyncIterator[None]:
-        """Hold one in-flight slot for the duration of the block."""
+    def acquire(self) -> None:
+        """Take one in-flight slot now, or raise the refusal (never waits)."""
         self.check()
         self.inflight += 1
         self._idle.clear()
+
+    def release(self) -> None:
+        self.inflight -= 1
+        if self.inflight == 0:
+            self._idle.set()
+
+    @asynccontextmanager
+    async def slot(self) -> AsyncIterator[None]:
+        """Hold one in-flight slot for the duration of the block."""
+        self.acquire()
         try:
             yield
         finally:
-            self.inflight -= 1
-            if self.inflight == 0:
-                self._idle.set()
+            self.release()
 
     def start_draining(self) -> None:
         self.draining = True

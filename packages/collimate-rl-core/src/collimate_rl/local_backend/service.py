@@ -197,12 +197,24 @@ class BackendService:
         job = parse_exec_body(body)
         egress = decide_egress(body.get("egress"), spec)
         started = time.perf_counter()
-        async with self.admission.slot():
+        self.admission.acquire()
+        try:
             clone, fork_s = await self._open(spec, egress)
+        except BaseException:
+            self.admission.release()
+            raise
+        try:
+            outcome = await self._run(clone, job, session=None)
+        except BaseException:
             try:
-                outcome = await self._run(clone, job, session=None)
-            finally:
                 await self._close_clone(clone)
+            finally:
+                self.admission.release()
+            raise
+        # The answer does not wait for the teardown: the clone is closed in
+        # the background, and its in-flight slot is held until it is gone, so
+        # capacity, drain and stop still account for it.
+        self._track(self._close_then_release(clone))
         response = self._exec_response(body, job, outcome, fork_s, started)
         if egress is not None:
             response["egress"] = egress.describe()
@@ -257,12 +269,25 @@ class BackendService:
             if session is not None:
                 session.tasks.discard(task)
 
+    def _track(self, coro: Any) -> asyncio.Task[Any]:
+        """Run ``coro`` as a task that :meth:`close` waits for."""
+        task = asyncio.ensure_future(coro)
+        self._background.add(task)
+        task.add_done_callback(self._background.discard)
+        return task
+
+    async def _close_then_release(self, clone: Clone) -> None:
+        try:
+            await clone.close()
+        except Exception:
+            log.exception("closing a clone failed")
+        finally:
+            self.admission.release()
+
     async def _close_clone(self, clone: Clone) -> None:
         """Close a clone even if the caller is being cancelled: the close runs
         as a tracked task that :meth:`close` waits for."""
-        task = asyncio.ensure_future(clone.close())
-        self._background.add(task)
-        task.add_done_callback(self._background.discard)
+        task = self._track(clone.close())
         try:
             await asyncio.shield(task)
         except asyncio.CancelledError:

@@ -1,0 +1,163 @@
+"""Latency of a trivial one-shot python exec: our local backend vs the local
+backend of the published ``collimate-rl==0.5.0``, side by side in one run.
+
+Not a test (timings on a shared machine are noise to a test suite): run it
+by hand, e.g. ``hatch run python benchmarks/bench_exec_latency.py``.
+
+Both servers run as their own processes started the documented way
+(``python -m collimate_rl.local_backend --port P``), and both are measured
+by the same keep-alive HTTP client sending the same request,
+``POST /v1/exec {"template_id": "py", "code": "print(1)"}``, one at a time
+(latency, not throughput), after a warm-up. The peer runs from a venv with
+collimate-rl 0.5.0: ``/tmp/peer`` if present, else one built in a cache dir.
+Target: our p50 at most one fifth of theirs.
+"""
+
+from __future__ import annotations
+
+import argparse
+import importlib.util
+import os
+import signal
+import socket
+import statistics
+import subprocess
+import sys
+import threading
+import time
+from pathlib import Path
+
+import httpx
+
+HERE = Path(__file__).resolve().parent
+PEER_VENV = HERE.parent / "integration-tests" / "compat" / "peer_venv.py"
+BODY = {"template_id": "py", "code": "print(1)"}
+
+
+def _peer_python() -> Path:
+    spec = importlib.util.spec_from_file_location("_peer_venv", PEER_VENV)
+    assert spec is not None and spec.loader is not None
+    module = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(module)
+    python: Path = module.peer_python()
+    return python
+
+
+def _free_port() -> int:
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", 0))
+        return int(s.getsockname()[1])
+
+
+class Server:
+    """A backend process on a free port, stopped (SIGTERM, then KILL) on exit."""
+
+    def __init__(self, name: str, argv: list[str]) -> None:
+        self.name = name
+        self.port = _free_port()
+        self.url = f"http://127.0.0.1:{self.port}"
+        self.proc = subprocess.Popen(
+            [*argv, "--port", str(self.port)],
+            stdout=subprocess.DEVNULL,
+            stderr=subprocess.PIPE,
+            text=True,
+            cwd=os.getcwd(),
+        )
+        self.log: list[str] = []
+        threading.Thread(target=self._drain_log, daemon=True).start()
+
+    def _drain_log(self) -> None:
+        assert self.proc.stderr is not None
+        for line in self.proc.stderr:
+            self.log.append(line)
+
+    def wait_ready(self, timeout_s: float = 60.0) -> None:
+        deadline = time.monotonic() + timeout_s
+        while time.monotonic() < deadline:
+            if self.proc.poll() is not None:
+                raise RuntimeError(f"{self.name} exited: {''.join(self.log)}")
+            try:
+                if httpx.get(self.url + "/v1/health", timeout=2).status_code == 200:
+                    return
+            except httpx.TransportError:
+                pass
+            time.sleep(0.05)
+        raise RuntimeError(f"{self.name} did not come up: {''.join(self.log)}")
+
+    def __enter__(self) -> Server:
+        try:
+            self.wait_ready()
+        except BaseException:
+            self.close()
+            raise
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        self.close()
+
+    def close(self) -> None:
+        if self.proc.poll() is None:
+            self.proc.send_signal(signal.SIGTERM)
+            try:
+                self.proc.wait(timeout=30)
+            except subprocess.TimeoutExpired:
+                self.proc.kill()
+                self.proc.wait()
+
+
+def measure(url: str, n: int, warmup: int) -> list[float]:
+    """``n`` sequential one-shot execs over one keep-alive connection (ms)."""
+    samples: list[float] = []
+    with httpx.Client(base_url=url, timeout=60) as client:
+        for i in range(warmup + n):
+            t0 = time.perf_counter()
+            r = client.post("/v1/exec", json=BODY)
+            elapsed = (time.perf_counter() - t0) * 1000.0
+            body = r.json()
+            if r.status_code != 200 or body.get("stdout") != "1\n":
+                raise RuntimeError(f"bad answer from {url}: {r.status_code} {body}")
+            if i >= warmup:
+                samples.append(elapsed)
+    return samples
+
+
+def pct(samples: list[float], q: float) -> float:
+    ordered = sorted(samples)
+    return ordered[min(len(ordered) - 1, max(0, round(q * (len(ordered) - 1))))]
+
+
+def main(argv: list[str] | None = None) -> int:
+    p = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    p.add_argument("-n", type=int, default=300, help="measured execs per backend (default 300)")
+    p.add_argument("--warmup", type=int, default=20)
+    p.add_argument("--rounds", type=int, default=3, help="alternate the backends this many times")
+    p.add_argument("--isolation", default="auto", choices=("auto", "namespaces", "process"))
+    args = p.parse_args(argv)
+
+    ours_argv = [sys.executable, "-m", "collimate_rl.local_backend", "--isolation", args.isolation]
+    peer_argv = [str(_peer_python()), "-m", "collimate_rl.local_backend"]
+    results: dict[str, list[float]] = {"ours": [], "peer 0.5.0": []}
+    with Server("ours", ours_argv) as ours, Server("peer 0.5.0", peer_argv) as peer:
+        isolation = httpx.get(ours.url + "/v1/health").json().get("isolation", "?")
+        per_round = max(1, args.n // args.rounds)
+        for _ in range(args.rounds):  # interleave, so machine noise hits both alike
+            results["ours"] += measure(ours.url, per_round, args.warmup)
+            results["peer 0.5.0"] += measure(peer.url, per_round, args.warmup)
+
+    print(f"trivial one-shot python exec ({BODY['code']!r}), sequential, keep-alive")
+    print(f"our isolation: {isolation}; {len(results['ours'])} samples each")
+    print(f"{'backend':<12} {'p50 ms':>9} {'p99 ms':>9} {'mean ms':>9}")
+    for name, samples in results.items():
+        print(
+            f"{name:<12} {pct(samples, 0.5):>9.2f} {pct(samples, 0.99):>9.2f} "
+            f"{statistics.fmean(samples):>9.2f}"
+        )
+    ratio = pct(results["peer 0.5.0"], 0.5) / pct(results["ours"], 0.5)
+    ratio99 = pct(results["peer 0.5.0"], 0.99) / pct(results["ours"], 0.99)
+    verdict = "meets" if ratio >= 5 else "MISSES"
+    print(f"p50 speed-up: {ratio:.1f}x (p99: {ratio99:.1f}x) -- {verdict} the 5x target")
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
