@@ -8,21 +8,26 @@ from __future__ import annotations
 from typing import Literal
 
 from .api import Clone, Engine, ExecJob, ExecOutcome, Limits, TemplateSpec
-from .subprocess_engine import SubprocessEngine
+from .fork_clone import CloneDied
+from .fork_engine import ForkEngine
 
 __all__ = [
     "Clone",
+    "CloneDied",
     "Engine",
     "ExecJob",
     "ExecOutcome",
+    "ForkEngine",
     "Limits",
     "TemplateSpec",
     "make_engine",
 ]
 
 
-def make_engine(isolation: Literal["auto", "namespaces", "process"] = "auto") -> Engine:
-    """Build the engine for an isolation setting (probed at ``start()``)."""
-    if isolation not in ("auto", "namespaces", "process"):
-        raise ValueError(f"unknown isolation {isolation!r}")
-    return SubprocessEngine()
+def make_engine(
+    isolation: Literal["auto", "namespaces", "process"] = "auto", *, pool_size: int = 2
+) -> ForkEngine:
+    """Build the engine for an isolation setting; the level in force is decided
+    (and ``isolation_detail`` written) by ``start()``, which probes namespaces
+    by really making one. ``pool_size``: ready clones kept per template."""
+    return ForkEngine(isolation, pool_size=pool_size)

@@ -1,0 +1,122 @@
+"""One-shot exec latency and CPU cost of the local backend's engine (not a test).
+
+Runs N sequential one-shot python execs (open a clone, run ``print(1)``,
+close it) straight against the engine, in each isolation mode, and prints p50 /
+p99 latency plus CPU per exec. CPU is measured machine-wide from /proc/stat
+(every process and kernel thread, so namespace teardown in kernel workers is
+counted too) unless it can put itself in a cpuacct cgroup (root, cgroup v1),
+which then counts exactly this process tree.
+
+    python benchmarks/bench_engine_oneshot.py [--n 300] [--modes process,namespaces]
+        [--concurrency 1]
+"""
+
+from __future__ import annotations
+
+import argparse
+import asyncio
+import os
+import statistics
+import time
+
+from collimate_rl.local_backend.engine import ExecJob, TemplateSpec, make_engine
+
+TICK = os.sysconf("SC_CLK_TCK")
+
+
+CGROUP = "/sys/fs/cgroup/cpuacct/collimate-bench-%d" % os.getpid()
+
+
+def join_cpu_cgroup() -> bool:
+    """Account CPU of this process tree only (cgroup v1 cpuacct), when we can."""
+    try:
+        os.makedirs(CGROUP, exist_ok=True)
+        with open(os.path.join(CGROUP, "cgroup.procs"), "w") as fh:
+            fh.write(str(os.getpid()))
+        return True
+    except OSError:
+        return False
+
+
+def leave_cpu_cgroup() -> None:
+    try:
+        with open("/sys/fs/cgroup/cpuacct/cgroup.procs", "w") as fh:
+            fh.write(str(os.getpid()))
+        os.rmdir(CGROUP)
+    except OSError:
+        pass
+
+
+def busy_seconds() -> float:
+    if os.path.isdir(CGROUP):
+        with open(os.path.join(CGROUP, "cpuacct.usage")) as fh:
+            return int(fh.read()) / 1e9
+    with open("/proc/stat") as fh:
+        fields = [int(x) for x in fh.readline().split()[1:]]
+    idle = fields[3] + fields[4]
+    return (sum(fields[:8]) - idle) / TICK
+
+
+async def run_mode(mode: str, n: int, concurrency: int, pool: int) -> None:
+    engine = make_engine(mode, pool_size=pool)  # type: ignore[arg-type]
+    template = TemplateSpec(id="py", kind="python")
+    await engine.start([template])
+    await asyncio.sleep(0.5)  # let the pools fill
+    lat: list[float] = []
+    fork: list[float] = []
+
+    async def one(i: int) -> None:
+        t0 = time.perf_counter()
+        clone = await engine.open_clone(template, egress=None)
+        try:
+            out = await clone.run(ExecJob("code", "print(1)", f"{i:064x}", 10.0))
+        finally:
+            await clone.close()
+        lat.append((time.perf_counter() - t0) * 1000)
+        fork.append(out.fork_time_ms)
+        assert out.output == b"1\n", out
+
+    sem = asyncio.Semaphore(concurrency)
+
+    async def guarded(i: int) -> None:
+        async with sem:
+            await one(i)
+
+    for i in range(20):  # warm-up
+        await one(i)
+    lat.clear()
+    fork.clear()
+    cpu0, wall0, self0 = busy_seconds(), time.perf_counter(), time.process_time()
+    await asyncio.gather(*(guarded(i) for i in range(n)))
+    cpu1, wall1, self1 = busy_seconds(), time.perf_counter(), time.process_time()
+    await engine.close()
+    lat.sort()
+    print(
+        f"{engine.isolation:10s} c={concurrency} pool={pool} n={n}: "
+        f"p50 {statistics.median(lat):.2f} ms  p99 {lat[int(len(lat) * 0.99) - 1]:.2f} ms  "
+        f"fork p50 {statistics.median(fork):.2f} ms  "
+        f"CPU/exec {(cpu1 - cpu0) / n * 1000:.2f} ms "
+        f"(engine process {(self1 - self0) / n * 1000:.2f} ms)  "
+        f"throughput {n / (wall1 - wall0):.0f}/s"
+    )
+
+
+def main() -> None:
+    ap = argparse.ArgumentParser()
+    ap.add_argument("--n", type=int, default=300)
+    ap.add_argument("--modes", default="process,namespaces")
+    ap.add_argument("--concurrency", type=int, default=1)
+    ap.add_argument("--pool", type=int, default=2)
+    args = ap.parse_args()
+    scoped = join_cpu_cgroup()
+    print("CPU accounting:", "this process tree (cpuacct cgroup)" if scoped else "machine-wide")
+    try:
+        for mode in args.modes.split(","):
+            asyncio.run(run_mode(mode, args.n, args.concurrency, args.pool))
+    finally:
+        if scoped:
+            leave_cpu_cgroup()
+
+
+if __name__ == "__main__":
+    main()

@@ -1,0 +1,220 @@
+"""A live clone of a warm template, as the engine sees it.
+
+The clone process itself (``_zygote.CloneServer``) does the forking, killing
+and reaping inside its own namespaces; this handle sends it jobs, collects the
+output pipe under the cap, enforces the timeout, and guarantees teardown:
+after ``close()`` no process of the clone is left, no mount (they lived in its
+own mount namespace) and no directory (process mode's working dir is removed).
+"""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+import dataclasses
+import json
+import os
+import shutil
+import signal
+import time
+import uuid
+from collections.abc import Callable
+from typing import Literal
+
+from .api import ExecJob, ExecOutcome, TemplateSpec
+from .channel import Channel, ChannelClosed, Message
+from .output import OutputCollector
+
+SeedAck = Literal["verified", "off", "no-ack"]
+# how long a clone may take to confirm a kill before it is destroyed outright
+KILL_GRACE_S = 5.0
+# after the exec exited, how long to wait for stray holders of its output pipe
+PIPE_GRACE_S = 0.2
+
+
+class CloneDied(RuntimeError):
+    """The clone process is gone (killed, crashed, or its setup failed)."""
+
+
+class ForkClone:
+    """One clone: a session, or the vehicle of one one-shot exec."""
+
+    def __init__(
+        self,
+        template: TemplateSpec,
+        pid: int,
+        channel: Channel,
+        *,
+        mode: str,
+        host_dir: str | None,
+        on_close: Callable[[ForkClone], None],
+    ) -> None:
+        self.clone_id = "c_" + uuid.uuid4().hex[:16]
+        self.endpoints: dict[str, str] = {}
+        self.template = template
+        self.pid = pid
+        self.mode = mode
+        self.host_dir = host_dir
+        self._channel = channel
+        self._on_close = on_close
+        self._lock = asyncio.Lock()
+        self._closed = False
+        self._pidfd = -1
+        with contextlib.suppress(OSError):
+            self._pidfd = os.pidfd_open(pid)
+        self._req = 0
+        self.created = time.monotonic()
+        self.extra_close: list[Callable[[], object]] = []
+
+    @property
+    def closed(self) -> bool:
+        return self._closed or self._channel.closed
+
+    async def wait_ready(self, timeout: float) -> None:
+        try:
+            msg = await asyncio.wait_for(self._channel.recv(), timeout)
+        except (ChannelClosed, asyncio.TimeoutError) as exc:
+            raise CloneDied("the clone did not come up") from exc
+        if msg.get("op") != "ready":
+            raise CloneDied(f"clone setup failed: {msg.get('error', msg)}")
+
+    async def run(self, job: ExecJob) -> ExecOutcome:
+        async with self._lock:
+            if self.closed:
+                raise CloneDied("the clone is closed")
+            return await self._run(job)
+
+    async def _run(self, job: ExecJob) -> ExecOutcome:
+        limits = self.template.limits
+        kind = job.kind if self.template.kind != "shell" else "command"
+        self._req += 1
+        req = self._req
+        body = json.dumps({"source": job.source, "files": [list(f) for f in job.files]})
+        job_fd = os.memfd_create("collimate-job", os.MFD_CLOEXEC)
+        out_r, out_w = os.pipe2(os.O_CLOEXEC)
+        try:
+            _write_all(job_fd, body)
+            header = {
+                "op": "exec",
+                "req": req,
+                "kind": kind,
+                "seed": job.seed,
+                "limits": dataclasses.asdict(limits),
+            }
+            t0 = time.perf_counter()
+            self._channel.send(header, [out_w, job_fd])
+        except ChannelClosed as exc:
+            os.close(out_r)
+            raise CloneDied("the clone is gone") from exc
+        finally:
+            os.close(out_w)
+            os.close(job_fd)
+        collector = OutputCollector(out_r, limits.output_bytes)
+        timed_out = False
+        msg: Message | None
+        try:
+            try:
+                msg = await asyncio.wait_for(self._exited(req), job.timeout_s)
+            except asyncio.TimeoutError:
+                timed_out = True
+                msg = await self._kill_exec(req)
+        except BaseException:
+            # cancelled (client gone) or the clone died: the tree dies first
+            collector.close()
+            with contextlib.suppress(BaseException):
+                await asyncio.shield(self._kill_exec(req))
+            raise
+        exec_ms = (time.perf_counter() - t0) * 1000
+        output, truncated = await collector.finish(0.0 if timed_out else PIPE_GRACE_S)
+        fork_ms = float(msg.get("fork_ms", 0.0)) if msg else 0.0
+        if timed_out:
+            # (if the clone could not confirm the kill it was destroyed: same answer)
+            note = f"timeout after {float(job.timeout_s)}s\n".encode()
+            if output and not output.endswith(b"\n"):
+                note = b"\n" + note
+            return ExecOutcome(output + note, -1, True, truncated, fork_ms, exec_ms, "off")
+        if msg is None:
+            raise CloneDied("the clone died during the exec")
+        ack: SeedAck = "verified" if msg.get("seed_ack") else "off"
+        return ExecOutcome(output, int(msg["exit_code"]), False, truncated, fork_ms, exec_ms, ack)
+
+    async def _exited(self, req: int) -> Message:
+        while True:
+            try:
+                msg = await self._channel.recv()
+            except ChannelClosed as exc:
+                raise CloneDied("the clone is gone") from exc
+            if msg.get("op") == "exited" and msg.get("req") == req:
+                if msg.get("busy"):
+                    raise CloneDied("the clone refused a second concurrent exec")
+                return msg
+
+    async def _kill_exec(self, req: int) -> Message | None:
+        """Ask the clone to kill its exec's whole tree; destroy the clone if it cannot."""
+        try:
+            self._channel.send({"op": "kill", "req": req})
+            return await asyncio.wait_for(self._exited(req), KILL_GRACE_S)
+        except (ChannelClosed, asyncio.TimeoutError, CloneDied):
+            await self.close()
+            return None
+
+    async def close(self) -> None:
+        if self._closed:
+            return
+        self._closed = True
+        try:
+            if self.mode == "process":
+                # the clone kills its own tree (it is their subreaper), then exits
+                with contextlib.suppress(ChannelClosed):
+                    self._channel.send({"op": "close"})
+                if not await self._wait_exit(KILL_GRACE_S):
+                    self._sigkill()
+                    await self._wait_exit(KILL_GRACE_S)
+            else:
+                # pid 1 of its namespace: the kernel takes every process in it along
+                self._sigkill()
+                await self._wait_exit(KILL_GRACE_S)
+        finally:
+            self._channel.close()
+            if self._pidfd >= 0:
+                os.close(self._pidfd)
+                self._pidfd = -1
+            for fn in self.extra_close:
+                with contextlib.suppress(Exception):
+                    fn()
+            if self.host_dir:
+                shutil.rmtree(self.host_dir, ignore_errors=True)
+            self._on_close(self)
+
+    def _sigkill(self) -> None:
+        with contextlib.suppress(ProcessLookupError, OSError):
+            if self._pidfd >= 0:
+                signal.pidfd_send_signal(self._pidfd, signal.SIGKILL)
+            else:
+                os.kill(self.pid, signal.SIGKILL)
+
+    async def _wait_exit(self, timeout: float) -> bool:
+        if self._pidfd < 0:
+            return True
+        loop = asyncio.get_running_loop()
+        done = loop.create_future()
+
+        def exited() -> None:
+            if not done.done():
+                done.set_result(None)
+
+        loop.add_reader(self._pidfd, exited)
+        try:
+            await asyncio.wait_for(done, timeout)
+            return True
+        except asyncio.TimeoutError:
+            return False
+        finally:
+            loop.remove_reader(self._pidfd)
+
+
+def _write_all(fd: int, text: str) -> None:
+    data = memoryview(text.encode())
+    while data:
+        n = os.write(fd, data)
+        data = data[n:]

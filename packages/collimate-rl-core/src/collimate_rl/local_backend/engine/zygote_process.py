@@ -1,0 +1,143 @@
+"""The engine's handle on one warm interpreter (a zygote, see ``_zygote.py``).
+
+Started once per (interpreter, preload) pair; asked for clones over its
+control socket; restarted by the engine if it ever dies. It is started with
+``-I -S`` so the interpreter every clone copies is as small as it can be; the
+``sys.path`` the template's interpreter would normally have is handed over
+explicitly, so installed packages stay importable without running ``site``.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+import itertools
+import json
+import os
+import signal
+import socket
+import subprocess
+import sys
+from pathlib import Path
+from typing import Any
+
+from .channel import Channel, ChannelClosed, Message
+
+ZYGOTE_SCRIPT = str(Path(__file__).with_name("_zygote.py"))
+_SYS_PATHS: dict[str, list[str]] = {}
+
+
+class ZygoteError(RuntimeError):
+    """The zygote could not start or could not fork a clone."""
+
+
+async def interpreter_sys_path(python: str) -> list[str]:
+    """``sys.path`` of ``python -I`` (site-packages and .pth entries included), cached."""
+    if python not in _SYS_PATHS:
+        proc = await asyncio.create_subprocess_exec(
+            python,
+            "-I",
+            "-c",
+            "import sys, json; print(json.dumps(sys.path))",
+            stdout=subprocess.PIPE,
+            stderr=subprocess.PIPE,
+            stdin=subprocess.DEVNULL,
+        )
+        out, err = await proc.communicate()
+        if proc.returncode != 0:
+            raise ZygoteError(f"{python}: cannot start: {err.decode(errors='replace').strip()}")
+        _SYS_PATHS[python] = [p for p in json.loads(out) if p]
+    return _SYS_PATHS[python]
+
+
+class ZygoteProcess:
+    """A running zygote: ``spawn(spec)`` forks a clone and returns its host pid."""
+
+    def __init__(self, proc: asyncio.subprocess.Process, channel: Channel) -> None:
+        self.proc = proc
+        self.channel = channel
+        self.preload_failed: list[str] = []
+        self._pending: dict[int, asyncio.Future[Message]] = {}
+        self._ids = itertools.count(1)
+        self._reader = asyncio.ensure_future(self._dispatch())
+
+    @classmethod
+    async def start(cls, python: str, preload: tuple[str, ...]) -> ZygoteProcess:
+        sys_path = await interpreter_sys_path(python)
+        ours, theirs = socket.socketpair(socket.AF_UNIX, socket.SOCK_SEQPACKET)
+        try:
+            config = {
+                "sys_path": sys_path,
+                "preload": list(preload),
+                "ctl_fd": theirs.fileno(),
+                "parent": os.getpid(),
+            }
+            proc = await asyncio.create_subprocess_exec(
+                python,
+                "-I",
+                "-S",
+                ZYGOTE_SCRIPT,
+                json.dumps(config),
+                stdin=subprocess.DEVNULL,
+                stdout=subprocess.DEVNULL,
+                pass_fds=[theirs.fileno()],
+                cwd="/",
+                env={"PATH": os.environ.get("PATH", "/usr/bin:/bin"), "LANG": "C.UTF-8"},
+            )
+        finally:
+            theirs.close()
+        channel = Channel(ours)
+        try:
+            hello = await asyncio.wait_for(channel.recv(), 30)
+        except (ChannelClosed, asyncio.TimeoutError) as exc:
+            with contextlib.suppress(ProcessLookupError):
+                proc.kill()
+            await proc.wait()
+            channel.close()
+            raise ZygoteError(f"{python}: the warm interpreter did not start") from exc
+        zygote = cls(proc, channel)
+        zygote.preload_failed = list(hello.get("preload_failed", []))
+        return zygote
+
+    @property
+    def alive(self) -> bool:
+        return self.proc.returncode is None and not self.channel.closed
+
+    async def _dispatch(self) -> None:
+        try:
+            while True:
+                msg = await self.channel.recv()
+                fut = self._pending.pop(int(msg.get("req", 0)), None)
+                if fut is not None and not fut.done():
+                    fut.set_result(msg)
+        except ChannelClosed:
+            for fut in self._pending.values():
+                if not fut.done():
+                    fut.set_exception(ZygoteError("the warm interpreter died"))
+            self._pending.clear()
+
+    async def spawn(self, spec: dict[str, Any], clone_sock: socket.socket) -> int:
+        """Fork a clone serving on ``clone_sock`` (the zygote gets a copy of it)."""
+        req = next(self._ids)
+        fut: asyncio.Future[Message] = asyncio.get_running_loop().create_future()
+        self._pending[req] = fut
+        try:
+            self.channel.send({"op": "clone", "req": req, **spec}, [clone_sock.fileno()])
+        except ChannelClosed as exc:
+            self._pending.pop(req, None)
+            raise ZygoteError("the warm interpreter died") from exc
+        reply = await fut
+        if reply.get("op") != "cloned":
+            raise ZygoteError(f"fork failed: {reply.get('error', reply)}")
+        return int(reply["pid"])
+
+    async def close(self) -> None:
+        self._reader.cancel()
+        self.channel.close()
+        with contextlib.suppress(ProcessLookupError):
+            self.proc.send_signal(signal.SIGKILL)
+        await self.proc.wait()
+
+
+def default_python() -> str:
+    return sys.executable
