@@ -92,6 +92,17 @@ def test_plugins_json(pm: pluggy.PluginManager, capsys: pytest.CaptureFixture[st
             "detail": "",
         }
     ]
+    assert greeter["hooks"] == ["collimate_rl_announce", "collimate_rl_cli_commands"]
+    assert "collimate_rl_transports" in rows["collimate_rl.plugins.builtin.transports"]["hooks"]
+
+
+def test_plugins_verbose_lists_hooks(
+    pm: pluggy.PluginManager, capsys: pytest.CaptureFixture[str]
+) -> None:
+    pm.register(GreeterPlugin(), name="greeter-plugin")
+    assert main(["plugins", "-v"], pm=pm) == 0
+    out = capsys.readouterr().out
+    assert "greeter-plugin: collimate_rl_announce, collimate_rl_cli_commands" in out
 
 
 def test_a_failing_announcement_is_shown_not_raised(
@@ -162,3 +173,12 @@ def test_console_script_and_module_entry(tmp_path: Path) -> None:
         out = subprocess.run(cmd, capture_output=True, text=True, timeout=60, cwd=tmp_path)
         assert out.returncode == 0, out.stderr
         assert out.stdout.startswith(f"collimate-rl-core {__version__}")
+
+
+def test_serve_reaches_the_real_local_backend_parser(tmp_path: Path) -> None:
+    script = Path(sys.executable).with_name("collimate")
+    out = subprocess.run(
+        [str(script), "serve", "--help"], capture_output=True, text=True, timeout=60, cwd=tmp_path
+    )
+    assert out.returncode == 0, out.stderr
+    assert "--port" in out.stdout and "local backend is not available" not in out.stderr

@@ -14,11 +14,10 @@ from dataclasses import dataclass
 import pluggy
 
 from ..__about__ import __version__ as core_version
+from .builtin import BUILTIN_PLUGIN_MODULES
 from .events import PluginAnnouncement
 
 __all__ = ["PluginInfo", "plugin_inventory"]
-
-_BUILTIN_PREFIX = "collimate_rl.plugins.builtin."
 
 
 @dataclass(frozen=True)
@@ -30,10 +29,11 @@ class PluginInfo:
     distribution_version: str | None
     announcements: tuple[PluginAnnouncement, ...] = ()
     error: str | None = None  # the announce hook raised
+    hooks: tuple[str, ...] = ()  # the hooks it implements, sorted
 
     @property
     def builtin(self) -> bool:
-        return self.plugin.startswith(_BUILTIN_PREFIX)
+        return self.plugin in BUILTIN_PLUGIN_MODULES
 
 
 def plugin_inventory(pm: pluggy.PluginManager | None = None) -> list[PluginInfo]:
@@ -54,7 +54,7 @@ def plugin_inventory(pm: pluggy.PluginManager | None = None) -> list[PluginInfo]
         if plugin is None:  # a blocked name
             continue
         dist: tuple[str | None, str | None] = dists.get(id(plugin), (None, None))
-        if dist == (None, None) and name.startswith(_BUILTIN_PREFIX):
+        if dist == (None, None) and name in BUILTIN_PLUGIN_MODULES:
             dist = ("collimate-rl-core", core_version)
         announced: tuple[PluginAnnouncement, ...] = ()
         error: str | None = None
@@ -69,5 +69,6 @@ def plugin_inventory(pm: pluggy.PluginManager | None = None) -> list[PluginInfo]
                     announced = (result,)
                 elif result is not None:
                     error = f"announce returned {type(result).__name__}, not PluginAnnouncement"
-        rows.append(PluginInfo(name, dist[0], dist[1], announced, error))
+        hooks = tuple(sorted(caller.name for caller in pm.get_hookcallers(plugin) or ()))
+        rows.append(PluginInfo(name, dist[0], dist[1], announced, error, hooks))
     return rows

@@ -29,6 +29,9 @@ def collimate_rl_cli_commands(subparsers: argparse._SubParsersAction[Any]) -> No
         "plugins", help="list the installed plugins and the frameworks they found"
     )
     plugins.add_argument("--json", action="store_true", help="machine-readable output")
+    plugins.add_argument(
+        "-v", "--verbose", action="store_true", help="also list the hooks each plugin implements"
+    )
     plugins.set_defaults(func=run_plugins)
 
     version = subparsers.add_parser("version", help="print the version of collimate-rl-core")
@@ -93,6 +96,7 @@ def run_plugins(args: argparse.Namespace) -> int:
                 "builtin": i.builtin,
                 "announcements": [asdict(a) for a in i.announcements],
                 "error": i.error,
+                "hooks": list(i.hooks),
             }
             for i in infos
         ]
@@ -107,6 +111,10 @@ def run_plugins(args: argparse.Namespace) -> int:
         for a in info.announcements:
             if a.detail and a.framework is not None:
                 print(f"  {a.name}: {a.detail}")
+    if getattr(args, "verbose", False):
+        print()
+        for info in infos:
+            print(f"{info.plugin}: {', '.join(info.hooks) or '(no hooks)'}")
     return 1 if any(i.error for i in infos) else 0
 
 
