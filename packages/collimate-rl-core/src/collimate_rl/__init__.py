@@ -34,6 +34,19 @@ from .plugins import get_plugin_manager, hookimpl, hookspec
 # --- end plugins ---
 
 # --- grading and sandbox (seeds.py, rewards.py, sandbox.py, manifest) ---
+from .seeds import DET_SEED, fresh_seed, group_seeds, is_valid_seed, seed_from_key
+from .rewards import (
+    GuestReward,
+    PropertyReward,
+    RewardSpec,
+    StdioReward,
+    UnitTestReward,
+    extract_code,
+    reward_spec_from_ground_truth,
+)
+from .grading import GradeResult, grade, grade_async, grade_batch, grade_batch_async
+from .sandbox import AsyncSandbox, ExecResult, Sandbox, rollout_once, rollout_once_async
+from .manifest import ReplayManifest, ReplayReport, record_manifest, replay_manifest
 # --- end grading ---
 
 __all__ = [
@@ -57,4 +70,30 @@ __all__ = [
     "hookimpl",
     "hookspec",
     # --- grading ---
+    "DET_SEED",
+    "fresh_seed",
+    "group_seeds",
+    "is_valid_seed",
+    "seed_from_key",
+    "RewardSpec",
+    "GuestReward",
+    "UnitTestReward",
+    "PropertyReward",
+    "StdioReward",
+    "extract_code",
+    "reward_spec_from_ground_truth",
+    "GradeResult",
+    "grade",
+    "grade_batch",
+    "grade_async",
+    "grade_batch_async",
+    "Sandbox",
+    "AsyncSandbox",
+    "ExecResult",
+    "rollout_once",
+    "rollout_once_async",
+    "ReplayManifest",
+    "ReplayReport",
+    "record_manifest",
+    "replay_manifest",
 ]

@@ -21,6 +21,7 @@ BUILTIN_PLUGIN_MODULES: tuple[str, ...] = (
     "collimate_rl.plugins.builtin.core",
     "collimate_rl.plugins.builtin.transports",
     "collimate_rl.plugins.builtin.commands",
+    "collimate_rl.rewards.builtin_kinds",
 )
 
 

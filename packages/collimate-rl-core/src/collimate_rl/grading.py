@@ -1,0 +1,506 @@
+"""Grading candidates in sandboxes: ``grade`` / ``grade_batch`` and async twins.
+
+One grade is one exec: the candidate goes in as a text ``files`` entry at a
+unique guest path, the spec's grader runs as ``code``, and the spec reads the
+verdict. The pure steps (:func:`prepare_grade`, :func:`result_from_response`,
+:func:`infra_result`) are shared by the blocking and the async paths, which
+only differ in how they wait.
+
+The rule everything here serves: **an infrastructure failure is never a
+reward.** A backend error (or a grader that never started, or a candidate
+that arrived altered) is re-raised by default (``on_infra_error="raise"``) so
+the trainer resamples the group; ``"zero"`` keeps positional alignment and
+flags the slot (``infra_error=True``, ``verdict="infra_error"``); ``"skip"``
+drops it. A candidate that crashes, loops, prints garbage or writes to stderr
+is a *task* outcome: its reward comes from the verdict and
+``infra_error`` stays False.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import concurrent.futures
+import secrets
+import threading
+from collections.abc import Callable, Iterator, Mapping, Sequence
+from contextlib import contextmanager
+from dataclasses import dataclass, field
+from typing import TYPE_CHECKING, Any, Final, Literal
+
+from .errors import CollimateError
+from .rewards.spec import GradeContext, RewardSpec, candidate_context, delivered_text
+from .seeds import is_valid_seed
+
+if TYPE_CHECKING:
+    from .transport import AsyncSessionClient, SessionClient
+
+__all__ = [
+    "INFRA_ERROR_MODES",
+    "GradeResult",
+    "OnInfraError",
+    "grade",
+    "grade_async",
+    "grade_batch",
+    "grade_batch_async",
+    "infra_result",
+    "prepare_grade",
+    "result_from_response",
+]
+
+OnInfraError = Literal["raise", "zero", "skip"]
+INFRA_ERROR_MODES: Final = ("raise", "zero", "skip")
+ResultCallback = Callable[[int, "GradeResult"], None]
+
+
+@dataclass
+class GradeResult:
+    """The reward of one candidate and how it was obtained.
+
+    ``verdict`` is three-way: ``"passed"`` (full reward), ``"failed"`` (a
+    task outcome, possibly with partial reward) or ``"infra_error"`` (no
+    reward could be computed: do not train on it). ``detail`` carries the
+    grader's per-test report (``passed``, ``total``, ``failed`` entries with
+    ``index``/``reason``/``message``, ``timeout``, ``memory_error``,
+    ``load_error``) when the spec provides one. ``index`` is the candidate's
+    position in its batch (useful with ``on_infra_error="skip"``).
+    """
+
+    reward: float
+    seed: str | None = None
+    seed_ack: str | None = None
+    exit_code: int | None = None
+    fork_time_ms: float | None = None
+    exec_time_ms: float | None = None
+    raw: dict[str, Any] = field(default_factory=dict)
+    infra_error: bool = False
+    verdict: str = ""
+    detail: dict[str, Any] = field(default_factory=dict)
+    index: int | None = None
+    error: str | None = None
+
+    def __post_init__(self) -> None:
+        if not self.verdict:
+            if self.infra_error:
+                self.verdict = "infra_error"
+            else:
+                self.verdict = "passed" if self.reward >= 1.0 else "failed"
+
+    @property
+    def passed(self) -> bool:
+        return self.verdict == "passed"
+
+
+@dataclass(frozen=True)
+class PreparedGrade:
+    """One grade ready to send: the exec's keyword arguments and the context
+    needed to read its answer."""
+
+    ctx: GradeContext
+    seed: str | None
+    exec_kwargs: dict[str, Any]
+
+
+def _check_seed(seed: str | None) -> None:
+    if seed is not None and not is_valid_seed(seed):
+        raise ValueError(f"seed must be 64 hex chars or None, got {seed!r:.80}")
+
+
+def _check_timeout(timeout_seconds: float) -> None:
+    if isinstance(timeout_seconds, bool) or not timeout_seconds > 0:
+        raise ValueError(f"timeout_seconds must be positive, got {timeout_seconds!r}")
+
+
+def prepare_grade(
+    spec: RewardSpec, candidate: str, *, seed: str | None, timeout_seconds: int
+) -> PreparedGrade:
+    """Build the exec for grading ``candidate`` (a fresh nonce per grade, so
+    concurrent grades in one warm session never share a file or a frame)."""
+    if not isinstance(candidate, str):
+        raise TypeError(f"candidate must be str, got {type(candidate).__name__}")
+    ctx = candidate_context(candidate, secrets.token_hex(12), timeout_seconds)
+    kwargs: dict[str, Any] = {
+        "code": spec.program(ctx),
+        "files": [{"path": ctx.candidate_path, "content": delivered_text(candidate)}],
+        "timeout_seconds": timeout_seconds,
+        "seed": seed,
+    }
+    return PreparedGrade(ctx, seed, kwargs)
+
+
+def _float_or_none(value: Any) -> float | None:
+    try:
+        return None if value is None else float(value)
+    except (TypeError, ValueError):
+        return None
+
+
+def result_from_response(
+    spec: RewardSpec, prepared: PreparedGrade, response: Mapping[str, Any], index: int = 0
+) -> GradeResult:
+    """The GradeResult of one ExecResponse, as the spec reads it."""
+    stdout = response.get("stdout")
+    exit_code = response.get("exit_code")
+    code = exit_code if isinstance(exit_code, int) else -2
+    outcome = spec.outcome(stdout if isinstance(stdout, str) else "", code, prepared.ctx)
+    infra = outcome.verdict == "infra_error"
+    return GradeResult(
+        reward=0.0 if infra else outcome.reward,
+        seed=response.get("seed") or prepared.seed,
+        seed_ack=response.get("seed_ack"),
+        exit_code=exit_code if isinstance(exit_code, int) else None,
+        fork_time_ms=_float_or_none(response.get("fork_time_ms")),
+        exec_time_ms=_float_or_none(response.get("exec_time_ms")),
+        raw=dict(response),
+        infra_error=infra,
+        verdict=outcome.verdict,
+        detail=outcome.detail,
+        index=index,
+        error=outcome.infra_message,
+    )
+
+
+def infra_result(error: BaseException, seed: str | None, index: int) -> GradeResult:
+    """The placeholder of a slot whose grade failed for infrastructure
+    reasons (``on_infra_error="zero"``): reward 0.0, loudly flagged."""
+    return GradeResult(
+        reward=0.0,
+        seed=seed,
+        infra_error=True,
+        verdict="infra_error",
+        index=index,
+        error=f"{type(error).__name__}: {error}",
+    )
+
+
+class GraderInfraError(CollimateError):
+    """The exec answered, but no reward could be computed for reasons that
+    are not the candidate's (the grader never started, the candidate arrived
+    altered, the spec's reference/generator is broken)."""
+
+
+def _raise_if_infra(result: GradeResult) -> GradeResult:
+    if result.infra_error:
+        raise GraderInfraError(result.error or "grading failed for infrastructure reasons")
+    return result
+
+
+def _after_grade(result: GradeResult, candidate: str, index: int) -> None:
+    from .plugins import get_plugin_manager
+
+    hook = get_plugin_manager().hook.collimate_rl_after_grade
+    if hook.get_hookimpls():
+        hook(result=result, candidate=candidate, index=index)
+
+
+def _exec(
+    client: SessionClient, template_id: str, session_id: str | None, kwargs: Mapping[str, Any]
+) -> dict[str, Any]:
+    if session_id is not None:
+        return client.session_exec(session_id, **kwargs)
+    return client.exec_once(template_id, **kwargs)
+
+
+async def _exec_async(
+    client: AsyncSessionClient,
+    template_id: str,
+    session_id: str | None,
+    kwargs: Mapping[str, Any],
+) -> dict[str, Any]:
+    if session_id is not None:
+        return await client.session_exec(session_id, **kwargs)
+    return await client.exec_once(template_id, **kwargs)
+
+
+def _grade_one(
+    client: SessionClient,
+    template_id: str,
+    candidate: str,
+    spec: RewardSpec,
+    seed: str | None,
+    timeout_seconds: int,
+    session_id: str | None,
+    index: int,
+) -> GradeResult:
+    prepared = prepare_grade(spec, candidate, seed=seed, timeout_seconds=timeout_seconds)
+    response = _exec(client, template_id, session_id, prepared.exec_kwargs)
+    return _raise_if_infra(result_from_response(spec, prepared, response, index))
+
+
+async def _grade_one_async(
+    client: AsyncSessionClient,
+    template_id: str,
+    candidate: str,
+    spec: RewardSpec,
+    seed: str | None,
+    timeout_seconds: int,
+    session_id: str | None,
+    index: int,
+) -> GradeResult:
+    prepared = prepare_grade(spec, candidate, seed=seed, timeout_seconds=timeout_seconds)
+    response = await _exec_async(client, template_id, session_id, prepared.exec_kwargs)
+    return _raise_if_infra(result_from_response(spec, prepared, response, index))
+
+
+def grade(
+    client: SessionClient,
+    template_id: str,
+    candidate: str,
+    spec: RewardSpec,
+    *,
+    seed: str | None = None,
+    timeout_seconds: int = 30,
+    session_id: str | None = None,
+) -> GradeResult:
+    """Grade one candidate in a fresh clone of ``template_id`` (or in the
+    warm session ``session_id``). Infrastructure failures raise
+    :class:`~collimate_rl.CollimateError`; task failures are rewards."""
+    _check_seed(seed)
+    _check_timeout(timeout_seconds)
+    result = _grade_one(client, template_id, candidate, spec, seed, timeout_seconds, session_id, 0)
+    _after_grade(result, candidate, 0)
+    return result
+
+
+async def grade_async(
+    client: AsyncSessionClient,
+    template_id: str,
+    candidate: str,
+    spec: RewardSpec,
+    *,
+    seed: str | None = None,
+    timeout_seconds: int = 30,
+    session_id: str | None = None,
+) -> GradeResult:
+    """:func:`grade` with an async client (``AsyncCollimateClient`` /
+    ``AsyncGatewayClient``)."""
+    _check_seed(seed)
+    _check_timeout(timeout_seconds)
+    result = await _grade_one_async(
+        client, template_id, candidate, spec, seed, timeout_seconds, session_id, 0
+    )
+    _after_grade(result, candidate, 0)
+    return result
+
+
+def _batch_seeds(candidates: Sequence[str], seeds: Sequence[str | None] | None) -> list[str | None]:
+    if seeds is None:
+        return [None] * len(candidates)
+    if isinstance(seeds, str):
+        raise TypeError("seeds must be a sequence of seeds, one per candidate (not a str)")
+    if len(seeds) != len(candidates):
+        raise ValueError(f"{len(seeds)} seeds for {len(candidates)} candidates")
+    for s in seeds:
+        _check_seed(s)
+    return list(seeds)
+
+
+def _check_batch_args(on_infra_error: str, concurrency: int) -> None:
+    if on_infra_error not in INFRA_ERROR_MODES:
+        raise ValueError(
+            f"on_infra_error must be one of {INFRA_ERROR_MODES}, got {on_infra_error!r}"
+        )
+    if isinstance(concurrency, bool) or not isinstance(concurrency, int) or concurrency < 1:
+        raise ValueError(f"concurrency must be an int >= 1, got {concurrency!r}")
+
+
+class _Progress:
+    """A Rich progress bar when asked for and Rich is installed; else nothing."""
+
+    def __init__(self, enabled: bool, total: int) -> None:
+        self._bar: Any = None
+        self._task: Any = None
+        if not enabled:
+            return
+        try:
+            from rich.progress import Progress
+        except ImportError:
+            return
+        self._bar = Progress(transient=False)
+        self._task = self._bar.add_task("grading", total=total)
+
+    @contextmanager
+    def running(self) -> Iterator[_Progress]:
+        if self._bar is None:
+            yield self
+            return
+        with self._bar:
+            yield self
+
+    def advance(self) -> None:
+        if self._bar is not None:
+            self._bar.advance(self._task)
+
+
+class _Collector:
+    """Positional results plus the first infra error, shared by both paths."""
+
+    def __init__(
+        self,
+        candidates: Sequence[str],
+        seeds: list[str | None],
+        on_infra_error: str,
+        on_result: ResultCallback | None,
+        progress: _Progress,
+    ) -> None:
+        self.candidates = candidates
+        self.seeds = seeds
+        self.mode = on_infra_error
+        self.on_result = on_result
+        self.progress = progress
+        self.results: list[GradeResult | None] = [None] * len(candidates)
+        self.first_error: BaseException | None = None
+
+    def done(self, index: int, outcome: GradeResult | BaseException) -> None:
+        """Record one finished grade (called on the caller's thread/loop)."""
+        if isinstance(outcome, BaseException):
+            if not isinstance(outcome, CollimateError) or self.mode == "raise":
+                if self.first_error is None:
+                    self.first_error = outcome
+                return
+            result = infra_result(outcome, self.seeds[index], index)
+        else:
+            result = outcome
+        self.results[index] = result
+        _after_grade(result, self.candidates[index], index)
+        if self.on_result is not None:
+            self.on_result(index, result)
+        self.progress.advance()
+
+    def final(self) -> list[GradeResult]:
+        if self.first_error is not None:
+            raise self.first_error
+        out = [r for r in self.results if r is not None]
+        if self.mode == "skip":
+            return [r for r in out if not r.infra_error]
+        return out
+
+
+def grade_batch(
+    client: SessionClient,
+    template_id: str,
+    candidates: Sequence[str],
+    spec: RewardSpec,
+    *,
+    seeds: Sequence[str | None] | None = None,
+    timeout_seconds: int = 30,
+    concurrency: int = 24,
+    on_infra_error: OnInfraError = "raise",
+    progress: bool = False,
+    on_result: ResultCallback | None = None,
+    session_id: str | None = None,
+) -> list[GradeResult]:
+    """Grade a group of candidates, at most ``concurrency`` at a time.
+
+    Results are positional (``results[i]`` is ``candidates[i]``) except with
+    ``on_infra_error="skip"``, which drops infra failures (each result keeps
+    its ``index``). ``seeds`` gives one seed (or ``None``) per candidate, e.g.
+    from :func:`~collimate_rl.group_seeds`. With ``"raise"`` no new grade
+    starts after the first backend error, and that error is re-raised once
+    the grades in flight have finished. ``on_result(index, result)`` and
+    the ``collimate_rl_after_grade`` hook run on the calling thread as
+    results arrive; ``progress=True`` draws a Rich bar when Rich is installed.
+    """
+    _check_batch_args(on_infra_error, concurrency)
+    _check_timeout(timeout_seconds)
+    per_seed = _batch_seeds(candidates, seeds)
+    collector = _Collector(
+        candidates, per_seed, on_infra_error, on_result, _Progress(progress, len(candidates))
+    )
+    if not candidates:
+        return []
+    stop = threading.Event()
+
+    def work(i: int) -> GradeResult | BaseException | None:
+        if stop.is_set():
+            return None
+        try:
+            return _grade_one(
+                client,
+                template_id,
+                candidates[i],
+                spec,
+                per_seed[i],
+                timeout_seconds,
+                session_id,
+                i,
+            )
+        except Exception as exc:
+            if on_infra_error == "raise" or not isinstance(exc, CollimateError):
+                stop.set()
+            return exc
+
+    workers = min(concurrency, len(candidates))
+    with (
+        collector.progress.running(),
+        concurrent.futures.ThreadPoolExecutor(
+            workers, thread_name_prefix="collimate-grade"
+        ) as pool,
+    ):
+        futures = {pool.submit(work, i): i for i in range(len(candidates))}
+        for fut in concurrent.futures.as_completed(futures):
+            outcome = fut.result()
+            if outcome is not None:
+                collector.done(futures[fut], outcome)
+    return collector.final()
+
+
+async def grade_batch_async(
+    client: AsyncSessionClient,
+    template_id: str,
+    candidates: Sequence[str],
+    spec: RewardSpec,
+    *,
+    seeds: Sequence[str | None] | None = None,
+    timeout_seconds: int = 30,
+    concurrency: int = 24,
+    on_infra_error: OnInfraError = "raise",
+    progress: bool = False,
+    on_result: ResultCallback | None = None,
+    session_id: str | None = None,
+) -> list[GradeResult]:
+    """:func:`grade_batch` on one event loop with an async client: no
+    threads, ``concurrency`` grades in flight. With ``"raise"`` the grades
+    still in flight are cancelled at the first backend error, which is then
+    re-raised."""
+    _check_batch_args(on_infra_error, concurrency)
+    _check_timeout(timeout_seconds)
+    per_seed = _batch_seeds(candidates, seeds)
+    collector = _Collector(
+        candidates, per_seed, on_infra_error, on_result, _Progress(progress, len(candidates))
+    )
+    if not candidates:
+        return []
+    gate = asyncio.Semaphore(concurrency)
+
+    async def work(i: int) -> tuple[int, GradeResult | BaseException]:
+        async with gate:
+            try:
+                result = await _grade_one_async(
+                    client,
+                    template_id,
+                    candidates[i],
+                    spec,
+                    per_seed[i],
+                    timeout_seconds,
+                    session_id,
+                    i,
+                )
+            except Exception as exc:
+                return i, exc
+            return i, result
+
+    tasks = [asyncio.ensure_future(work(i)) for i in range(len(candidates))]
+    try:
+        with collector.progress.running():
+            for next_done in asyncio.as_completed(tasks):
+                i, outcome = await next_done
+                collector.done(i, outcome)
+                if collector.first_error is not None:
+                    break
+    finally:
+        pending = [t for t in tasks if not t.done()]
+        for t in pending:
+            t.cancel()
+        if pending:
+            await asyncio.gather(*pending, return_exceptions=True)
+    return collector.final()

@@ -1,0 +1,61 @@
+"""Rewards: specs that build in-guest graders, and the grading entry points.
+
+``from collimate_rl.rewards import grade, UnitTestReward, ...`` works as in
+the earlier single-module release; the parts live in small modules:
+
+* :mod:`.spec` -- the RewardSpec contract and the built-in base;
+* :mod:`.kinds` -- UnitTestReward, PropertyReward, StdioReward;
+* :mod:`.guest_runtime` / :mod:`.program` -- the grader that runs in the guest;
+* :mod:`.verdict` -- reading what a grader printed;
+* :mod:`.extract` -- extract_code;
+* :mod:`.registry` / :mod:`.builtin_kinds` -- reward kinds through plugins.
+"""
+
+from __future__ import annotations
+
+from typing import TYPE_CHECKING, Any
+
+from .extract import extract_code
+from .kinds import PropertyReward, StdioReward, UnitTestReward
+from .registry import reward_kind_registry, reward_spec_from_ground_truth
+from .spec import GradeContext, GuestReward, Outcome, RewardSpec
+from .verdict import REWARD_LINE_PREFIX, VERDICT_MARKER
+
+if TYPE_CHECKING:
+    from ..grading import GradeResult, grade, grade_async, grade_batch, grade_batch_async
+
+#: The grading entry points live in :mod:`collimate_rl.grading` (which
+#: imports this package); they are re-exported lazily for the earlier
+#: ``collimate_rl.rewards`` import path without an import cycle.
+_FROM_GRADING = frozenset(
+    {"GradeResult", "grade", "grade_async", "grade_batch", "grade_batch_async"}
+)
+
+
+def __getattr__(name: str) -> Any:
+    if name in _FROM_GRADING:
+        from .. import grading
+
+        return getattr(grading, name)
+    raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
+
+
+__all__ = [
+    "REWARD_LINE_PREFIX",
+    "VERDICT_MARKER",
+    "GradeContext",
+    "GradeResult",
+    "GuestReward",
+    "Outcome",
+    "PropertyReward",
+    "RewardSpec",
+    "StdioReward",
+    "UnitTestReward",
+    "extract_code",
+    "grade",
+    "grade_async",
+    "grade_batch",
+    "grade_batch_async",
+    "reward_kind_registry",
+    "reward_spec_from_ground_truth",
+]

@@ -1,0 +1,478 @@
+"""The grader that runs INSIDE the guest (its source is shipped as exec ``code``).
+
+:mod:`.program` reads this module's source text, appends ``main(<config
+literal>)`` and sends the result as the exec's ``code``; the SDK imports it
+only to share :func:`checksum` (importing it has no side effects). It is a
+real module so that it is linted, type-checked and unit-tested like
+everything else. Constraints that follow from where it
+runs:
+
+* stdlib only, Python >= 3.8 syntax, and only modules a warm interpreter
+  has already imported (``os``, ``sys``, ``time``, ``signal``, ``io``,
+  ``random``, ``math``): a fork pays for every import, and a locked-down
+  guest may not be able to import anything else at all. Annotations and the
+  ``__future__`` import are stripped before shipping (:mod:`.program`);
+* no JSON in the guest: the config arrives as a Python literal and the
+  verdict leaves as ``repr`` of plain data (the SDK reads it with
+  ``ast.literal_eval``).
+
+Why it looks the way it does:
+
+* **The verdict is framed, not "the last line".** The guest merges stderr
+  into stdout, so anything printed after a bare reward line (a warning, an
+  atexit hook) would turn a pass into 0.0. The grader writes
+  ``<MARKER><nonce> <verdict>`` on a duplicate of the original stdout and then
+  leaves with ``os._exit`` (no atexit, no interpreter-shutdown noise). While
+  the candidate runs, fds 0/1/2 point at ``/dev/null``: its prints can neither
+  fill the 16 MiB output cap before the verdict nor forge a frame line.
+* **A "hello" frame is written before the candidate is even read.** No hello
+  means the grader never ran (wrong interpreter, broken guest): an
+  infrastructure failure, not the candidate's. Hello without a verdict means
+  the candidate killed the grader (``os._exit``, a segfault): its failure.
+* **Delivery is verified.** The candidate arrives as a text ``files`` entry;
+  its size and a polynomial checksum (:func:`checksum`, no import needed)
+  are checked before it runs, so a mangled delivery is
+  reported as such instead of being scored.
+* **Time is budgeted per check.** Each test runs under an interval timer
+  bounded by the exec's deadline (minus a margin), so one looping test costs
+  that test only and the verdict still arrives with partial credit.
+* **Property inputs come from a private RNG** copied from the seeded global
+  ``random`` state at start: identical draws to a plain seeded grader, but a
+  candidate that consumes or reseeds ``random`` cannot shift its own inputs,
+  so common random numbers hold across a whole group.
+* **Comparison is strict about types.** A candidate result must be a plain
+  builtin value (or a numpy scalar/array, converted) when the expected value
+  is one, so an object whose ``__eq__`` always returns True scores nothing.
+"""
+
+# The guest may run Python 3.8 with nothing imported beyond its preload:
+# no zip(strict=), no contextlib, and %-formatting is as good as any.
+# ruff: noqa: UP031, B905, SIM105, SIM102
+from __future__ import annotations
+
+import os
+import signal
+import sys
+import time
+
+TYPE_CHECKING = False
+if TYPE_CHECKING:  # pragma: no cover - typing only, never imported in the guest
+    from collections.abc import Callable
+    from typing import Any, NoReturn
+
+_T0 = time.monotonic()
+_PLAIN = (type(None), bool, int, float, complex, str, bytes, list, tuple, dict, set, frozenset)
+_MAX_FAILURES = 20
+_MSG = 200
+
+
+_CHECKSUM_MOD = (1 << 61) - 1
+
+
+def checksum(data: bytes) -> int:
+    """The bytes as one little-endian integer, mod the Mersenne prime 2^61-1:
+    computed in C, and any changed, lost or added byte changes it (with the
+    size check) except with negligible probability."""
+    return int.from_bytes(data, "little") % _CHECKSUM_MOD
+
+
+class _Abort(BaseException):
+    """Raised by the interval timer: the current check ran out of time."""
+
+
+def _on_alarm(signum: int, frame: object) -> None:
+    raise _Abort()
+
+
+def _plain(value: Any) -> Any:
+    """numpy scalars/arrays -> builtins (checked by module name: no import)."""
+    mod = type(value).__module__
+    if mod == "numpy" or mod.startswith("numpy."):
+        if hasattr(value, "tolist"):
+            return value.tolist()
+        if hasattr(value, "item"):
+            return value.item()
+    return value
+
+
+def _is_number(value: Any) -> bool:
+    return type(value) in (int, float)
+
+
+def same(got: Any, want: Any, tol: float) -> bool:
+    """``got`` equals the trusted ``want``: lists and tuples interchangeable,
+    floats within ``tol`` (absolute or relative), exact builtin types only."""
+    got = _plain(got)
+    if type(want) not in _PLAIN:
+        try:
+            return bool(want == got)
+        except Exception:
+            return False
+    if type(got) not in _PLAIN:
+        return False
+    if type(want) is float or type(got) is float:
+        if not (_is_number(got) and _is_number(want)):
+            return False
+        if got == want:
+            return True
+        return bool(abs(got - want) <= tol * max(1.0, abs(want)))
+    if isinstance(want, (list, tuple)):
+        if not isinstance(got, (list, tuple)) or len(got) != len(want):
+            return False
+        return all(same(g, w, tol) for g, w in zip(got, want))
+    if isinstance(want, dict):
+        if not isinstance(got, dict) or set(got) != set(want):
+            return False
+        return all(same(got[k], want[k], tol) for k in want)
+    try:
+        return bool(type(got) is type(want) and got == want) or (
+            _is_number(got) and _is_number(want) and got == want
+        )
+    except Exception:
+        return False
+
+
+def same_tokens(got: str, want: str, tol: float | None) -> bool:
+    """Whitespace-normalised comparison of program output (competitive
+    programming style). An expected token written as a float (``.`` or an
+    exponent) accepts an absolute or relative error up to ``tol``; integer and
+    word tokens must match exactly."""
+    g, w = got.split(), want.split()
+    if len(g) != len(w):
+        return False
+    for a, b in zip(g, w):
+        if a == b:
+            continue
+        if tol is None or not any(c in b for c in ".eE"):
+            return False
+        try:
+            fa, fb = float(a), float(b)
+        except ValueError:
+            return False
+        if not abs(fa - fb) <= tol * max(1.0, abs(fb)):
+            return False
+    return True
+
+
+class _Frame:
+    """Writes framed lines on a private duplicate of the original stdout."""
+
+    def __init__(self, marker: str) -> None:
+        self.marker = marker
+        self.fd = os.dup(1)
+        self._write = os.write
+        self._exit = os._exit
+
+    def line(self, text: str) -> None:
+        data = ("\n" + self.marker + " " + text + "\n").encode("utf-8", "backslashreplace")
+        while data:
+            data = data[self._write(self.fd, data) :]
+
+    def finish(self, verdict: dict[str, Any]) -> NoReturn:
+        self.line(repr(verdict))
+        self._exit(0)
+
+
+def _mute() -> None:
+    """Point fds 0/1/2 at /dev/null for everything the candidate does."""
+    for stream in (sys.stdout, sys.stderr):
+        try:
+            stream.flush()
+        except Exception:
+            pass
+    null = os.open(os.devnull, os.O_RDWR)
+    for fd in (0, 1, 2):
+        os.dup2(null, fd)
+    os.close(null)
+
+
+class _Budget:
+    """Per-check interval timers bounded by the exec's overall deadline."""
+
+    def __init__(self, cfg: dict[str, Any]) -> None:
+        self.deadline = _T0 + float(cfg["budget"])
+        limit = cfg.get("test_timeout")
+        self.per_check = float(limit) if limit else None
+        signal.signal(signal.SIGALRM, _on_alarm)
+
+    def left(self) -> float:
+        return self.deadline - time.monotonic()
+
+    def run(self, fn: Callable[..., Any], /, *args: Any, **kwargs: Any) -> tuple[str, Any]:
+        """``("ok", value)`` or ``(reason, message)``; reason is one of
+        ``timeout`` / ``memory_error`` / ``error``."""
+        left = self.left()
+        if self.per_check is not None:
+            left = min(left, self.per_check)
+        if left <= 0:
+            return "timeout", "no time left in the exec budget"
+        try:
+            signal.setitimer(signal.ITIMER_REAL, left)
+            try:
+                value = fn(*args, **kwargs)
+            finally:
+                signal.setitimer(signal.ITIMER_REAL, 0)
+        except _Abort:
+            return "timeout", "exceeded %.3gs" % left
+        except MemoryError:
+            return "memory_error", "MemoryError"
+        except BaseException as exc:  # the candidate's failure, whatever it is
+            if type(exc) is SystemExit and exc.code in (None, 0):
+                return "ok", None
+            return "error", (type(exc).__name__ + ": " + str(exc))[:_MSG]
+        return "ok", value
+
+
+class _Tally:
+    def __init__(self, total: int) -> None:
+        self.total = total
+        self.passed = 0
+        self.failed: list[dict[str, Any]] = []
+        self.reasons: set[str] = set()
+
+    def add(self, index: int, reason: str | None, message: str = "") -> None:
+        if reason is None:
+            self.passed += 1
+            return
+        self.reasons.add(reason)
+        if len(self.failed) < _MAX_FAILURES:
+            self.failed.append({"index": index, "reason": reason, "message": message[:_MSG]})
+
+    def verdict(self) -> dict[str, Any]:
+        return {
+            "reward": (self.passed / self.total) if self.total else 0.0,
+            "passed": self.passed,
+            "total": self.total,
+            "failed": self.failed,
+            "timeout": "timeout" in self.reasons,
+            "memory_error": "memory_error" in self.reasons,
+        }
+
+
+def _read_candidate(cfg: dict[str, Any]) -> bytes | str:
+    """The delivered candidate bytes, or a message saying why delivery failed."""
+    path = cfg["path"]
+    try:
+        with open(path, "rb") as fh:
+            data = fh.read()
+    except OSError as exc:
+        return "the candidate file was not delivered: %s" % exc
+    try:
+        os.unlink(path)  # a warm session may grade thousands: leave nothing behind
+    except OSError:
+        pass
+    if cfg.get("size") is not None:
+        if len(data) != cfg["size"] or checksum(data) != cfg["crc"]:
+            return "the candidate file arrived altered (%d bytes, expected %d)" % (
+                len(data),
+                cfg["size"],
+            )
+    return data
+
+
+def _load_module(cfg: dict[str, Any], data: bytes, budget: _Budget) -> tuple[Any, str | None]:
+    module = type(sys)(cfg["module"])
+    module.__file__ = cfg["path"]
+    sys.modules[cfg["module"]] = module
+
+    def load() -> None:
+        exec(compile(data, cfg["path"], "exec"), module.__dict__)
+
+    reason, message = budget.run(load)
+    if reason != "ok":
+        return None, "%s while loading the candidate: %s" % (reason, message)
+    fn = getattr(module, cfg["entry"], None)
+    if not callable(fn):
+        return None, "the candidate defines no function %r" % cfg["entry"]
+    return fn, None
+
+
+def _load_error(tally: _Tally, message: str) -> dict[str, Any]:
+    verdict = tally.verdict()
+    verdict["load_error"] = message[: _MSG * 2]
+    verdict["timeout"] = message.startswith("timeout")
+    verdict["memory_error"] = message.startswith("memory_error")
+    return verdict
+
+
+def _grade_unit(cfg: dict[str, Any], data: bytes, budget: _Budget) -> dict[str, Any]:
+    tests = cfg["tests"]
+    tol = cfg["tol"]
+    tally = _Tally(len(tests))
+    fn, error = _load_module(cfg, data, budget)
+    if error is not None:
+        return _load_error(tally, error)
+    for i, (args, kwargs, want) in enumerate(tests):
+        reason, got = budget.run(fn, *args, **kwargs)
+        if reason != "ok":
+            tally.add(i, reason, got)
+        elif same(got, want, tol):
+            tally.add(i, None)
+        else:
+            tally.add(i, "wrong_answer", "got %.150r" % (got,))
+    return tally.verdict()
+
+
+class _RandomView:
+    """``random`` as the generator sees it: a private Random, then the module."""
+
+    def __init__(self, rng: Any, module: Any) -> None:
+        self._rng = rng
+        self._module = module
+
+    def __getattr__(self, name: str) -> Any:
+        try:
+            return getattr(self._rng, name)
+        except AttributeError:
+            return getattr(self._module, name)
+
+
+def _callable_from(
+    source: str, name: str, params: str, base: dict[str, Any], prefer: tuple[str, ...]
+) -> Any:
+    """A full ``def`` is taken as written; a bare body (the seed's indented
+    ``reference``) is wrapped as ``def name(params):``; for the generator, a
+    bare expression is wrapped as ``return <expr>``."""
+    namespace = dict(base)
+    text = source.strip("\n")
+    if text.lstrip().startswith("def "):
+        before = set(namespace)
+        exec(compile(text, "<" + name + ">", "exec"), namespace)
+        new = [namespace[k] for k in namespace if k not in before and callable(namespace[k])]
+        for wanted in prefer:
+            if callable(namespace.get(wanted)):
+                return namespace[wanted]
+        if not new:
+            raise ValueError("%s defines no function" % name)
+        return new[0]
+    if params == "" and "\n" not in text and not text.lstrip().startswith("return"):
+        text = "    return " + text.strip()
+    body = text if text[:1] in (" ", "\t") else "    " + text.replace("\n", "\n    ")
+    exec(compile("def %s(%s):\n%s\n" % (name, params, body), "<" + name + ">", "exec"), namespace)
+    return namespace[name]
+
+
+def _grade_property(cfg: dict[str, Any], data: bytes, budget: _Budget, rng: Any) -> dict[str, Any]:
+    import math
+    import random
+
+    k = int(cfg["k"])
+    tol = cfg["tol"]
+    tally = _Tally(k)
+    namespace: dict[str, Any] = {"random": _RandomView(rng, random), "math": math}
+    try:
+        import string
+
+        namespace["string"] = string
+    except ImportError:  # a guest that cannot import beyond its preload
+        pass
+    ref = _callable_from(
+        cfg["reference"], "_reference", "x", namespace, (cfg["entry"], "reference", "ref")
+    )
+    gen = _callable_from(cfg["generator"], "_generate", "", namespace, ("generate", "generator"))
+    fn, error = _load_module(cfg, data, budget)
+    if error is not None:
+        return _load_error(tally, error)
+    for i in range(k):
+        x = gen()
+        want = ref(x)
+        reason, got = budget.run(fn, x)
+        if reason != "ok":
+            tally.add(i, reason, got)
+        elif same(got, want, tol):
+            tally.add(i, None)
+        else:
+            tally.add(i, "wrong_answer", "input %.80r: got %.80r" % (x, got))
+    return tally.verdict()
+
+
+def _scratch(path: str, content: bytes) -> int:
+    """An unlinked read/write file holding ``content``, positioned at 0."""
+    fd = os.open(path, os.O_RDWR | os.O_CREAT | os.O_TRUNC, 0o600)
+    os.unlink(path)
+    view = memoryview(content)
+    while view:
+        view = view[os.write(fd, view) :]
+    os.lseek(fd, 0, 0)
+    return fd
+
+
+def _grade_stdio(cfg: dict[str, Any], data: bytes, budget: _Budget) -> dict[str, Any]:
+    """Run the candidate as a program once per test, in this process, with
+    fds 0 and 1 on real files (so ``input()``, ``sys.stdin.buffer``,
+    ``open(0)`` and ``os.write(1, ...)`` all behave as under a judge)."""
+    tests = cfg["tests"]
+    tally = _Tally(len(tests))
+    reason, code = budget.run(lambda: compile(data, cfg["path"], "exec"))
+    if reason != "ok":
+        return _load_error(tally, "%s while compiling the candidate: %s" % (reason, code))
+    real_in, real_out = sys.stdin, sys.stdout
+    null = os.open(os.devnull, os.O_RDWR)
+    for i, (given, want) in enumerate(tests):
+        fd_in = _scratch(cfg["path"] + ".stdin", given.encode("utf-8"))
+        fd_out = _scratch(cfg["path"] + ".stdout", b"")
+        os.dup2(fd_in, 0)
+        os.dup2(fd_out, 1)
+        os.close(fd_in)
+        sys.stdin = open(0, encoding="utf-8", closefd=False)  # noqa: SIM115
+        sys.stdout = open(1, "w", encoding="utf-8", closefd=False)  # noqa: SIM115
+        opened = sys.stdout
+        namespace = {"__name__": "__main__", "__file__": cfg["path"], "__builtins__": __builtins__}
+        try:
+            reason, message = budget.run(exec, code, namespace)
+            for stream in (sys.stdout, opened):
+                try:
+                    stream.flush()
+                except Exception:
+                    pass
+        finally:
+            sys.stdin, sys.stdout = real_in, real_out
+            os.dup2(null, 0)
+            os.dup2(null, 1)
+        os.lseek(fd_out, 0, 0)
+        chunks = []
+        while True:
+            chunk = os.read(fd_out, 1 << 20)
+            if not chunk:
+                break
+            chunks.append(chunk)
+        os.close(fd_out)
+        got = b"".join(chunks).decode("utf-8", "replace")
+        if reason != "ok":
+            tally.add(i, reason, message)
+        elif same_tokens(got, want, cfg["tol"]):
+            tally.add(i, None)
+        else:
+            tally.add(i, "wrong_answer", "got %.150r" % (got[:150],))
+    return tally.verdict()
+
+
+def main(cfg: dict[str, Any]) -> NoReturn:
+    """Grade the delivered candidate as ``cfg`` says, write the verdict frame,
+    and leave without running any shutdown code."""
+    frame = _Frame(cfg["marker"] + cfg["nonce"])
+    frame.line("hello")
+    rng = None
+    if cfg["kind"] == "property":
+        import random
+
+        rng = random.Random()
+        rng.setstate(random.getstate())  # the backend seeded the global state
+    _mute()
+    budget = _Budget(cfg)
+    data = _read_candidate(cfg)
+    if isinstance(data, str):
+        frame.finish({"reward": 0.0, "delivery_error": data})
+    grader = globals().get("_grade_" + cfg["kind"])  # looked up by name: see program.py
+    try:
+        if grader is None:
+            verdict = {"reward": 0.0, "grader_error": "unknown kind %r" % cfg["kind"]}
+        elif cfg["kind"] == "property":
+            verdict = grader(cfg, data, budget, rng)
+        else:
+            verdict = grader(cfg, data, budget)
+    except _Abort:
+        verdict = {"reward": 0.0, "timeout": True, "load_error": "the exec budget ran out"}
+    except BaseException as exc:  # a broken reference/generator: the grader's fault
+        verdict = {"reward": 0.0, "grader_error": (type(exc).__name__ + ": " + str(exc))[:_MSG]}
+    frame.finish(verdict)

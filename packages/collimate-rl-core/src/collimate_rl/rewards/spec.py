@@ -1,0 +1,204 @@
+"""The reward-spec contract: build an in-guest grader, read its verdict.
+
+A :class:`RewardSpec` is the seed's two-method contract: ``build(path)``
+returns the grader program (run as exec ``code``) for a candidate delivered at
+``path``, and ``parse(stdout)`` turns the program's output into a reward.
+Custom specs implement just those two (a ``COLLIMATE_REWARD=<x>`` line, or the
+last line as a float, is read by the default ``parse``).
+
+``grade`` talks to specs through two richer methods with safe defaults,
+:meth:`RewardSpec.program` and :meth:`RewardSpec.outcome`, so the built-in
+graders (:class:`GuestReward`) can carry a per-grade nonce, a delivery check,
+a time budget and per-test detail without changing the seed's contract.
+"""
+
+from __future__ import annotations
+
+import abc
+from collections.abc import Mapping
+from dataclasses import dataclass, field
+from typing import Any, Final, Literal
+
+from .guest_runtime import checksum
+from .program import guest_program
+from .verdict import (
+    VERDICT_MARKER,
+    clamp_reward,
+    last_verdict_any_nonce,
+    parse_reward_text,
+    read_frames,
+)
+
+__all__ = [
+    "CANDIDATE_DIR",
+    "GradeContext",
+    "GuestReward",
+    "Outcome",
+    "RewardSpec",
+    "Verdict",
+    "budget_for",
+    "candidate_context",
+]
+
+Verdict = Literal["passed", "failed", "infra_error"]
+
+#: Where candidates are delivered in the guest (one unique file per grade).
+CANDIDATE_DIR: Final = "/tmp"
+_TAIL = 400
+
+
+@dataclass(frozen=True)
+class GradeContext:
+    """Everything about one grade that the program and its reading share."""
+
+    nonce: str
+    candidate_path: str
+    timeout_seconds: float
+    candidate_size: int | None = None
+    candidate_crc: int | None = None
+
+
+def candidate_context(candidate: str, nonce: str, timeout_seconds: float) -> GradeContext:
+    """The context of grading ``candidate`` (its delivered bytes follow the
+    files rule: a trailing newline is appended when missing)."""
+    data = delivered_text(candidate).encode("utf-8")
+    return GradeContext(
+        nonce=nonce,
+        candidate_path=f"{CANDIDATE_DIR}/collimate_candidate_{nonce}.py",
+        timeout_seconds=float(timeout_seconds),
+        candidate_size=len(data),
+        candidate_crc=checksum(data),
+    )
+
+
+def delivered_text(candidate: str) -> str:
+    """The text a ``files`` entry really writes: ends with exactly the
+    newline the guest would append anyway, so sizes match byte for byte."""
+    return candidate if candidate.endswith("\n") else candidate + "\n"
+
+
+def budget_for(timeout_seconds: float) -> float:
+    """The grader's own deadline: the exec timeout minus a margin, so it can
+    still write a verdict (with partial credit) before the guest kills it."""
+    margin = min(2.0, max(0.2, 0.15 * timeout_seconds))
+    return max(0.05, timeout_seconds - margin)
+
+
+@dataclass(frozen=True)
+class Outcome:
+    """A spec's reading of one exec: reward, three-way verdict, and detail."""
+
+    reward: float
+    verdict: Verdict
+    detail: dict[str, Any] = field(default_factory=dict)
+    infra_message: str | None = None
+
+
+def _tail(text: str) -> str:
+    return text[-_TAIL:]
+
+
+class RewardSpec(abc.ABC):
+    """Builds an in-guest grader program and parses its reward."""
+
+    #: The guest interpreter the program is written for (informational).
+    interpreter: str = "python3"
+
+    @abc.abstractmethod
+    def build(self, candidate_path: str) -> str:
+        """The grader program for a candidate written at ``candidate_path``."""
+
+    def parse(self, stdout: str) -> float:
+        """The reward in ``[0, 1]`` from the grader's merged output: the last
+        ``COLLIMATE_REWARD=<x>`` line, else the last non-empty line as a
+        float; anything unreadable is 0.0."""
+        return parse_reward_text(stdout)
+
+    def program(self, ctx: GradeContext) -> str:
+        """What ``grade`` sends as exec ``code`` (default: :meth:`build`)."""
+        return self.build(ctx.candidate_path)
+
+    def outcome(self, stdout: str, exit_code: int, ctx: GradeContext) -> Outcome:
+        """What ``grade`` reports (default: :meth:`parse`, plus the timeout
+        flag). A custom grader has no frames, so it cannot tell a broken
+        guest from a broken candidate: everything is a task outcome."""
+        reward = clamp_reward(self.parse(stdout))
+        detail: dict[str, Any] = {}
+        if exit_code == -1:
+            detail["timeout"] = True
+        return Outcome(reward, "passed" if reward >= 1.0 else "failed", detail)
+
+
+class GuestReward(RewardSpec):
+    """Base of the built-in graders: they run :mod:`.guest_runtime`.
+
+    Subclasses name their ``kind`` and return their data from
+    :meth:`guest_config`; this class adds the framing, the delivery check and
+    the time budget, and reads framed verdicts with per-test detail.
+    """
+
+    kind: str = ""
+    entry: str = "solve"
+    test_timeout: float | None = None
+    tol: float | None = 1e-9
+
+    @abc.abstractmethod
+    def guest_config(self) -> Mapping[str, Any]:
+        """Kind-specific, JSON-like data for the guest runtime."""
+
+    def program(self, ctx: GradeContext) -> str:
+        config: dict[str, Any] = {
+            "kind": self.kind,
+            "marker": VERDICT_MARKER,
+            "nonce": ctx.nonce,
+            "path": ctx.candidate_path,
+            "module": "candidate",
+            "entry": self.entry,
+            "size": ctx.candidate_size,
+            "crc": ctx.candidate_crc,
+            "budget": budget_for(ctx.timeout_seconds),
+            "test_timeout": self.test_timeout,
+            "tol": self.tol,
+        }
+        config.update(self.guest_config())
+        return guest_program(config)
+
+    def build(self, candidate_path: str) -> str:
+        """A self-contained grader (no delivery check, 30 s budget)."""
+        return self.program(GradeContext("", candidate_path, 30.0))
+
+    def parse(self, stdout: str) -> float:
+        verdict = last_verdict_any_nonce(stdout)
+        if verdict is None:
+            return 0.0
+        return clamp_reward(verdict.get("reward"))
+
+    def outcome(self, stdout: str, exit_code: int, ctx: GradeContext) -> Outcome:
+        frames = read_frames(stdout, ctx.nonce)
+        if not frames.started:
+            return Outcome(
+                0.0,
+                "infra_error",
+                {"exit_code": exit_code, "output_tail": _tail(stdout)},
+                f"the grader never started in the guest (exit code {exit_code}); "
+                f"is the template a python template? output: {_tail(stdout)!r}",
+            )
+        verdict = frames.verdict
+        if verdict is None:
+            timed_out = exit_code == -1
+            detail = {
+                "timeout": timed_out,
+                "exit_code": exit_code,
+                "message": (
+                    "the exec timed out before the grader finished"
+                    if timed_out
+                    else "the candidate ended the grader before it wrote its verdict"
+                ),
+            }
+            return Outcome(0.0, "failed", detail)
+        for infra_key in ("delivery_error", "grader_error"):
+            if verdict.get(infra_key):
+                return Outcome(0.0, "infra_error", dict(verdict), str(verdict[infra_key]))
+        reward = clamp_reward(verdict.get("reward"))
+        detail = {k: v for k, v in verdict.items() if k != "reward"}
+        return Outcome(reward, "passed" if reward >= 1.0 else "failed", detail)

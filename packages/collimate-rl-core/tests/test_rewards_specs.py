@@ -1,0 +1,422 @@
+"""Reward specs without a backend: validation, dispatch, extraction, verdict
+reading, and the grader program run by a local interpreter (build/parse)."""
+
+from __future__ import annotations
+
+import json
+import os
+import secrets
+import shutil
+import subprocess
+import sys
+from collections.abc import Mapping
+from typing import Any
+
+import pytest
+
+from collimate_rl import (
+    PropertyReward,
+    RewardSpec,
+    StdioReward,
+    UnitTestReward,
+    extract_code,
+    reward_spec_from_ground_truth,
+)
+from collimate_rl.plugins import hookimpl, new_plugin_manager
+from collimate_rl.rewards import GuestReward, Outcome
+from collimate_rl.rewards.program import py_literal, runtime_source
+from collimate_rl.rewards.spec import candidate_context, delivered_text
+from collimate_rl.rewards.verdict import clamp_reward, parse_reward_text, read_frames
+
+VOWELS = PropertyReward(
+    reference="    return sum(c in 'aeiouAEIOU' for c in x)",
+    generator="''.join(random.choice('abcdEIOUxyz') for _ in range(8))",
+    k=16,
+)
+RIGHT_VOWELS = "def solve(x):\n    return sum(c in 'aeiouAEIOU' for c in x)\n"
+
+
+def run_locally(
+    spec: GuestReward,
+    candidate: str,
+    *,
+    seed: str = "ab" * 32,
+    timeout: float = 10.0,
+    python: str = sys.executable,
+    bytecode: bool = True,
+) -> tuple[Outcome, str]:
+    """Run the grader as a guest would (seeded ``random``, the candidate
+    delivered as a file) with a local interpreter."""
+    ctx = candidate_context(candidate, secrets.token_hex(8), timeout)
+    with open(ctx.candidate_path, "w", encoding="utf-8") as fh:
+        fh.write(delivered_text(candidate))
+    try:
+        program = spec.program(ctx)
+        if not bytecode:
+            program = program  # the same config, source only
+            config_start = program.rindex("main(")
+            program = runtime_source(spec.kind) + "\n" + program[config_start:]
+            assert "marshal" not in program.split("main(")[0]
+        code = f"import random\nrandom.seed(int({seed!r}, 16))\n" + program
+        proc = subprocess.run(
+            [python, "-c", code],
+            stdout=subprocess.PIPE,
+            stderr=subprocess.STDOUT,
+            timeout=timeout + 30,
+            check=False,
+        )
+        out = proc.stdout.decode("utf-8", "replace")
+        return spec.outcome(out, proc.returncode, ctx), out
+    finally:
+        if os.path.exists(ctx.candidate_path):
+            os.unlink(ctx.candidate_path)
+
+
+# -- unit test shapes --------------------------------------------------------
+
+
+def test_unit_tests_accept_the_documented_shapes() -> None:
+    spec = UnitTestReward(
+        [
+            {"input": [1, 2], "output": 3},
+            {"args": [1, 2], "expected": 3},
+            {"input": 5, "output": 5},
+            {"input": [[1, 2]], "output": [1, 2]},
+            {"input": [], "kwargs": {"b": 2}, "expected_output": 2},
+        ]
+    )
+    assert spec.guest_config()["tests"] == [
+        ([1, 2], {}, 3),
+        ([1, 2], {}, 3),
+        ([5], {}, 5),
+        ([[1, 2]], {}, [1, 2]),
+        ([], {"b": 2}, 2),
+    ]
+    assert spec.entry == "solve" and spec.interpreter == "python3"
+
+
+@pytest.mark.parametrize(
+    ("tests", "match"),
+    [
+        ("[]", "must be a list"),
+        ([{"input": [1]}], "no expected value"),
+        ([3], "must be an object"),
+        ([{"input": [object()], "output": 1}], "not JSON-like"),
+        ([{"input": [1], "kwargs": [1], "output": 1}], "kwargs"),
+    ],
+)
+def test_unit_tests_reject_malformed_data_at_construction(tests: Any, match: str) -> None:
+    with pytest.raises(ValueError, match=match):
+        UnitTestReward(tests)
+
+
+def test_property_and_stdio_validate_at_construction() -> None:
+    with pytest.raises(ValueError, match="reference does not compile"):
+        PropertyReward(reference="    return (", generator="1")
+    with pytest.raises(ValueError, match="generator"):
+        PropertyReward(reference="    return x", generator="")
+    with pytest.raises(ValueError, match="k must be"):
+        PropertyReward(reference="    return x", generator="1", k=-1)
+    with pytest.raises(ValueError, match="strings"):
+        StdioReward([{"input": 1, "output": "1"}])
+    with pytest.raises(ValueError, match="test_timeout"):
+        UnitTestReward([], test_timeout=0)
+
+
+# -- extract_code ------------------------------------------------------------
+
+
+@pytest.mark.parametrize(
+    ("completion", "expected"),
+    [
+        ("def solve(x): return x", "def solve(x): return x"),
+        ("  \n  def solve(x): return x  \n", "def solve(x): return x"),
+        ("text\n```python\ndef solve(x): return 1\n```\nmore", "def solve(x): return 1"),
+        ("```\ndef solve(x): return 3\n```", "def solve(x): return 3"),
+        ("```py\ndef solve(x): return 4\n```", "def solve(x): return 4"),
+        ("```python\ndef solve(x): return 5", "def solve(x): return 5"),  # truncated
+        (
+            "```python\nprint(1)\n```\n```python\ndef solve(x): return 2\n```\n"
+            "```python\nassert solve(1) == 2\n```",
+            "def solve(x): return 2",
+        ),
+        (
+            "```python\ndef solve(x): return 1\n```\nFixed:\n"
+            "```python\ndef solve(x): return 2\n```",
+            "def solve(x): return 2",
+        ),
+        (
+            "```cpp\nint solve(){}\n```\n```python\ndef helper(): pass\n```",
+            "def helper(): pass",
+        ),
+        (
+            "<think>```python\ndef solve(x): return 0\n```</think>"
+            "```python\ndef solve(x): return 9\n```",
+            "def solve(x): return 9",
+        ),
+        ("~~~python\ndef solve(x): return 6\n~~~", "def solve(x): return 6"),
+        (
+            "- item\n  ```python\n  def solve(x):\n      return 7\n  ```",
+            "def solve(x):\n    return 7",
+        ),
+    ],
+)
+def test_extract_code(completion: str, expected: str) -> None:
+    assert extract_code(completion) == expected
+
+
+def test_extract_code_honours_entry() -> None:
+    text = "```python\ndef solve(x): return 1\n```\n```python\ndef f(x): return 2\n```"
+    assert extract_code(text, entry="f") == "def f(x): return 2"
+
+
+# -- ground truth dispatch -----------------------------------------------------
+
+
+@pytest.mark.parametrize(
+    ("gt", "kind"),
+    [
+        ([{"input": [1, 2], "output": 3}], UnitTestReward),
+        (json.dumps([{"input": [1, 2], "output": 3}]), UnitTestReward),
+        ({"tests": [{"input": [1], "output": 1}]}, UnitTestReward),
+        ({"reference": "    return x", "generator": "1", "k": 4}, PropertyReward),
+        ({"kind": "property", "reference": "    return x", "generator": "1"}, PropertyReward),
+        ({"kind": "stdio", "tests": [{"input": "1\n", "output": "1\n"}]}, StdioReward),
+        ({"inputs": ["1 2\n"], "outputs": ["3\n"]}, StdioReward),
+        ({"fn_name": "add", "inputs": [[1, 2]], "outputs": [[3]]}, UnitTestReward),
+        ({"input_output": json.dumps({"inputs": ["1\n"], "outputs": ["1\n"]})}, StdioReward),
+        ([], UnitTestReward),
+    ],
+)
+def test_reward_spec_from_ground_truth_shapes(gt: Any, kind: type) -> None:
+    assert type(reward_spec_from_ground_truth(gt)) is kind
+
+
+def test_ground_truth_entry_and_options() -> None:
+    spec = reward_spec_from_ground_truth({"fn_name": "add", "inputs": [[1, 2]], "outputs": [[3]]})
+    assert isinstance(spec, UnitTestReward)
+    assert spec.entry == "add" and spec.guest_config()["tests"] == [([1, 2], {}, 3)]
+    prop = reward_spec_from_ground_truth({"reference": "    return x", "generator": "1"}, "f")
+    assert isinstance(prop, PropertyReward) and prop.entry == "f" and prop.k == 16
+    assert reward_spec_from_ground_truth(VOWELS) is VOWELS
+
+
+@pytest.mark.parametrize(
+    ("gt", "match"),
+    [
+        ("garbage", "not JSON"),
+        (None, "ground_truth must be"),
+        (5, "ground_truth must be"),
+        ({"tests_typo": []}, "ground_truth must be"),
+        ({"kind": "nope"}, "unknown reward kind 'nope'.*property"),
+    ],
+)
+def test_ground_truth_errors_are_clear(gt: Any, match: str) -> None:
+    with pytest.raises(ValueError, match=match):
+        reward_spec_from_ground_truth(gt)
+
+
+class _Always(RewardSpec):
+    def __init__(self, value: float) -> None:
+        self.value = value
+
+    def build(self, candidate_path: str) -> str:
+        return f"print({self.value})"
+
+
+class _KindsPlugin:
+    @hookimpl
+    def collimate_rl_reward_kinds(self) -> Mapping[str, Any]:
+        return {"always": lambda gt, entry: _Always(float(gt.get("value", 1.0)))}
+
+
+def test_a_plugin_kind_is_resolved_through_the_registry() -> None:
+    pm = new_plugin_manager(load_entrypoints=False)
+    pm.register(_KindsPlugin(), name="test-kinds")
+    spec = reward_spec_from_ground_truth({"kind": "always", "value": 0.5}, pm=pm)
+    assert isinstance(spec, _Always) and spec.value == 0.5
+    # built-ins come through the same hook, in the same registry
+    assert type(reward_spec_from_ground_truth([], pm=pm)) is UnitTestReward
+
+
+def test_a_plugin_cannot_silently_override_a_builtin_kind() -> None:
+    class Clash:
+        @hookimpl
+        def collimate_rl_reward_kinds(self) -> Mapping[str, Any]:
+            return {"property": lambda gt, entry: _Always(1.0)}
+
+    pm = new_plugin_manager(load_entrypoints=False)
+    pm.register(Clash(), name="clash")
+    with pytest.raises(Exception, match="property"):
+        reward_spec_from_ground_truth({"kind": "property"}, pm=pm)
+
+
+# -- verdict reading -------------------------------------------------------------
+
+
+@pytest.mark.parametrize(
+    ("out", "reward"),
+    [
+        ("0.5\n", 0.5),
+        ("0.3\n\n\n", 0.3),
+        ("  0.25  ", 0.25),
+        ("garbage", 0.0),
+        ("", 0.0),
+        ("1.5", 1.0),
+        ("-1", 0.0),
+        ("nan", 0.0),  # never a free pass
+        ("COLLIMATE_REWARD=0.75\nwarning: noise after the reward line\n", 0.75),
+        ("COLLIMATE_REWARD=0.1\nCOLLIMATE_REWARD=0.9\nnoise", 0.9),
+    ],
+)
+def test_custom_spec_parse(out: str, reward: float) -> None:
+    assert _Always(0).parse(out) == reward
+    assert parse_reward_text(out) == reward
+
+
+def test_clamp_reward() -> None:
+    assert clamp_reward("0.5") == 0.5
+    assert clamp_reward(None) == 0.0
+    assert clamp_reward(float("inf")) == 1.0
+
+
+def test_frames_need_the_right_nonce_and_the_last_one_wins() -> None:
+    out = (
+        "__COLLIMATE_VERDICT__abc hello\n"
+        "__COLLIMATE_VERDICT__abc {'reward': 0.25}\n"
+        "__COLLIMATE_VERDICT__forged {'reward': 1.0}\n"
+        "__COLLIMATE_VERDICT__abc {'reward': 0.5}\n"
+        "__COLLIMATE_VERDICT__abc not a dict\n"
+        "noise\n"
+    )
+    frames = read_frames(out, "abc")
+    assert frames.started and frames.verdict == {"reward": 0.5}
+    assert not read_frames("nothing here", "abc").started
+
+
+def test_py_literal_round_trips_json_like_data() -> None:
+    data = {"a": [1, 2.5, None, True, "x'\"\n"], "b": (1,), "c": float("inf")}
+    assert eval(py_literal(data)) == data
+    assert py_literal(float("nan")) == "float('nan')"
+    with pytest.raises(TypeError):
+        py_literal({"a": object()})
+
+
+def test_each_kind_ships_only_its_own_code() -> None:
+    prop, unit, stdio = (runtime_source(k) for k in ("property", "unit", "stdio"))
+    assert "_grade_property" in prop and "_grade_stdio" not in prop
+    assert "_grade_unit" in unit and "same_tokens" not in unit
+    assert "same_tokens" in stdio and "_grade_unit" not in stdio
+    for src in (prop, unit, stdio):
+        assert "__future__" not in src and '"""' not in src
+        compile(src, "<runtime>", "exec")
+
+
+# -- the grader program, run by a local interpreter ----------------------------
+
+
+def test_build_and_parse_standalone() -> None:
+    """``build(path)`` + ``parse(stdout)`` work without grade() (seed API)."""
+    spec = UnitTestReward([{"input": [1, 2], "output": 3}])
+    path = f"/tmp/collimate-test-{secrets.token_hex(6)}.py"
+    with open(path, "w") as fh:
+        fh.write("def solve(a, b):\n    return a + b\n")
+    try:
+        proc = subprocess.run(
+            [sys.executable, "-c", spec.build(path)], capture_output=True, text=True, check=False
+        )
+    finally:
+        if os.path.exists(path):
+            os.unlink(path)
+    assert spec.parse(proc.stdout + "trailing noise\n") == 1.0
+
+
+def test_unit_rewards_locally() -> None:
+    spec = UnitTestReward(
+        [
+            {"input": [1, 2], "output": 3},
+            {"input": [2, 2], "output": 4},
+            {"input": [0, 5], "output": 5},
+        ]
+    )
+    assert run_locally(spec, "def solve(a, b): return a + b")[0].reward == 1.0
+    partial, _ = run_locally(spec, "def solve(a, b): return 3 if a == 1 else a - b")
+    assert partial.reward == pytest.approx(1 / 3)
+    assert partial.detail["passed"] == 1 and partial.detail["total"] == 3
+    assert [f["index"] for f in partial.detail["failed"]] == [1, 2]
+    assert run_locally(spec, "def solve(a, b): return None")[0].reward == 0.0
+
+
+def test_property_reward_draws_reproduce_the_earlier_release() -> None:
+    # collimate-rl==0.5.0 scored this candidate 0.0625 with seed "ab"*32.
+    wrong = "def solve(x):\n    return sum(c in 'aeiou' for c in x)\n"
+    assert run_locally(VOWELS, wrong)[0].reward == 0.0625
+    assert run_locally(VOWELS, RIGHT_VOWELS)[0].reward == 1.0
+
+
+def test_a_candidate_using_random_cannot_shift_its_inputs() -> None:
+    noisy = (
+        "import random\nrandom.seed(12345)\n"
+        "def solve(x):\n    random.random()\n    return sum(c in 'aeiou' for c in x)\n"
+    )
+    assert (
+        run_locally(VOWELS, noisy)[0].detail
+        == run_locally(VOWELS, noisy.replace("random.seed(12345)", "random.seed(999)"))[0].detail
+    )
+
+
+def test_an_always_equal_object_scores_nothing() -> None:
+    hack = "class E:\n    def __eq__(self, o): return True\ndef solve(*a): return E()\n"
+    outcome, _ = run_locally(UnitTestReward([{"input": [1], "output": 1}]), hack)
+    assert outcome.reward == 0.0 and outcome.verdict == "failed"
+
+
+def test_stdio_reward_locally() -> None:
+    spec = StdioReward(
+        [
+            {"input": "1 2\n", "output": "3\n"},
+            {"input": "5 5", "output": "10"},
+            {"input": "1 3", "output": "0.333333"},
+        ]
+    )
+    sol = (
+        "import sys\na, b = map(int, sys.stdin.read().split())\n"
+        "print(a + b if (a, b) != (1, 3) else 1 / 3)\n"
+    )
+    assert run_locally(spec, sol)[0].reward == 1.0
+    via_fd = (
+        "import os\na, b = map(int, open(0).read().split())\nos.write(1, b'%d  \\n\\n' % (a + b))\n"
+    )
+    outcome, _ = run_locally(spec, via_fd)
+    assert outcome.reward == pytest.approx(2 / 3)
+    assert outcome.detail["failed"][0]["index"] == 2
+
+
+def test_the_source_fallback_runs_on_another_python_version() -> None:
+    """Bytecode only loads under the interpreter that wrote it: any other
+    version compiles the shipped source instead."""
+    other = next(
+        (
+            p
+            for p in ("python3.10", "python3.12", "python3.13", "python3.11")
+            if shutil.which(p) and not _same_python(p)
+        ),
+        None,
+    )
+    if other is None:
+        pytest.skip(reason="no second CPython version on this machine")
+    outcome, _ = run_locally(VOWELS, RIGHT_VOWELS, python=str(shutil.which(other)))
+    assert outcome.reward == 1.0, outcome
+
+
+def _same_python(exe: str) -> bool:
+    found = shutil.which(exe)
+    if found is None:
+        return True
+    out = subprocess.run(
+        [found, "-c", "import sys; print(sys.version_info[:2])"],
+        capture_output=True,
+        text=True,
+        check=False,
+    ).stdout.strip()
+    return out == str(sys.version_info[:2])
