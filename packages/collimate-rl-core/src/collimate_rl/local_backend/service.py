@@ -15,7 +15,7 @@ import contextlib
 import logging
 import secrets
 import time
-from collections.abc import Mapping
+from collections.abc import Coroutine, Mapping
 from typing import Any
 
 from ..__about__ import __version__
@@ -52,7 +52,7 @@ class BackendService:
         self.session_ttl = session_ttl
         self.running = 0  # execs inside clone.run right now
         self.queued = 0  # session execs waiting for their session's previous exec
-        self._background: set[asyncio.Task[Any]] = set()
+        self._background: set[asyncio.Task[None]] = set()
         self._reaper: asyncio.Task[None] | None = None
         self._closed = False
 
@@ -269,9 +269,9 @@ class BackendService:
             if session is not None:
                 session.tasks.discard(task)
 
-    def _track(self, coro: Any) -> asyncio.Task[Any]:
+    def _track(self, coro: Coroutine[Any, Any, None]) -> asyncio.Task[None]:
         """Run ``coro`` as a task that :meth:`close` waits for."""
-        task = asyncio.ensure_future(coro)
+        task: asyncio.Task[None] = asyncio.ensure_future(coro)
         self._background.add(task)
         task.add_done_callback(self._background.discard)
         return task
