@@ -10,7 +10,7 @@ import pytest
 
 import collimate_rl.openenv
 from collimate_rl.openenv import plugin
-from collimate_rl.plugins import new_plugin_manager, plugin_inventory
+from collimate_rl.plugins import check_plugin, new_plugin_manager, plugin_inventory
 
 
 @pytest.fixture
@@ -69,3 +69,8 @@ def test_discovered_through_the_entry_point() -> None:
     row = next(i for i in plugin_inventory(pm) if i.plugin == "openenv")
     assert row.distribution == "collimate-rl-openenv"
     assert row.announcements[0].name == "collimate-rl-openenv"
+
+
+def test_passes_the_plugin_conformance_check() -> None:
+    announcement = check_plugin(plugin)
+    assert announcement is not None and announcement.name == "collimate-rl-openenv"

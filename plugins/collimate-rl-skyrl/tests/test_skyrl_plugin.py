@@ -12,7 +12,7 @@ from pathlib import Path
 import pytest
 
 import collimate_rl.skyrl
-from collimate_rl.plugins import new_plugin_manager, plugin_inventory
+from collimate_rl.plugins import check_plugin, new_plugin_manager, plugin_inventory
 from collimate_rl.skyrl import plugin
 
 
@@ -27,7 +27,7 @@ def test_subpackage_imports_with_its_version() -> None:
     assert Path(collimate_rl.skyrl.__file__).parent.name == "skyrl"
 
 
-def test_announcement_without_skyrl_gym(monkeypatch: pytest.MonkeyPatch, tmp_path: Path) -> None:
+def test_announcement_without_skyrl_gym(monkeypatch: pytest.MonkeyPatch) -> None:
     monkeypatch.setattr(plugin, "FRAMEWORK", "skyrl-gym-not-installed-here")
     a = plugin.collimate_rl_announce()
     assert (a.name, a.version) == ("collimate-rl-skyrl", collimate_rl.skyrl.__version__)
@@ -59,3 +59,8 @@ def test_discovered_through_the_entry_point() -> None:
 def test_blockable_by_distribution_name(monkeypatch: pytest.MonkeyPatch) -> None:
     monkeypatch.setenv("COLLIMATE_RL_BLOCK_PLUGINS", "collimate-rl-skyrl")
     assert new_plugin_manager().get_plugin("skyrl") is None
+
+
+def test_passes_the_plugin_conformance_check() -> None:
+    announcement = check_plugin(plugin)
+    assert announcement is not None and announcement.name == "collimate-rl-skyrl"

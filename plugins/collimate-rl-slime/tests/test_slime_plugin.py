@@ -9,7 +9,7 @@ from pathlib import Path
 import pytest
 
 import collimate_rl.slime
-from collimate_rl.plugins import new_plugin_manager, plugin_inventory
+from collimate_rl.plugins import check_plugin, new_plugin_manager, plugin_inventory
 from collimate_rl.slime import plugin
 
 
@@ -58,3 +58,8 @@ def test_discovered_through_the_entry_point() -> None:
     row = next(i for i in plugin_inventory(pm) if i.plugin == "slime")
     assert row.distribution == "collimate-rl-slime"
     assert row.announcements[0].framework == "slime"
+
+
+def test_passes_the_plugin_conformance_check() -> None:
+    announcement = check_plugin(plugin)
+    assert announcement is not None and announcement.name == "collimate-rl-slime"

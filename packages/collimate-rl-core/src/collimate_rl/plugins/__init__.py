@@ -18,6 +18,7 @@ Environment variables read when the manager is built:
 
 from __future__ import annotations
 
+from .checks import check_plugin
 from .errors import PluginConflictError, PluginContractError, PluginError, PluginLoadError
 from .events import ExecEvent, PluginAnnouncement, RewardFactory, TransportFactory
 from .inventory import PluginInfo, plugin_inventory
@@ -56,6 +57,7 @@ __all__ = [
     "PluginLoadError",
     "RewardFactory",
     "TransportFactory",
+    "check_plugin",
     "collect_contributions",
     "get_plugin_manager",
     "hook_results",
