@@ -5,11 +5,33 @@ What the demo, the tests and the benchmarks run on. Start it with
 or in process::
 
     from collimate_rl.local_backend import LocalCollimateBackend
-    with LocalCollimateBackend() as backend:
-        ...  # backend.base_url, backend.socket_path
+    with LocalCollimateBackend() as backend:       # also `async with`
+        ...  # backend.base_url, backend.socket_path, backend.health()
 
-The isolation in force is stated at start and in ``/v1/health``; in
-``process`` mode this is NOT a sandbox.
+Flags (each also a keyword of ``LocalCollimateBackend``): ``--host``
+(loopback by default), ``--port`` (8080; 0 = a free port), ``--socket PATH``
+(a unix socket, alone or next to TCP), ``--templates FILE`` (TOML, see
+:mod:`.templates`; ``--override-templates`` lets it replace built-ins),
+``--isolation auto|namespaces|process``, ``--max-inflight N`` (execs and
+creates in flight before 503 ``at_capacity``; 0 = unlimited),
+``--session-ttl S`` (idle sessions are reaped after S seconds and answer 410
+``session_gone`` for a while, then 404).
+
+Honesty rules:
+
+* the isolation in force is printed at start and reported by
+  ``/v1/health`` (``isolation``, ``isolation_detail``, ``sandbox``); in
+  ``process`` mode this is NOT a sandbox and the banner says so;
+* egress: a policy on a non-networked template is refused (400 ``template is
+  vsock-only``); ``open`` and ``none`` are enforced; an ``allowlist`` is
+  enforced fail-closed as ``none`` (the response's ``egress`` field says so);
+  a ``denylist`` / ``preset`` cannot be enforced here and is refused with 400
+  rather than run open.
+
+Drain: SIGTERM, a first Ctrl-C, ``POST /v1/admin/drain`` (loopback and unix
+socket clients only) or ``LocalCollimateBackend.drain()``: health says
+``draining``, new work gets 503 ``draining``, in-flight execs finish, then the
+server stops and removes every clone, its socket file and its port.
 """
 
 from __future__ import annotations
