@@ -66,6 +66,22 @@ def test_pipelined_requests_answered_in_order(backend: LocalCollimateBackend) ->
     assert json.loads(answers[1][1])["status"] == "ok"
 
 
+def test_expect_100_continue(backend: LocalCollimateBackend) -> None:
+    assert backend.port is not None
+    body = json.dumps({"template_id": "sh", "command": "echo cont"}).encode()
+    head = (
+        b"POST /v1/exec HTTP/1.1\r\nHost: x\r\nExpect: 100-continue\r\n"
+        b"Content-Length: " + str(len(body)).encode() + b"\r\n\r\n"
+    )
+    with socket.create_connection(("127.0.0.1", backend.port), timeout=30) as s:
+        s.sendall(head)
+        interim = s.recv(65536)
+        assert interim.startswith(b"HTTP/1.1 100"), interim
+        s.sendall(body)
+        (answer,) = _read_responses(s, 1)
+    assert answer[0] == 200 and json.loads(answer[1])["stdout"] == "cont\n"
+
+
 def test_oversized_body_is_refused(backend: LocalCollimateBackend) -> None:
     r = httpx.post(
         backend.base_url + "/v1/exec",

@@ -98,6 +98,11 @@ class HttpConnection:
         if not isinstance(event, h11.Request):
             raise h11.RemoteProtocolError(f"unexpected {type(event).__name__}")
         self.busy = True
+        if self.conn.they_are_waiting_for_100_continue:
+            # curl sends bodies over 1 KiB only after a 100 (or a 1 s pause)
+            self.writer.write(
+                self.conn.send(h11.InformationalResponse(status_code=100, headers=[])) or b""
+            )
         chunks: list[bytes] = []
         size = 0
         while True:

@@ -9,12 +9,15 @@ gateway wire (tenants, tiers, Bearer keys) is another router over the same
 from __future__ import annotations
 
 import json
+import logging
 import re
 from collections.abc import Awaitable, Callable, Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
 from .wire_errors import WireError, bad_request, not_found_route
+
+log = logging.getLogger("collimate_rl.local_backend")
 
 _PARAM_RE = re.compile(r"\{([a-z_]+)\}")
 
@@ -105,3 +108,7 @@ class Dispatcher:
             raise not_found_route(request.method, request.path)
         except WireError as err:
             return Response(err.status, router.error_body(err))
+        except Exception as exc:  # a bug: answer 500 (ambiguous, never retried) and say so
+            log.exception("handler of %s %s failed", request.method, request.path)
+            err = WireError(500, "internal_error", f"internal error: {type(exc).__name__}: {exc}")
+            return Response(500, router.error_body(err))
