@@ -110,5 +110,5 @@ class Dispatcher:
             return Response(err.status, router.error_body(err))
         except Exception as exc:  # a bug: answer 500 (ambiguous, never retried) and say so
             log.exception("handler of %s %s failed", request.method, request.path)
-            err = WireError(500, "internal_error", f"internal error: {type(exc).__name__}: {exc}")
-            return Response(500, router.error_body(err))
+            bug = WireError(500, "internal_error", f"internal error: {type(exc).__name__}: {exc}")
+            return Response(500, router.error_body(bug))
