@@ -1,0 +1,56 @@
+"""Engine faults a real engine cannot produce on demand, injected through a
+tiny failing engine: the server answers with the right code and still tears
+the clone down."""
+
+from __future__ import annotations
+
+import httpx
+
+from collimate_rl.local_backend import LocalCollimateBackend
+from collimate_rl.local_backend.engine.api import ExecJob, ExecOutcome, TemplateSpec
+
+
+class _BrokenClone:
+    def __init__(self, log: list[str]) -> None:
+        self.clone_id = "broken"
+        self.endpoints: dict[str, str] = {}
+        self.log = log
+
+    async def run(self, job: ExecJob) -> ExecOutcome:
+        raise RuntimeError("engine exploded")
+
+    async def close(self) -> None:
+        self.log.append("closed")
+
+
+class _BrokenEngine:
+    isolation = "process"
+    isolation_detail = "process (NOT a sandbox): test engine"
+
+    def __init__(self) -> None:
+        self.log: list[str] = []
+
+    async def start(self, templates: list[TemplateSpec]) -> None:
+        self.log.append("started")
+
+    async def open_clone(self, template: TemplateSpec, *, egress: object) -> _BrokenClone:
+        if template.id == "sh":
+            raise OSError("fork failed")
+        return _BrokenClone(self.log)
+
+    async def close(self) -> None:
+        self.log.append("engine closed")
+
+
+def test_engine_faults_map_to_wire_codes() -> None:
+    engine = _BrokenEngine()
+    with LocalCollimateBackend(engine=engine) as b:  # type: ignore[arg-type]
+        r = httpx.post(b.base_url + "/v1/exec", json={"template_id": "py", "code": "1"})
+        assert r.status_code == 500 and r.json()["error_code"] == "internal_error"
+        assert "engine exploded" in r.json()["error"]
+        r = httpx.post(b.base_url + "/v1/exec", json={"template_id": "sh", "command": "true"})
+        assert r.status_code == 503 and r.json()["error_code"] == "session_bringup_failed"
+        r = httpx.post(b.base_url + "/v1/sessions", json={"template_id": "sh"})
+        assert r.status_code == 503 and r.json()["error_code"] == "session_bringup_failed"
+        assert b.health()["inflight"] == 0
+    assert engine.log == ["started", "closed", "engine closed"]
