@@ -180,3 +180,29 @@ def test_drain_lets_inflight_finish_and_refuses_new_work() -> None:
         assert b.wait_stopped(timeout_s=30)
     finally:
         b.stop()
+
+
+def test_stop_with_work_in_flight_kills_it() -> None:
+    token = _token()
+    b = LocalCollimateBackend(isolation="process").start()
+    out: list[BaseException] = []
+
+    def run() -> None:
+        try:
+            httpx.post(
+                b.base_url + "/v1/exec",
+                json={"template_id": "sh", "command": f"sleep {token}", "timeout_seconds": 600},
+                timeout=120,
+            )
+        except httpx.TransportError as exc:
+            out.append(exc)
+
+    t = threading.Thread(target=run, daemon=True)
+    t.start()
+    try:
+        assert _wait_for(lambda: bool(_procs_with(token)))
+    finally:
+        b.stop()
+    t.join(60)
+    assert out and isinstance(out[0], httpx.RemoteProtocolError | httpx.ReadError)
+    assert not _procs_with(token)

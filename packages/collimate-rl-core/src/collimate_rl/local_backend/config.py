@@ -36,7 +36,10 @@ class ServerConfig:
     session_ttl: float = DEFAULT_SESSION_TTL_S
     tombstone_ttl: float = DEFAULT_TOMBSTONE_TTL_S
     max_body_bytes: int = 64 * 1024 * 1024
-    drain_grace_s: float = 30.0  # a stop waits this long for answers already being written
+    # A stop lets answers already being written finish for this long, then cuts
+    # the connections: their execs are cancelled and their clones killed. (A
+    # drain waits for in-flight work BEFORE stopping, so this is only writes.)
+    stop_grace_s: float = 1.0
 
     def __post_init__(self) -> None:
         if self.isolation not in ("auto", "namespaces", "process"):

@@ -157,7 +157,7 @@ class BackendServer:
             for listener in self._listeners:
                 listener.close()
             if self.http is not None:
-                await self.http.close_connections(self.config.drain_grace_s)
+                await self.http.close_connections(self.config.stop_grace_s)
             for listener in self._listeners:
                 with contextlib.suppress(Exception):
                     await listener.wait_closed()
