@@ -75,3 +75,38 @@ def test_admin_locality() -> None:
 
     assert req("unix").is_local and req("127.0.0.1").is_local and req("::1").is_local
     assert not req("10.0.0.2").is_local
+
+
+def test_dispatcher_routes_by_claim_then_path() -> None:
+    import asyncio
+
+    from collimate_rl.local_backend.routing import Dispatcher, Response, Router
+
+    def envelope(tag: str):  # type: ignore[no-untyped-def]
+        return lambda err: {"wire": tag, "code": err.error_code}
+
+    daemon = Router("daemon", envelope("daemon"))
+    gateway = Router(
+        "gateway",
+        envelope("gateway"),
+        claims=lambda r: r.headers.get("authorization", "").startswith("Bearer "),
+    )
+
+    async def ok(_r: Request, p: dict[str, str]) -> Response:
+        return Response(200, {"id": p.get("id")})
+
+    daemon.add("GET", "/v1/sessions/{id}", ok)
+    gateway.add("GET", "/v1/sandboxes/{id}", ok)
+    dispatch = Dispatcher([daemon, gateway])
+
+    def call(path: str, auth: str = "") -> Response:
+        headers = {"authorization": auth} if auth else {}
+        return asyncio.run(dispatch(Request("GET", path, "", headers, b"", "unix")))
+
+    assert call("/v1/sessions/s1").body == {"id": "s1"}
+    assert call("/v1/sandboxes/x").body == {"wire": "daemon", "code": "not_found"}
+    assert call("/v1/sandboxes/x", "Bearer col_pro_1").body == {"id": "x"}
+    assert call("/v1/sessions/s1", "Bearer col_pro_1").body == {
+        "wire": "gateway",
+        "code": "not_found",
+    }

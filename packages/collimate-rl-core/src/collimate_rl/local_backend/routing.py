@@ -68,9 +68,18 @@ class _Route:
 class Router:
     """One wire's routes and the envelope its errors are written in."""
 
-    def __init__(self, name: str, error_body: Callable[[WireError], dict[str, Any]]) -> None:
+    def __init__(
+        self,
+        name: str,
+        error_body: Callable[[WireError], dict[str, Any]],
+        *,
+        claims: Callable[[Request], bool] | None = None,
+    ) -> None:
+        """``claims(request)`` lets a wire own a request outright (the gateway
+        wire: any request with a ``Bearer`` key), routes and errors alike."""
         self.name = name
         self.error_body = error_body
+        self.claims = claims
         self._routes: list[_Route] = []
 
     def add(self, method: str, pattern: str, handler: Handler) -> None:
@@ -96,10 +105,17 @@ class Dispatcher:
             raise ValueError("at least one router is needed")
         self.routers = list(routers)
 
+    def candidates(self, request: Request) -> list[Router]:
+        """The routers that may answer: those claiming the request, if any,
+        else every router without a claim rule, in order."""
+        claiming = [r for r in self.routers if r.claims is not None and r.claims(request)]
+        return claiming or [r for r in self.routers if r.claims is None]
+
     async def __call__(self, request: Request) -> Response:
-        router = self.routers[0]
+        routers = self.candidates(request) or self.routers
+        router = routers[0]
         try:
-            for candidate in self.routers:
+            for candidate in routers:
                 found = candidate.match(request.method, request.path)
                 if found is not None:
                     router = candidate
