@@ -163,6 +163,8 @@ class BackendService:
         return True
 
     async def exec_in_session(self, session_id: str, body: Any) -> dict[str, Any]:
+        """Run in a live session. Execs of one session run one at a time (in
+        arrival order); one queued behind a deleted session answers 410."""
         job = parse_exec_body(body)
         if isinstance(body, Mapping) and body.get("egress") is not None:
             raise bad_request("egress is set when the session is created, not per exec")
@@ -177,7 +179,10 @@ class BackendService:
                 finally:
                     self.queued -= 1
                 try:
-                    self.sessions.get(session_id)  # destroyed while we waited?
+                    if not self.sessions.is_live(session_id):
+                        raise WireError(
+                            410, "session_gone", f"session {session_id} was destroyed meanwhile"
+                        )
                     outcome = await self._run(session.clone, job, session=session)
                     session.exec_count += 1
                 finally:
