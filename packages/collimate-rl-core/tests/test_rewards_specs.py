@@ -9,7 +9,7 @@ import secrets
 import shutil
 import subprocess
 import sys
-from collections.abc import Mapping
+from collections.abc import Iterator, Mapping
 from typing import Any
 
 import pytest
@@ -395,28 +395,24 @@ def test_stdio_reward_locally() -> None:
 def test_the_source_fallback_runs_on_another_python_version() -> None:
     """Bytecode only loads under the interpreter that wrote it: any other
     version compiles the shipped source instead."""
-    other = next(
-        (
-            p
-            for p in ("python3.10", "python3.12", "python3.13", "python3.11")
-            if shutil.which(p) and not _same_python(p)
-        ),
-        None,
-    )
+    other = next((exe for exe in _other_pythons()), None)
     if other is None:
-        pytest.skip(reason="no second CPython version on this machine")
-    outcome, _ = run_locally(VOWELS, RIGHT_VOWELS, python=str(shutil.which(other)))
+        pytest.skip(reason="no second working CPython version on this machine")
+    outcome, _ = run_locally(VOWELS, RIGHT_VOWELS, python=other)
     assert outcome.reward == 1.0, outcome
 
 
-def _same_python(exe: str) -> bool:
-    found = shutil.which(exe)
-    if found is None:
-        return True
-    out = subprocess.run(
-        [found, "-c", "import sys; print(sys.version_info[:2])"],
-        capture_output=True,
-        text=True,
-        check=False,
-    ).stdout.strip()
-    return out == str(sys.version_info[:2])
+def _other_pythons() -> Iterator[str]:
+    """Interpreters of another minor version that actually run here."""
+    for name in ("python3.10", "python3.12", "python3.13", "python3.11"):
+        found = shutil.which(name)
+        if found is None:
+            continue
+        out = subprocess.run(
+            [found, "-c", "import sys; print(sys.version_info[:2])"],
+            capture_output=True,
+            text=True,
+            check=False,
+        )
+        if out.returncode == 0 and out.stdout.strip() != str(sys.version_info[:2]):
+            yield found

@@ -1,0 +1,257 @@
+"""GRPO-group grading throughput, side by side with collimate-rl 0.5.0 (not a test).
+
+One group = 256 candidates graded with ``PropertyReward(k=16)`` under one CRN
+seed. Each side runs its own local backend as a separate process on loopback,
+and its own client in another process, in the same run, rounds interleaved
+(ours, theirs, ours, ...) so both see the same machine noise:
+
+* ours: ``python -m collimate_rl.local_backend`` (namespaced clones) and
+  ``grade_batch_async`` with an ``AsyncCollimateClient`` (one event loop, no
+  threads); ``grade_batch`` (threads) is reported too;
+* theirs: collimate-rl==0.5.0's ``python -m collimate_rl.local_backend`` and its
+  ``grade_batch`` (threads, its default concurrency of 24), from the venv at
+  ``--peer`` (default ``/tmp/peer``; created in ``~/.cache`` with pip when
+  missing).
+
+Both sides grade the same candidates with the same seed, so their rewards must
+agree exactly (checked and printed). Prints grades/s per round, the medians,
+and the ratio.
+
+    python benchmarks/bench_grade_throughput.py [--n 256] [--k 16] [--rounds 3]
+        [--concurrency 64] [--peer /tmp/peer]
+"""
+
+from __future__ import annotations
+
+import argparse
+import asyncio
+import json
+import os
+import socket
+import statistics
+import subprocess
+import sys
+import tempfile
+import textwrap
+import time
+from collections.abc import Iterator
+from contextlib import contextmanager
+from pathlib import Path
+
+import httpx
+
+from collimate_rl import (
+    AsyncCollimateClient,
+    CollimateClient,
+    PropertyReward,
+    grade_batch,
+    grade_batch_async,
+)
+
+SEED = "ab" * 32
+REFERENCE = "    return sum(c in 'aeiouAEIOU' for c in x)"
+GENERATOR = "''.join(random.choice('abcdEIOUxyz') for _ in range(8))"
+VARIANTS = [
+    "def solve(x):\n    return sum(c in 'aeiouAEIOU' for c in x)\n",  # right
+    "def solve(x):\n    return sum(c in 'aeiou' for c in x)\n",  # half right
+    "def solve(x):\n    return len(x) // 3\n",  # mostly wrong
+    "def solve(x):\n    return sum(1 for c in x if c.lower() in 'aeiou')\n",  # right, differently
+]
+
+PEER_CLIENT = textwrap.dedent(
+    """
+    import json, sys, time
+    from collimate_rl import CollimateClient, PropertyReward, grade_batch
+    url, n, k, seed, variants, template, conc = sys.argv[1], int(sys.argv[2]), \\
+        int(sys.argv[3]), sys.argv[4], json.loads(sys.argv[5]), sys.argv[6], int(sys.argv[7])
+    client = CollimateClient(url)
+    spec = PropertyReward(reference=%r, generator=%r, k=k)
+    cands = [variants[i %% len(variants)] for i in range(n)]
+    grade_batch(client, template, cands[:16], spec, seeds=[seed] * 16)  # warm-up
+    t0 = time.perf_counter()
+    res = grade_batch(client, template, cands, spec, seeds=[seed] * n, concurrency=conc)
+    dt = time.perf_counter() - t0
+    print(json.dumps({"seconds": dt, "rewards": [r.reward for r in res]}))
+    """
+) % (REFERENCE, GENERATOR)
+
+
+def free_port() -> int:
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", 0))
+        return int(s.getsockname()[1])
+
+
+def wait_healthy(url: str, proc: subprocess.Popen[bytes], log: Path, timeout_s: float = 60) -> None:
+    deadline = time.monotonic() + timeout_s
+    while time.monotonic() < deadline:
+        if proc.poll() is not None:
+            tail = log.read_text(errors="replace")[-2000:]
+            raise RuntimeError(f"backend {url} exited with {proc.returncode}:\n{tail}")
+        try:
+            if httpx.get(f"{url}/v1/health", timeout=1).status_code == 200:
+                return
+        except httpx.HTTPError:
+            pass
+        time.sleep(0.1)
+    raise RuntimeError(f"backend {url} did not become healthy")
+
+
+def peer_env() -> dict[str, str]:
+    """The peer's own interpreter and packages only (no PYTHONPATH of ours)."""
+    return {k: v for k, v in os.environ.items() if k not in ("PYTHONPATH", "PYTHONHOME")}
+
+
+@contextmanager
+def backend(cmd: list[str], port: int, env: dict[str, str] | None = None) -> Iterator[str]:
+    url = f"http://127.0.0.1:{port}"
+    with tempfile.TemporaryDirectory() as tmp:
+        log = Path(tmp) / "backend.log"
+        with log.open("wb") as sink:
+            proc = subprocess.Popen(
+                cmd,
+                stdout=sink,
+                stderr=subprocess.STDOUT,
+                start_new_session=True,
+                cwd=tmp,
+                env=env,
+            )
+        try:
+            wait_healthy(url, proc, log)
+            yield url
+        finally:
+            _stop(proc)
+
+
+def _stop(proc: subprocess.Popen[bytes]) -> None:
+    proc.terminate()
+    try:
+        proc.wait(timeout=30)
+    except subprocess.TimeoutExpired:
+        proc.kill()
+        proc.wait(timeout=30)
+
+
+def peer_python(peer: Path) -> Path:
+    """The 0.5.0 interpreter: ``--peer``, else a venv made once in ~/.cache."""
+    python = peer / "bin" / "python"
+    if python.exists():
+        return python
+    cache = Path.home() / ".cache" / "collimate-rl-bench" / "peer-0.5.0"
+    python = cache / "bin" / "python"
+    if not python.exists():
+        subprocess.run([sys.executable, "-m", "venv", str(cache)], check=True)
+        subprocess.run(
+            [str(python), "-m", "pip", "install", "--quiet", "collimate-rl==0.5.0"], check=True
+        )
+    return python
+
+
+def ours_async(
+    url: str, cands: list[str], spec: PropertyReward, concurrency: int
+) -> tuple[float, list[float]]:
+    async def run() -> tuple[float, list[float]]:
+        async with AsyncCollimateClient(url) as client:
+            await grade_batch_async(client, "py", cands[:16], spec, seeds=[SEED] * 16)
+            t0 = time.perf_counter()
+            res = await grade_batch_async(
+                client, "py", cands, spec, seeds=[SEED] * len(cands), concurrency=concurrency
+            )
+            return time.perf_counter() - t0, [r.reward for r in res]
+
+    return asyncio.run(run())
+
+
+def ours_sync(
+    url: str, cands: list[str], spec: PropertyReward, concurrency: int
+) -> tuple[float, list[float]]:
+    with CollimateClient(url) as client:
+        grade_batch(client, "py", cands[:16], spec, seeds=[SEED] * 16)
+        t0 = time.perf_counter()
+        res = grade_batch(
+            client, "py", cands, spec, seeds=[SEED] * len(cands), concurrency=concurrency
+        )
+        return time.perf_counter() - t0, [r.reward for r in res]
+
+
+def theirs(python: Path, url: str, n: int, k: int, concurrency: int) -> tuple[float, list[float]]:
+    with tempfile.TemporaryDirectory() as tmp:
+        out = subprocess.run(
+            [str(python), "-c", PEER_CLIENT, url, str(n), str(k), SEED, json.dumps(VARIANTS), "py",
+             str(concurrency)],
+            capture_output=True, text=True, check=False, cwd=tmp, timeout=1800, env=peer_env(),
+        )  # fmt: skip
+    if out.returncode != 0:
+        raise RuntimeError(f"the 0.5.0 client failed:\n{out.stderr[-3000:]}")
+    data = json.loads(out.stdout.strip().splitlines()[-1])
+    return float(data["seconds"]), [float(r) for r in data["rewards"]]
+
+
+def theirs_best_effort(
+    python: Path, url: str, args: argparse.Namespace
+) -> tuple[float, list[float]]:
+    """0.5.0's backend is a stdlib ThreadingHTTPServer (listen backlog 5): at
+    its default ``concurrency=24`` it resets connections and the group fails.
+    Use the highest concurrency it survives (``--peer-concurrency`` first)."""
+    last: Exception | None = None
+    for conc in dict.fromkeys([args.peer_concurrency, 24, 12, 8, 4, 2, 1]):
+        try:
+            result = theirs(python, url, args.n, args.k, conc)
+        except RuntimeError as exc:
+            last = exc
+            continue
+        args.peer_concurrency = conc
+        return result
+    raise RuntimeError(f"0.5.0 failed at every concurrency: {last}")
+
+
+def main(argv: list[str]) -> int:
+    ap = argparse.ArgumentParser(description=__doc__.split("\n")[0])
+    ap.add_argument("--n", type=int, default=256)
+    ap.add_argument("--k", type=int, default=16)
+    ap.add_argument("--rounds", type=int, default=3)
+    ap.add_argument("--concurrency", type=int, default=64)
+    ap.add_argument("--peer", type=Path, default=Path("/tmp/peer"))
+    ap.add_argument("--peer-concurrency", type=int, default=24)
+    ap.add_argument("--no-sync", action="store_true", help="skip the threaded grade_batch")
+    args, _ = ap.parse_known_args(argv)
+
+    spec = PropertyReward(reference=REFERENCE, generator=GENERATOR, k=args.k)
+    cands = [VARIANTS[i % len(VARIANTS)] for i in range(args.n)]
+    python = peer_python(args.peer)
+    ours_cmd = [sys.executable, "-m", "collimate_rl.local_backend", "--host", "127.0.0.1"]
+    peer_cmd = [str(python), "-m", "collimate_rl.local_backend", "--template", "py"]
+    rates: dict[str, list[float]] = {"ours async": [], "ours sync": [], "0.5.0": []}
+    rewards: dict[str, list[float]] = {}
+    p_ours, p_peer = free_port(), free_port()
+    print(f"{args.n} candidates, PropertyReward(k={args.k}), CRN seed, {os.cpu_count()} CPUs")
+    with (
+        backend([*ours_cmd, "--port", str(p_ours)], p_ours) as ours_url,
+        backend([*peer_cmd, "--port", str(p_peer)], p_peer, peer_env()) as peer_url,
+    ):
+        print(f"ours: {httpx.get(ours_url + '/v1/health').json().get('isolation_detail', '?')}")
+        for rnd in range(1, args.rounds + 1):
+            dt, rw = ours_async(ours_url, cands, spec, args.concurrency)
+            rates["ours async"].append(args.n / dt)
+            rewards["ours"] = rw
+            if not args.no_sync:
+                dt_s, _ = ours_sync(ours_url, cands, spec, min(args.concurrency, 32))
+                rates["ours sync"].append(args.n / dt_s)
+            dt_p, rw_p = theirs_best_effort(python, peer_url, args)
+            rates["0.5.0"].append(args.n / dt_p)
+            rewards["peer"] = rw_p
+            line = "  ".join(f"{name} {r[-1]:7.1f}/s" for name, r in rates.items() if r)
+            print(f"round {rnd}: {line}", flush=True)
+    agree = rewards["ours"] == rewards["peer"]
+    med = {name: statistics.median(r) for name, r in rates.items() if r}
+    print("median grades/s: " + ", ".join(f"{k} {v:.1f}" for k, v in med.items()))
+    print(f"0.5.0 ran at concurrency {args.peer_concurrency} (the highest it survived)")
+    print(f"rewards identical to 0.5.0's (same seed, same candidates): {agree}")
+    print(f"ratio ours async / 0.5.0: {med['ours async'] / med['0.5.0']:.1f}x")
+    if "ours sync" in med:
+        print(f"ratio ours sync  / 0.5.0: {med['ours sync'] / med['0.5.0']:.1f}x")
+    return 0 if agree else 1
+
+
+if __name__ == "__main__":
+    sys.exit(main(sys.argv[1:]))
