@@ -183,6 +183,7 @@ def test_unit_test_rewards_all_partial_none_multi_arg(grader: Grader) -> None:
     assert [r.verdict for r in results] == ["passed", "failed", "failed"]
     assert results[1].detail["passed"] == 3 and results[1].detail["total"] == 4
     assert [f["index"] for f in results[1].detail["failed"]] == [2]
+    assert results[1].detail["failed_indices"] == [2]
     assert results[1].detail["failed"][0]["reason"] == "wrong_answer"
     assert not any(r.infra_error for r in results)
     assert [r.index for r in results] == [0, 1, 2]
@@ -247,6 +248,7 @@ def test_stdio_reward(grader: Grader) -> None:
         "passed": 3,
         "total": 3,
         "failed": [],
+        "failed_indices": [],
         "timeout": False,
         "memory_error": False,
     }

@@ -344,6 +344,7 @@ def test_unit_rewards_locally() -> None:
     assert partial.reward == pytest.approx(1 / 3)
     assert partial.detail["passed"] == 1 and partial.detail["total"] == 3
     assert [f["index"] for f in partial.detail["failed"]] == [1, 2]
+    assert partial.detail["failed_indices"] == [1, 2]
     assert run_locally(spec, "def solve(a, b): return None")[0].reward == 0.0
 
 

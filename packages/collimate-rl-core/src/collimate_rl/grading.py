@@ -59,9 +59,9 @@ class GradeResult:
     ``verdict`` is three-way: ``"passed"`` (full reward), ``"failed"`` (a
     task outcome, possibly with partial reward) or ``"infra_error"`` (no
     reward could be computed: do not train on it). ``detail`` carries the
-    grader's per-test report (``passed``, ``total``, ``failed`` entries with
-    ``index``/``reason``/``message``, ``timeout``, ``memory_error``,
-    ``load_error``) when the spec provides one. ``index`` is the candidate's
+    grader's per-test report (``passed``, ``total``, ``failed_indices``, the
+    first ``failed`` entries with ``index``/``reason``/``message``, ``timeout``,
+    ``memory_error``, ``load_error``) when the spec provides one. ``index`` is the candidate's
     position in its batch (useful with ``on_infra_error="skip"``).
     """
 

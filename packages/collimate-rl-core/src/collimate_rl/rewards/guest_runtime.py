@@ -62,8 +62,8 @@ if TYPE_CHECKING:  # pragma: no cover - typing only, never imported in the guest
 
 _T0 = time.monotonic()
 _PLAIN = (type(None), bool, int, float, complex, str, bytes, list, tuple, dict, set, frozenset)
-_MAX_FAILURES = 20
-_MSG = 200
+_MAX_FAILURES = 10
+_MSG = 160
 
 
 _CHECKSUM_MOD = (1 << 61) - 1
@@ -228,6 +228,7 @@ class _Tally:
         self.total = total
         self.passed = 0
         self.failed: list[dict[str, Any]] = []
+        self.failed_indices: list[int] = []
         self.reasons: set[str] = set()
 
     def add(self, index: int, reason: str | None, message: str = "") -> None:
@@ -235,6 +236,7 @@ class _Tally:
             self.passed += 1
             return
         self.reasons.add(reason)
+        self.failed_indices.append(index)
         if len(self.failed) < _MAX_FAILURES:
             self.failed.append({"index": index, "reason": reason, "message": message[:_MSG]})
 
@@ -244,6 +246,7 @@ class _Tally:
             "passed": self.passed,
             "total": self.total,
             "failed": self.failed,
+            "failed_indices": self.failed_indices,
             "timeout": "timeout" in self.reasons,
             "memory_error": "memory_error" in self.reasons,
         }
