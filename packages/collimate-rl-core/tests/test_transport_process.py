@@ -16,7 +16,13 @@ from typing import Any
 
 import pytest
 
-from collimate_rl import AsyncCollimateClient, CollimateClient, GatewayClient, connect
+from collimate_rl import (
+    AsyncCollimateClient,
+    AsyncGatewayClient,
+    CollimateClient,
+    GatewayClient,
+    connect,
+)
 from collimate_rl.testing import FakeDaemon, FakeGateway, serve_tcp, serve_unix
 
 
@@ -109,6 +115,10 @@ def test_a_pickled_gateway_client_keeps_its_key_and_reconnects() -> None:
         assert clone.health()["status"] == "ok"
         gw.close()
         clone.close()
+        async_gw = AsyncGatewayClient("col_ent_k3y", url)
+        assert asyncio.run(async_gw.health())["status"] == "ok"
+        restored = pickle.loads(pickle.dumps(async_gw))
+        assert asyncio.run(restored.health())["status"] == "ok"
 
 
 def _fork_and_run(fn: Any) -> tuple[int, Any]:
@@ -143,11 +153,11 @@ def test_a_client_works_after_os_fork(
     where, connections = tcp if socket_kind == "tcp" else unix
     client = CollimateClient(where) if socket_kind == "tcp" else CollimateClient(unix_socket=where)
     sid = client.create_session("python")["session_id"]
-    parent_pool = client._http.pool.client()
+    parent_pool = client._http.pool._current()
 
     def child() -> dict[str, Any]:
         res = client.session_exec(sid, code="import os; print(os.getpid())")
-        fresh = client._http.pool.client() is not parent_pool
+        fresh = client._http.pool._current() is not parent_pool
         return {"stdout": res["stdout"], "fresh_pool": fresh}
 
     code, result = _fork_and_run(child)
@@ -155,7 +165,7 @@ def test_a_client_works_after_os_fork(
     assert result["fresh_pool"] is True
     assert result["stdout"].strip().isdigit()
     # The parent's pooled connection is intact and still its own.
-    assert client._http.pool.client() is parent_pool
+    assert client._http.pool._current() is parent_pool
     assert client.session_exec(sid, command="echo parent")["stdout"] == "parent\n"
     assert client.delete_session(sid)["deleted"] is True
     assert len(connections) == 2  # one per process, no reconnects in the parent

@@ -2,7 +2,7 @@
 
 * :mod:`.calls`: a request as data (:class:`~.calls.Call`) and how an answer
   becomes a value or a typed error; no I/O.
-* :mod:`.pool`: the pooled httpx client of one client object, re-created
+* :mod:`.pool`: the pooled httpx transport of one client object, re-created
   lazily after pickling, ``os.fork`` or a change of event loop.
 * :mod:`.send`: the thin sync and async send loops that apply
   :mod:`collimate_rl.retry` and the exec observer hooks.

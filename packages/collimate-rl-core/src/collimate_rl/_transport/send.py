@@ -9,9 +9,11 @@ lives in :mod:`collimate_rl.retry`; these loops only do I/O and sleep.
 from __future__ import annotations
 
 import asyncio
+import json
 import time
 from collections.abc import Awaitable, Callable
 from typing import Any, Literal, TypeVar
+from urllib.parse import urlencode
 
 import httpx
 
@@ -61,10 +63,29 @@ class _Base:
         self.settings = settings
         self.policy = policy
         self.wire: Wire = wire
+        base = {"Accept": "application/json", **settings.headers}
+        self._plain_headers = base
+        self._auth_headers = {**base, **settings.auth_headers}
+        self._json_headers = {**base, "Content-Type": "application/json"}
+        self._json_auth_headers = {**self._auth_headers, "Content-Type": "application/json"}
 
-    def _headers(self, call: Call) -> dict[str, str] | None:
-        return (
-            dict(self.settings.auth_headers) if call.auth and self.settings.auth_headers else None
+    def _request(self, call: Call) -> httpx.Request:
+        """The complete request, built once per attempt (cheap: no URL merging)."""
+        url = self.settings.base_url + call.path
+        if call.params:
+            url += "?" + urlencode(call.params)
+        if call.body is None:
+            content = None
+            headers = self._auth_headers if call.auth else self._plain_headers
+        else:
+            content = json.dumps(call.body, separators=(",", ":"), ensure_ascii=False).encode()
+            headers = self._json_auth_headers if call.auth else self._json_headers
+        return httpx.Request(
+            call.method,
+            url,
+            content=content,
+            headers=headers,
+            extensions={"timeout": self.settings.timeout_for(call.read_timeout)},
         )
 
     def _decode(self, call: Call, response: httpx.Response) -> Any:
@@ -100,14 +121,7 @@ class SyncHTTP(_Base):
         state = self.policy.start(idempotent=call.idempotent)
         while True:
             try:
-                response = self.pool.client().request(
-                    call.method,
-                    call.path,
-                    json=call.body,
-                    params=call.params,
-                    headers=self._headers(call),
-                    timeout=self.settings.timeout_for(call.read_timeout),
-                )
+                response = self.pool.send(self._request(call))
             except httpx.TransportError as exc:
                 delay = state.after_transport_error(nothing_sent=nothing_was_sent(exc))
                 if delay is None:
@@ -156,14 +170,7 @@ class AsyncHTTP(_Base):
         state = self.policy.start(idempotent=call.idempotent)
         while True:
             try:
-                response = await self.pool.client().request(
-                    call.method,
-                    call.path,
-                    json=call.body,
-                    params=call.params,
-                    headers=self._headers(call),
-                    timeout=self.settings.timeout_for(call.read_timeout),
-                )
+                response = await self.pool.send(self._request(call))
             except httpx.TransportError as exc:
                 delay = state.after_transport_error(nothing_sent=nothing_was_sent(exc))
                 if delay is None:
