@@ -26,6 +26,7 @@ import sys
 import threading
 import time
 from pathlib import Path
+from typing import Any
 
 import httpx
 
@@ -34,13 +35,12 @@ PEER_VENV = HERE.parent / "integration-tests" / "compat" / "peer_venv.py"
 BODY = {"template_id": "py", "code": "print(1)"}
 
 
-def _peer_python() -> Path:
+def _peer_venv() -> Any:
     spec = importlib.util.spec_from_file_location("_peer_venv", PEER_VENV)
     assert spec is not None and spec.loader is not None
     module = importlib.util.module_from_spec(spec)
     spec.loader.exec_module(module)
-    python: Path = module.peer_python()
-    return python
+    return module
 
 
 def _free_port() -> int:
@@ -52,7 +52,7 @@ def _free_port() -> int:
 class Server:
     """A backend process on a free port, stopped (SIGTERM, then KILL) on exit."""
 
-    def __init__(self, name: str, argv: list[str]) -> None:
+    def __init__(self, name: str, argv: list[str], env: dict[str, str] | None = None) -> None:
         self.name = name
         self.port = _free_port()
         self.url = f"http://127.0.0.1:{self.port}"
@@ -62,6 +62,7 @@ class Server:
             stderr=subprocess.PIPE,
             text=True,
             cwd=os.getcwd(),
+            env=env,
         )
         self.log: list[str] = []
         threading.Thread(target=self._drain_log, daemon=True).start()
@@ -135,9 +136,13 @@ def main(argv: list[str] | None = None) -> int:
     args = p.parse_args(argv)
 
     ours_argv = [sys.executable, "-m", "collimate_rl.local_backend", "--isolation", args.isolation]
-    peer_argv = [str(_peer_python()), "-m", "collimate_rl.local_backend"]
+    peer_venv = _peer_venv()
+    peer_argv = [str(peer_venv.peer_python()), "-I", "-m", "collimate_rl.local_backend"]
     results: dict[str, list[float]] = {"ours": [], "peer 0.5.0": []}
-    with Server("ours", ours_argv) as ours, Server("peer 0.5.0", peer_argv) as peer:
+    with (
+        Server("ours", ours_argv) as ours,
+        Server("peer 0.5.0", peer_argv, peer_venv.clean_env()) as peer,
+    ):
         isolation = httpx.get(ours.url + "/v1/health").json().get("isolation", "?")
         per_round = max(1, args.n // args.rounds)
         for _ in range(args.rounds):  # interleave, so machine noise hits both alike

@@ -28,14 +28,16 @@ def _load(name: str) -> ModuleType:
 
 @pytest.mark.slow
 def test_peer_client_against_our_server(tmp_path: Path) -> None:
-    python = _load("peer_venv").peer_python()
+    peer_venv = _load("peer_venv")
+    python = peer_venv.peer_python()
     sock = tmp_path / "serve.sock"
     with LocalCollimateBackend(socket_path=sock) as backend:
         run = subprocess.run(
-            [str(python), str(COMPAT / "peer_compat.py"), backend.base_url, str(sock)],
+            [str(python), "-I", str(COMPAT / "peer_compat.py"), backend.base_url, str(sock)],
             capture_output=True,
             text=True,
             timeout=600,
+            env=peer_venv.clean_env(),
         )
     assert run.returncode == 0, run.stdout + run.stderr
     assert "all checks passed" in run.stdout

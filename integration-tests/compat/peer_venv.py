@@ -18,14 +18,26 @@ PEER_REQUIREMENT = "collimate-rl==0.5.0"
 DEV_PEER = Path("/tmp/peer/bin/python")
 
 
+def clean_env() -> dict[str, str]:
+    """The environment for peer processes: without PYTHONPATH/PYTHONHOME, so
+    our own ``collimate_rl`` can never shadow the peer's."""
+    return {k: v for k, v in os.environ.items() if k not in ("PYTHONPATH", "PYTHONHOME")}
+
+
 def _is_peer(python: Path) -> bool:
     if not python.exists():
         return False
     probe = subprocess.run(
-        [str(python), "-c", "import collimate_rl, sys; sys.stdout.write(collimate_rl.__version__)"],
+        [
+            str(python),
+            "-I",
+            "-c",
+            "import collimate_rl, sys; sys.stdout.write(collimate_rl.__version__)",
+        ],
         capture_output=True,
         text=True,
         timeout=120,
+        env=clean_env(),
     )
     return probe.returncode == 0 and probe.stdout.startswith("0.5.")
 
@@ -48,7 +60,12 @@ def peer_python(*, build: bool = True) -> Path | None:
     if not build:
         return None
     cache.parent.mkdir(parents=True, exist_ok=True)
-    subprocess.run([sys.executable, "-m", "venv", "--clear", str(cache)], check=True, timeout=600)
+    subprocess.run(
+        [sys.executable, "-m", "venv", "--clear", str(cache)],
+        check=True,
+        timeout=600,
+        env=clean_env(),
+    )
     subprocess.run(
         [
             str(python),
@@ -61,6 +78,7 @@ def peer_python(*, build: bool = True) -> Path | None:
         ],
         check=True,
         timeout=900,
+        env=clean_env(),
     )
     if not _is_peer(python):
         raise RuntimeError(f"built {cache} but it does not import collimate_rl 0.5.x")
