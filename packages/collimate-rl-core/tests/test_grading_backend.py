@@ -35,6 +35,7 @@ from collimate_rl import (
     group_seeds,
     is_valid_seed,
 )
+from collimate_rl.grading import runtime_forms
 from collimate_rl.local_backend import LocalCollimateBackend
 from collimate_rl.plugins import get_plugin_manager, hookimpl
 
@@ -251,7 +252,9 @@ def test_stdio_reward(grader: Grader) -> None:
         "failed_indices": [],
         "timeout": False,
         "memory_error": False,
+        "runtime": res.detail["runtime"],
     }
+    assert res.detail["runtime"] in ("preloaded", "bytecode")
 
 
 # -- candidates misbehaving: task failures, never infra ----------------------------
@@ -579,3 +582,63 @@ def test_a_custom_spec_with_the_seed_protocol_still_works(grader: Grader) -> Non
     spec = _custom_seed_protocol_spec()
     assert grader.grade("def solve(x):\n    return x * 2\n", spec).reward == 1.0
     assert grader.grade("def solve(x):\n    return x\n", spec).reward == 0.0
+
+
+class _Recording:
+    """A real client that remembers the size of every grader it sent."""
+
+    def __init__(self, inner: Any) -> None:
+        self.inner = inner
+        self.sizes: list[int] = []
+
+    def __getattr__(self, name: str) -> Any:
+        return getattr(self.inner, name)
+
+    def exec_once(self, *a: Any, **kw: Any) -> Any:
+        self.sizes.append(len(kw["code"]))
+        return self.inner.exec_once(*a, **kw)
+
+    async def exec_once_async(self, *a: Any, **kw: Any) -> Any:
+        self.sizes.append(len(kw["code"]))
+        return await self.inner.exec_once(*a, **kw)
+
+
+def test_the_sdk_learns_to_send_less_and_resends_in_full_when_refused(
+    client: CollimateClient,
+) -> None:
+    runtime_forms.clear()
+    rec = _Recording(client)
+    first = grade(rec, TEMPLATE, RIGHT_VOWELS, VOWELS)  # type: ignore[arg-type]
+    second = grade(rec, TEMPLATE, RIGHT_VOWELS, VOWELS)  # type: ignore[arg-type]
+    assert first.reward == second.reward == 1.0
+    assert second.detail["runtime"] in ("bytecode", "preloaded")
+    assert rec.sizes[1] < rec.sizes[0] - 5000  # no source the second time
+    # a target that stops accepting the small form asks for the full one
+    key = runtime_forms.key(rec, TEMPLATE, None)
+    runtime_forms.remember(key, "preloaded")
+    if first.detail["runtime"] != "preloaded":
+        third = grade(rec, TEMPLATE, RIGHT_VOWELS, VOWELS)  # type: ignore[arg-type]
+        assert third.reward == 1.0 and not third.infra_error
+        assert len(rec.sizes) == 4 and rec.sizes[3] == rec.sizes[0]  # one resend, in full
+    runtime_forms.clear()
+
+
+def test_the_async_path_learns_and_resends_too(backend: LocalCollimateBackend) -> None:
+    runtime_forms.clear()
+
+    async def run() -> tuple[list[GradeResult], list[int]]:
+        async with AsyncCollimateClient(backend.base_url) as ac:
+            rec = _Recording(ac)
+            rec.exec_once = rec.exec_once_async  # type: ignore[method-assign]
+            out = [await grade_async(rec, TEMPLATE, RIGHT_VOWELS, VOWELS)]  # type: ignore[arg-type]
+            runtime_forms.remember(runtime_forms.key(rec, TEMPLATE, None), "preloaded")
+            out += await grade_batch_async(rec, TEMPLATE, [RIGHT_VOWELS] * 3, VOWELS)  # type: ignore[arg-type]
+            out.append(await grade_async(rec, TEMPLATE, RIGHT_VOWELS, VOWELS))  # type: ignore[arg-type]
+            return out, rec.sizes
+
+    results, sizes = asyncio.run(run())
+    assert [r.reward for r in results] == [1.0] * 5
+    # 1 full, 3 refused small ones, 3 resent in full, then small again
+    assert sorted(sizes[1:4]) == [min(sizes)] * 3 and sizes[4:7] == [sizes[0]] * 3
+    assert sizes[7] < sizes[0] - 5000
+    runtime_forms.clear()

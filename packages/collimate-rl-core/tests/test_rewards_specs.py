@@ -10,6 +10,8 @@ import shutil
 import subprocess
 import sys
 from collections.abc import Iterator, Mapping
+from dataclasses import replace
+from pathlib import Path
 from typing import Any
 
 import pytest
@@ -24,10 +26,16 @@ from collimate_rl import (
 )
 from collimate_rl.plugins import hookimpl, new_plugin_manager
 from collimate_rl.rewards import GuestReward, Outcome
-from collimate_rl.rewards.program import py_literal, runtime_source
+from collimate_rl.rewards.program import (
+    py_literal,
+    runtime_id,
+    runtime_source,
+    source_only_program,
+)
 from collimate_rl.rewards.spec import candidate_context, delivered_text
 from collimate_rl.rewards.verdict import clamp_reward, parse_reward_text, read_frames
 
+SRC = Path(__file__).resolve().parents[1] / "src"
 VOWELS = PropertyReward(
     reference="    return sum(c in 'aeiouAEIOU' for c in x)",
     generator="''.join(random.choice('abcdEIOUxyz') for _ in range(8))",
@@ -43,33 +51,45 @@ def run_locally(
     seed: str = "ab" * 32,
     timeout: float = 10.0,
     python: str = sys.executable,
-    bytecode: bool = True,
+    form: str = "full",
+    preload: bool = False,
 ) -> tuple[Outcome, str]:
     """Run the grader as a guest would (seeded ``random``, the candidate
-    delivered as a file) with a local interpreter."""
+    delivered as a file) with a local interpreter. ``form="source"`` runs the
+    plain-source program; ``preload`` imports the runtime module first, as a
+    template preloading it would."""
     ctx = candidate_context(candidate, secrets.token_hex(8), timeout)
     with open(ctx.candidate_path, "w", encoding="utf-8") as fh:
         fh.write(delivered_text(candidate))
     try:
-        program = spec.program(ctx)
-        if not bytecode:
-            program = program  # the same config, source only
-            config_start = program.rindex("main(")
-            program = runtime_source(spec.kind) + "\n" + program[config_start:]
-            assert "marshal" not in program.split("main(")[0]
-        code = f"import random\nrandom.seed(int({seed!r}, 16))\n" + program
+        if form == "source":
+            program = source_only_program(_config_of(spec, ctx))
+        else:
+            program = spec.program(replace(ctx, form=form))  # type: ignore[arg-type]
+        prefix = "import collimate_rl.rewards.guest_runtime\n" if preload else ""
+        code = f"{prefix}import random\nrandom.seed(int({seed!r}, 16))\n" + program
+        env = dict(os.environ, PYTHONPATH=str(SRC)) if preload else None
         proc = subprocess.run(
             [python, "-c", code],
             stdout=subprocess.PIPE,
             stderr=subprocess.STDOUT,
             timeout=timeout + 30,
             check=False,
+            env=env,
         )
         out = proc.stdout.decode("utf-8", "replace")
         return spec.outcome(out, proc.returncode, ctx), out
     finally:
         if os.path.exists(ctx.candidate_path):
             os.unlink(ctx.candidate_path)
+
+
+def _config_of(spec: GuestReward, ctx: Any) -> dict[str, Any]:
+    """The config a program carries (read back from the full program)."""
+    program = spec.program(ctx)
+    literal = program.split("\n", 1)[0].removeprefix("C = ")
+    config: dict[str, Any] = eval(literal)  # our own literal
+    return config
 
 
 # -- unit test shapes --------------------------------------------------------
@@ -393,6 +413,45 @@ def test_stdio_reward_locally() -> None:
     assert outcome.detail["failed"][0]["index"] == 2
 
 
+def test_program_forms_and_how_the_runtime_was_loaded() -> None:
+    for form, preload, how in [
+        ("full", False, "bytecode"),
+        ("lean", False, "bytecode"),
+        ("full", True, "preloaded"),
+        ("preloaded", True, "preloaded"),
+        ("source", False, "source"),
+    ]:
+        outcome, _ = run_locally(VOWELS, RIGHT_VOWELS, form=form, preload=preload)
+        assert outcome.reward == 1.0, (form, outcome)
+        assert outcome.detail.get("runtime", "source") == how, (form, outcome.detail)
+    sizes = {
+        f: len(VOWELS.program(replace(candidate_context("x", "n", 30), form=f)))
+        for f in ("full", "lean", "preloaded")
+    }
+    assert sizes["preloaded"] < 2000 < sizes["lean"] < sizes["full"]
+
+
+def test_a_form_the_guest_cannot_use_asks_for_the_full_program() -> None:
+    from collimate_rl.rewards.verdict import asked_for_full
+
+    for form in ("preloaded", "lean"):
+        if form == "lean":
+            other = next(iter(_other_pythons()), None)
+            if other is None:
+                continue
+            _, out = run_locally(VOWELS, RIGHT_VOWELS, form=form, python=other)
+        else:
+            _, out = run_locally(VOWELS, RIGHT_VOWELS, form=form)  # nothing preloaded
+        nonce = out.split("__COLLIMATE_VERDICT__", 1)[1].split(" ", 1)[0]
+        assert asked_for_full(out, nonce), out
+
+
+def test_the_preloaded_runtime_reports_the_id_the_sdk_expects() -> None:
+    from collimate_rl.rewards import guest_runtime
+
+    assert runtime_id() == guest_runtime.RUNTIME_ID
+
+
 def test_the_source_fallback_runs_on_another_python_version() -> None:
     """Bytecode only loads under the interpreter that wrote it: any other
     version compiles the shipped source instead."""
@@ -401,6 +460,7 @@ def test_the_source_fallback_runs_on_another_python_version() -> None:
         pytest.skip(reason="no second working CPython version on this machine")
     outcome, _ = run_locally(VOWELS, RIGHT_VOWELS, python=other)
     assert outcome.reward == 1.0, outcome
+    assert outcome.detail["runtime"] == "source"
 
 
 def _other_pythons() -> Iterator[str]:

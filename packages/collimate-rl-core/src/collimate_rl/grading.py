@@ -28,7 +28,9 @@ from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any, Final, Literal
 
 from .errors import CollimateError
+from .rewards.program import FORM_FOR_HOW, NEED_FULL, RuntimeForm
 from .rewards.spec import GradeContext, RewardSpec, candidate_context, delivered_text
+from .rewards.verdict import asked_for_full
 from .seeds import is_valid_seed
 
 if TYPE_CHECKING:
@@ -110,14 +112,68 @@ def _check_timeout(timeout_seconds: float) -> None:
         raise ValueError(f"timeout_seconds must be positive, got {timeout_seconds!r}")
 
 
+class _FormCache:
+    """The smallest program form each target accepted (see
+    :mod:`collimate_rl.rewards.program`): targets are (endpoint, template or
+    session). Shared by threads and event loops; bounded."""
+
+    _LIMIT = 4096
+
+    def __init__(self) -> None:
+        self._forms: dict[tuple[str, str], RuntimeForm] = {}
+        self._lock = threading.Lock()
+
+    @staticmethod
+    def key(client: Any, template_id: str, session_id: str | None) -> tuple[str, str]:
+        endpoint = getattr(client, "endpoint", None)
+        where = str(endpoint) if isinstance(endpoint, str) else f"client:{id(client)}"
+        target = f"session:{session_id}" if session_id is not None else f"template:{template_id}"
+        return where, target
+
+    def get(self, key: tuple[str, str]) -> RuntimeForm:
+        return self._forms.get(key, "full")
+
+    def learn(self, key: tuple[str, str], result: GradeResult) -> None:
+        how = result.detail.get("runtime") if not result.infra_error else None
+        form = FORM_FOR_HOW.get(how) if isinstance(how, str) else None
+        with self._lock:
+            if form is None or form == "full":
+                self._forms.pop(key, None)
+                return
+            if len(self._forms) >= self._LIMIT:
+                self._forms.clear()
+            self._forms[key] = form
+
+    def remember(self, key: tuple[str, str], form: RuntimeForm) -> None:
+        with self._lock:
+            self._forms[key] = form
+
+    def forget(self, key: tuple[str, str]) -> None:
+        with self._lock:
+            self._forms.pop(key, None)
+
+    def clear(self) -> None:
+        with self._lock:
+            self._forms.clear()
+
+
+#: Process-wide: what each target accepted. ``runtime_forms.clear()`` resets.
+runtime_forms = _FormCache()
+
+
 def prepare_grade(
-    spec: RewardSpec, candidate: str, *, seed: str | None, timeout_seconds: int
+    spec: RewardSpec,
+    candidate: str,
+    *,
+    seed: str | None,
+    timeout_seconds: int,
+    form: RuntimeForm = "full",
 ) -> PreparedGrade:
     """Build the exec for grading ``candidate`` (a fresh nonce per grade, so
     concurrent grades in one warm session never share a file or a frame)."""
     if not isinstance(candidate, str):
         raise TypeError(f"candidate must be str, got {type(candidate).__name__}")
-    ctx = candidate_context(candidate, secrets.token_hex(12), timeout_seconds)
+    ctx = candidate_context(candidate, secrets.token_hex(12), timeout_seconds, form)
     kwargs: dict[str, Any] = {
         "code": spec.program(ctx),
         "files": [{"path": ctx.candidate_path, "content": delivered_text(candidate)}],
@@ -211,6 +267,15 @@ async def _exec_async(
     return await client.exec_once(template_id, **kwargs)
 
 
+def _needs_full(prepared: PreparedGrade, response: Mapping[str, Any]) -> bool:
+    stdout = response.get("stdout")
+    return (
+        prepared.ctx.form != "full"
+        and isinstance(stdout, str)
+        and asked_for_full(stdout, prepared.ctx.nonce, NEED_FULL)
+    )
+
+
 def _grade_one(
     client: SessionClient,
     template_id: str,
@@ -221,9 +286,17 @@ def _grade_one(
     session_id: str | None,
     index: int,
 ) -> GradeResult:
-    prepared = prepare_grade(spec, candidate, seed=seed, timeout_seconds=timeout_seconds)
+    key = runtime_forms.key(client, template_id, session_id)
+    form = runtime_forms.get(key)
+    prepared = prepare_grade(spec, candidate, seed=seed, timeout_seconds=timeout_seconds, form=form)
     response = _exec(client, template_id, session_id, prepared.exec_kwargs)
-    return _raise_if_infra(result_from_response(spec, prepared, response, index))
+    if _needs_full(prepared, response):  # the target changed: send everything once
+        runtime_forms.forget(key)
+        prepared = prepare_grade(spec, candidate, seed=seed, timeout_seconds=timeout_seconds)
+        response = _exec(client, template_id, session_id, prepared.exec_kwargs)
+    result = result_from_response(spec, prepared, response, index)
+    runtime_forms.learn(key, result)
+    return _raise_if_infra(result)
 
 
 async def _grade_one_async(
@@ -236,9 +309,17 @@ async def _grade_one_async(
     session_id: str | None,
     index: int,
 ) -> GradeResult:
-    prepared = prepare_grade(spec, candidate, seed=seed, timeout_seconds=timeout_seconds)
+    key = runtime_forms.key(client, template_id, session_id)
+    form = runtime_forms.get(key)
+    prepared = prepare_grade(spec, candidate, seed=seed, timeout_seconds=timeout_seconds, form=form)
     response = await _exec_async(client, template_id, session_id, prepared.exec_kwargs)
-    return _raise_if_infra(result_from_response(spec, prepared, response, index))
+    if _needs_full(prepared, response):
+        runtime_forms.forget(key)
+        prepared = prepare_grade(spec, candidate, seed=seed, timeout_seconds=timeout_seconds)
+        response = await _exec_async(client, template_id, session_id, prepared.exec_kwargs)
+    result = result_from_response(spec, prepared, response, index)
+    runtime_forms.learn(key, result)
+    return _raise_if_infra(result)
 
 
 def grade(

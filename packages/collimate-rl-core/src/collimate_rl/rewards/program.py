@@ -1,4 +1,4 @@
-"""Assembling the in-guest grader program: runtime + a config literal.
+"""Assembling the in-guest grader program: config + runtime + boot.
 
 The runtime (:mod:`.guest_runtime`) is read once as text and shrunk: its
 docstrings, annotations and ``__future__`` import are dropped (a locked-down
@@ -8,10 +8,19 @@ preload), and each reward kind ships only the functions it reaches.
 Compiling the ~9 KB runtime costs a guest ~5 ms per grade, more than the
 rest of a grade together; tokenizing its marshalled bytecode as one hex
 string and loading it costs ~0.3 ms (hex tokenizes 2.5x faster than a bytes
-literal's escapes). So the program carries both: the guest loads the
-bytecode when its bytecode magic number is the one that wrote it, and
-compiles the source otherwise (a string literal is cheap to carry and only
-compiled when needed).
+literal's escapes). A program therefore comes in three forms:
+
+* ``full``: the source ``S`` and the bytecode ``B``; the guest loads ``B``
+  when its bytecode magic number is the one that wrote it, else compiles
+  ``S``. Always works.
+* ``lean``: ``B`` only, for a target that loaded the bytecode before.
+* ``preloaded``: neither, for a target whose warm interpreter imported this
+  very runtime (same file hash, :func:`runtime_id`) ahead of time.
+
+Every form first looks for a preloaded runtime, and the verdict reports how
+the runtime was loaded, so the SDK learns the smallest form a target accepts
+(:mod:`collimate_rl.grading` caches it). A form the guest cannot use makes it
+print a ``need-full`` frame, and the SDK resends the full program once.
 
 The config is a Python literal (not JSON) so the guest needs no ``json``
 import; non-finite floats are spelled ``float('inf')`` / ``float('nan')``.
@@ -21,17 +30,43 @@ from __future__ import annotations
 
 import ast
 import functools
+import hashlib
 import importlib.util
 import marshal
 import math
 from collections.abc import Mapping
 from pathlib import Path
-from typing import Any
+from typing import Any, Final, Literal
 
-__all__ = ["guest_program", "py_literal", "runtime_source"]
+__all__ = [
+    "FORM_FOR_HOW",
+    "NEED_FULL",
+    "RUNTIME_FORMS",
+    "RUNTIME_MODULE",
+    "RuntimeForm",
+    "guest_program",
+    "py_literal",
+    "runtime_id",
+    "runtime_source",
+    "source_only_program",
+]
 
 _RUNTIME_FILE = Path(__file__).with_name("guest_runtime.py")
 _DEFS = (ast.FunctionDef, ast.AsyncFunctionDef, ast.ClassDef)
+
+#: The module a template may preload so that graders skip loading a runtime.
+RUNTIME_MODULE: Final = "collimate_rl.rewards.guest_runtime"
+#: The frame payload of a guest that cannot use the form it was sent.
+NEED_FULL: Final = "need-full"
+
+RuntimeForm = Literal["full", "lean", "preloaded"]
+RUNTIME_FORMS: Final[tuple[str, ...]] = ("full", "lean", "preloaded")
+#: ``how`` a guest loaded the runtime -> the smallest form it will accept.
+FORM_FOR_HOW: Final[dict[str, RuntimeForm]] = {
+    "preloaded": "preloaded",
+    "bytecode": "lean",
+    "source": "full",
+}
 
 
 class _Shrink(ast.NodeTransformer):
@@ -80,7 +115,14 @@ def _tree_shake(tree: ast.Module, roots: set[str]) -> ast.Module:
     (and every import and assignment)."""
     defs = {node.name: node for node in tree.body if isinstance(node, _DEFS)}
     keep: set[str] = set()
-    todo = [r for r in roots if r in defs]
+    used_at_top = {
+        n.id
+        for node in tree.body
+        if not isinstance(node, _DEFS)
+        for n in ast.walk(node)
+        if isinstance(n, ast.Name)
+    }
+    todo = [r for r in roots | used_at_top if r in defs]
     while todo:
         name = todo.pop()
         if name in keep:
@@ -104,27 +146,46 @@ def runtime_source(kind: str | None = None) -> str:
 
 _BOOT = """import sys, marshal
 def _boot():
+    m = sys.modules.get(@MODULE@)
+    if m is not None and getattr(m, 'RUNTIME_ID', None) == I:
+        return m.main, 'preloaded'
     ext = sys.modules.get('_frozen_importlib_external')
-    if sys.implementation.name == 'cpython' and getattr(ext, 'MAGIC_NUMBER', None) == M:
+    g = {}
+    same_magic = getattr(ext, 'MAGIC_NUMBER', None) == M
+    if B is not None and sys.implementation.name == 'cpython' and same_magic:
         try:
-            return marshal.loads(B)
+            exec(marshal.loads(B), g)
+            return g['main'], 'bytecode'
         except Exception:
-            pass
-    return compile(S, '<collimate-grader>', 'exec')
-exec(_boot())
-del S, B, M
-"""
+            g = {}
+    if S is None:
+        sys.stdout.write('\\n' + C['marker'] + C['nonce'] + ' @NEED@\\n')
+        sys.stdout.flush()
+        raise SystemExit(0)
+    exec(compile(S, '<collimate-grader>', 'exec'), g)
+    return g['main'], 'source'
+_main, _how = _boot()
+del S, B
+_main(C, _how)
+""".replace("@MODULE@", repr(RUNTIME_MODULE)).replace("@NEED@", NEED_FULL)
 
 
 @functools.cache
-def _runtime_block(kind: str, bytecode: bool) -> str:
+def runtime_id() -> str:
+    """What a preloaded runtime must report as ``RUNTIME_ID`` to be used:
+    the hash of the runtime file (the module computes the same on import)."""
+    return hashlib.sha256(_RUNTIME_FILE.read_bytes()).hexdigest()[:16]
+
+
+@functools.cache
+def _runtime_block(kind: str, form: str) -> str:
     source = runtime_source(kind)
-    if not bytecode:
-        return source + "\n"
     payload = marshal.dumps(compile(source, "<collimate-grader>", "exec"))
+    s_part = repr(source) if form == "full" else "None"
+    b_part = f"bytes.fromhex({payload.hex()!r})" if form != "preloaded" else "None"
     return (
-        f"S = {source!r}\nB = bytes.fromhex({payload.hex()!r})\n"
-        f"M = {importlib.util.MAGIC_NUMBER!r}\n{_BOOT}"
+        f"S = {s_part}\nB = {b_part}\nM = {importlib.util.MAGIC_NUMBER!r}\n"
+        f"I = {runtime_id()!r}\n{_BOOT}"
     )
 
 
@@ -152,7 +213,15 @@ def py_literal(value: Any) -> str:
     )
 
 
-def guest_program(config: Mapping[str, Any], *, bytecode: bool = True) -> str:
-    """The complete program: the runtime for ``config["kind"]``, then
-    ``main(<config>)``. ``bytecode=False`` ships source only."""
-    return f"{_runtime_block(str(config['kind']), bytecode)}main({py_literal(config)})\n"
+def guest_program(config: Mapping[str, Any], *, form: RuntimeForm = "full") -> str:
+    """The complete program: the config as ``C``, then the runtime for
+    ``config["kind"]`` in ``form``, and the boot that runs it."""
+    if form not in RUNTIME_FORMS:
+        raise ValueError(f"form must be one of {RUNTIME_FORMS}, got {form!r}")
+    return f"C = {py_literal(config)}\n{_runtime_block(str(config['kind']), form)}"
+
+
+def source_only_program(config: Mapping[str, Any]) -> str:
+    """The runtime as plain source and a direct call (no bytecode, no boot):
+    what any Python >= 3.8 can run, and what a human can read."""
+    return f"{runtime_source(str(config['kind']))}\nmain({py_literal(config)})\n"

@@ -20,7 +20,7 @@ from dataclasses import dataclass, field
 from typing import Any, Final, Literal
 
 from .guest_runtime import checksum
-from .program import guest_program
+from .program import RuntimeForm, guest_program
 from .verdict import (
     VERDICT_MARKER,
     clamp_reward,
@@ -56,9 +56,13 @@ class GradeContext:
     timeout_seconds: float
     candidate_size: int | None = None
     candidate_crc: int | None = None
+    #: How much of the grader runtime to ship (see :mod:`.program`).
+    form: RuntimeForm = "full"
 
 
-def candidate_context(candidate: str, nonce: str, timeout_seconds: float) -> GradeContext:
+def candidate_context(
+    candidate: str, nonce: str, timeout_seconds: float, form: RuntimeForm = "full"
+) -> GradeContext:
     """The context of grading ``candidate`` (its delivered bytes follow the
     files rule: a trailing newline is appended when missing)."""
     data = delivered_text(candidate).encode("utf-8")
@@ -68,6 +72,7 @@ def candidate_context(candidate: str, nonce: str, timeout_seconds: float) -> Gra
         timeout_seconds=float(timeout_seconds),
         candidate_size=len(data),
         candidate_crc=checksum(data),
+        form=form,
     )
 
 
@@ -161,7 +166,7 @@ class GuestReward(RewardSpec):
             "tol": self.tol,
         }
         config.update(self.guest_config())
-        return guest_program(config)
+        return guest_program(config, form=ctx.form)
 
     def build(self, candidate_path: str) -> str:
         """A self-contained grader (no delivery check, 30 s budget)."""

@@ -23,6 +23,7 @@ __all__ = [
     "REWARD_LINE_PREFIX",
     "VERDICT_MARKER",
     "FramedVerdict",
+    "asked_for_full",
     "clamp_reward",
     "last_verdict_any_nonce",
     "parse_reward_text",
@@ -81,6 +82,11 @@ def read_frames(stdout: str, nonce: str) -> FramedVerdict:
         if isinstance(parsed, dict):
             verdict = parsed
     return FramedVerdict(started, verdict, frames)
+
+
+def asked_for_full(stdout: str, nonce: str, payload: str = "need-full") -> bool:
+    """The guest could not use the program form it got and asks for the full one."""
+    return f"{VERDICT_MARKER}{nonce} {payload}" in stdout
 
 
 def last_verdict_any_nonce(stdout: str) -> dict[str, Any] | None:
