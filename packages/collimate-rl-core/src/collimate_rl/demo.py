@@ -53,8 +53,8 @@ def _client(args: argparse.Namespace) -> Iterator[tuple[SessionClient, str]]:
     """A client for the chosen backend and a line saying what it is; the
     embedded backend is started here and always stopped on the way out."""
     if args.url or args.api_key:
-        client = connect(args.url, api_key=args.api_key)
-        yield client, f"remote: {args.url or 'gateway'}"
+        with contextlib.closing(connect(args.url, api_key=args.api_key)) as client:
+            yield client, f"remote: {args.url or 'gateway'}"
         return
     from .local_backend import LocalCollimateBackend
 
@@ -62,8 +62,8 @@ def _client(args: argparse.Namespace) -> Iterator[tuple[SessionClient, str]]:
         health = backend.health()
         isolation = health.get("isolation_detail") or health.get("isolation")
         where = f"embedded local backend, isolation: {isolation}"
-        with connect(backend.base_url) as client:
-            yield client, where
+        with contextlib.closing(connect(backend.base_url)) as local:
+            yield local, where
 
 
 def _print_results(labels: Sequence[str], results: Sequence[GradeResult], elapsed: float) -> None:
