@@ -55,7 +55,7 @@ def test_sigterm_drains_then_exits(tmp_path: Path) -> None:
             target=lambda: out.append(
                 httpx.post(
                     url + "/v1/exec",
-                    json={"template_id": "sh", "command": "sleep 2; echo ok"},
+                    json={"template_id": "sh", "command": "sleep 4; echo ok"},
                     timeout=60,
                 )
             )
