@@ -36,10 +36,34 @@ server stops and removes every clone, its socket file and its port.
 
 from __future__ import annotations
 
-from .cli import main
-from .config import ServerConfig
-from .embedded import LocalCollimateBackend
-from .server import BackendServer
-from .templates import TemplateConfigError
+from typing import TYPE_CHECKING, Any
+
+if TYPE_CHECKING:
+    from .cli import main
+    from .config import ServerConfig
+    from .embedded import LocalCollimateBackend
+    from .server import BackendServer
+    from .templates import TemplateConfigError
 
 __all__ = ["BackendServer", "LocalCollimateBackend", "ServerConfig", "TemplateConfigError", "main"]
+
+# Imported on first use: the plugin manager imports `.builtin_templates` at
+# start-up, and that must not drag in the server, h11 and the engine.
+_LAZY = {
+    "main": ".cli",
+    "ServerConfig": ".config",
+    "LocalCollimateBackend": ".embedded",
+    "BackendServer": ".server",
+    "TemplateConfigError": ".templates",
+}
+
+
+def __getattr__(name: str) -> Any:
+    module = _LAZY.get(name)
+    if module is None:
+        raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
+    import importlib
+
+    value = getattr(importlib.import_module(module, __name__), name)
+    globals()[name] = value
+    return value
