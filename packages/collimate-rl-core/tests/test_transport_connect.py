@@ -151,7 +151,7 @@ def test_daemon_from_env_and_for_node_socket(env: pytest.MonkeyPatch) -> None:
 def test_connect_reaches_a_real_server_on_the_session_socket(env: pytest.MonkeyPatch) -> None:
     with FakeDaemon() as daemon, serve_unix(daemon.handle) as path:
         env.setattr(client_module, "SESSION_SOCKET", path)
-        with connect() as made:  # type: ignore[attr-defined]
+        with connect() as made:
             assert made.health()["status"] == "ok"
             assert made.exec_once("shell", command="echo via-session-socket")["stdout"] == (
                 "via-session-socket\n"

@@ -59,7 +59,7 @@ def test_connections_are_pooled_over_tcp(tcp: tuple[str, list[int]]) -> None:
 
 def test_connections_are_pooled_over_a_unix_socket(unix: tuple[str, list[int]]) -> None:
     path, connections = unix
-    with connect(unix_socket=path) as client:  # type: ignore[attr-defined]
+    with connect(unix_socket=path) as client:
         for _ in range(10):
             client.exec_once("shell", command="echo pooled")
     assert len(connections) == 1

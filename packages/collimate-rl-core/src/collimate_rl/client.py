@@ -17,7 +17,7 @@ import os
 import random
 import time
 from collections.abc import Awaitable, Callable, Mapping, Sequence
-from typing import Any
+from typing import Any, TypeVar
 
 from .__about__ import __version__
 from ._transport.calls import Call, delete, exec_call, get, post
@@ -49,6 +49,8 @@ _IMAGES_ON_DAEMON = (
     "GatewayClient(api_key='col_...') or connect(api_key='col_...') "
     "(or set COLLIMATE_API_KEY and call connect())."
 )
+
+_C = TypeVar("_C", bound="_DaemonClientBase")
 
 Files = Sequence[Mapping[str, str]]
 Argvs = Sequence[Sequence[str]]
@@ -129,12 +131,12 @@ class _DaemonClientBase:
         return f"{type(self).__name__}({self.endpoint!r})"
 
     @classmethod
-    def for_node_socket(cls, path: str = SESSION_SOCKET, **kwargs: Any) -> Any:
+    def for_node_socket(cls: type[_C], path: str = SESSION_SOCKET, **kwargs: Any) -> _C:
         """A client of the in-pod daemon over its SESSION unix socket."""
         return cls(unix_socket=path, **kwargs)
 
     @classmethod
-    def from_env(cls, **kwargs: Any) -> Any:
+    def from_env(cls: type[_C], **kwargs: Any) -> _C:
         """A daemon client from the environment: ``$COLLIMATE_SERVE_SOCKET``,
         else ``$COLLIMATE_SERVE_URL``, else the SESSION socket when it
         exists, else ``http://127.0.0.1:8080``. Keyword arguments win."""

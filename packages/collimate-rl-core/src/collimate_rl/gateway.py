@@ -22,7 +22,7 @@ import random
 import re
 import time
 from collections.abc import Awaitable, Callable, Coroutine, Mapping, Sequence
-from typing import Any
+from typing import Any, TypeVar
 
 from .__about__ import __version__
 from ._transport.calls import Call, delete, exec_call, get, post
@@ -39,6 +39,8 @@ log = logging.getLogger("collimate_rl.gateway")
 DEFAULT_GATEWAY_URL = "https://api.collimate.ai"
 _KEY_RE = re.compile(r"^col_(demo|pro|ent)_\S+$")
 _USER_AGENT = f"collimate-rl/{__version__}"
+
+_G = TypeVar("_G", bound="_GatewayClientBase")
 
 Files = Sequence[Mapping[str, str]]
 Argvs = Sequence[Sequence[str]]
@@ -269,7 +271,7 @@ class _GatewayClientBase:
         return f"{type(self).__name__}({self.base_url!r}, tier={self.tier!r})"
 
     @classmethod
-    def from_env(cls, **kwargs: Any) -> Any:
+    def from_env(cls: type[_G], **kwargs: Any) -> _G:
         """A client from ``$COLLIMATE_API_KEY`` and ``$COLLIMATE_BASE_URL``."""
         return cls(**kwargs)
 
