@@ -155,3 +155,29 @@ def test_in_process_tables_replace_builtins() -> None:
         s.id: s for s in collect_templates(templates={"py": {"interpreter": "/usr/bin/python3"}})
     }
     assert specs["py"].python == "/usr/bin/python3"
+
+
+def test_server_serves_plugin_templates() -> None:
+    """A template a plugin contributes through the hook is served for real."""
+    import httpx
+
+    from collimate_rl.local_backend import LocalCollimateBackend
+    from collimate_rl.plugins import get_plugin_manager
+
+    class Plugin:
+        @hookimpl
+        def collimate_rl_local_templates(self) -> list[dict[str, object]]:
+            return [{"id": "plugin-sh", "kind": "shell"}]
+
+    pm = get_plugin_manager()
+    plugin = Plugin()
+    pm.register(plugin, name="test-backend-plugin")
+    try:
+        with LocalCollimateBackend() as b:
+            assert "plugin-sh" in b.health()["templates"]
+            r = httpx.post(
+                b.base_url + "/v1/exec", json={"template_id": "plugin-sh", "command": "echo p"}
+            )
+            assert r.json()["stdout"] == "p\n"
+    finally:
+        pm.unregister(plugin)
