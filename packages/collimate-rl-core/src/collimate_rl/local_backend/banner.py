@@ -20,8 +20,8 @@ def banner(server: BackendServer) -> str:
         lines.append(f"  listening on {server.base_url}")
         if server.config.host not in ("127.0.0.1", "::1", "localhost"):
             lines.append(
-                f"!! bound to {server.config.host}: the daemon wire has no authentication, so anyone"
-                " who can reach this port can run code here"
+                f"!! bound to {server.config.host}: the daemon wire has no authentication,"
+                " so anyone who can reach this port can run code here"
             )
     if server.socket_path:
         lines.append(f"  listening on unix:{server.socket_path}")
