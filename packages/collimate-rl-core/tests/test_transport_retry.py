@@ -376,3 +376,15 @@ def test_delete_of_a_missing_object_never_raises(make: Make) -> None:
         assert answer["deleted"] is False
         assert answer["session_id"] == "s1"
     assert len(script.requests) == 2
+
+
+def test_each_retry_is_logged_at_debug(make: Make, caplog: pytest.LogCaptureFixture) -> None:
+    script = Script()
+    h = make(script)
+    script.steps = [envelope(h.wire, 503, "at_capacity", "full"), _ok_for("create_session", h.wire)]
+    with caplog.at_level("DEBUG", logger="collimate_rl.transport"):
+        h.client.create_session("t")
+    (record,) = caplog.records
+    assert "retrying POST /v1/" in record.getMessage()
+    assert "(retry 1/3)" in record.getMessage()
+    assert "at_capacity" in record.getMessage()

@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import asyncio
 import json
+import logging
 import time
 from collections.abc import Awaitable, Callable
 from typing import Any, Literal, TypeVar
@@ -24,6 +25,8 @@ from .observe import ExecObservation
 from .pool import AsyncPool, HttpSettings, SyncPool
 
 __all__ = ["AsyncHTTP", "SyncHTTP", "nothing_was_sent"]
+
+log = logging.getLogger("collimate_rl.transport")
 
 T = TypeVar("T")
 Wire = Literal["daemon", "gateway"]
@@ -56,6 +59,19 @@ def _transport_failure(
     return CollimateError(
         f"{call.method} {call.path} at {settings.endpoint}: {why} ({type(exc).__name__}: {detail})"
     )
+
+
+def _log_retry(call: Call, why: object, delay: float, attempt: int, retries: int) -> None:
+    if log.isEnabledFor(logging.DEBUG):
+        log.debug(
+            "retrying %s %s in %.3fs (retry %d/%d) after %s",
+            call.method,
+            call.path,
+            delay,
+            attempt,
+            retries,
+            why if isinstance(why, CollimateError) else f"{type(why).__name__}: {why}",
+        )
 
 
 class _Base:
@@ -126,6 +142,7 @@ class SyncHTTP(_Base):
                 delay = state.after_transport_error(nothing_sent=nothing_was_sent(exc))
                 if delay is None:
                     raise _transport_failure(call, self.settings, exc) from exc
+                why: object = exc
             else:
                 try:
                     return self._decode(call, response)
@@ -133,6 +150,8 @@ class SyncHTTP(_Base):
                     delay = state.after_error(err)
                     if delay is None:
                         raise
+                    why = err
+            _log_retry(call, why, delay, state.attempt, self.policy.retries)
             self.sleep(delay)
 
     def observed(self, run: Callable[[], T], *, target: str, one_shot: bool, request: Any) -> T:
@@ -175,6 +194,7 @@ class AsyncHTTP(_Base):
                 delay = state.after_transport_error(nothing_sent=nothing_was_sent(exc))
                 if delay is None:
                     raise _transport_failure(call, self.settings, exc) from exc
+                why: object = exc
             else:
                 try:
                     return self._decode(call, response)
@@ -182,6 +202,8 @@ class AsyncHTTP(_Base):
                     delay = state.after_error(err)
                     if delay is None:
                         raise
+                    why = err
+            _log_retry(call, why, delay, state.attempt, self.policy.retries)
             await self.sleep(delay)
 
     async def observed(
