@@ -405,3 +405,11 @@ def test_a_bad_key_is_unauthorized_but_health_is_open() -> None:
             assert {i["id"] for i in gw.images()} == {"python", "shell"}
         rogue = httpx.Client(transport=transport, base_url="https://gw.invalid")
         assert rogue.get("/v1/sandboxes").status_code == 401
+
+
+def test_a_create_answer_without_an_id_is_a_clear_error(make: Callable[..., Harness]) -> None:
+    script = Script(default=httpx.Response(200, json={"template": "py"}))
+    h = make(script)
+    with pytest.raises(CollimateError, match="sent no id"):
+        h.client.exec_once("py", command="true")
+    assert len(script.requests) == 1

@@ -29,6 +29,7 @@ from ._transport.calls import Call, delete, exec_call, get, post
 from ._transport.calls import segment as _seg
 from ._transport.pool import HttpSettings
 from ._transport.send import AsyncHTTP, SyncHTTP
+from .errors import CollimateError
 from .retry import RetryPolicy
 from .wire import DEFAULT_EXEC_TIMEOUT_S, build_exec_request
 
@@ -192,6 +193,15 @@ def _state_change(sandbox_id: str, verb: str) -> Call:
 def _usage(from_ts: str | None, to_ts: str | None) -> Call:
     params = {k: v for k, v in (("from", from_ts), ("to", to_ts)) if v is not None}
     return get("/v1/usage", params=params or None)
+
+
+def _created_id(sandbox: Any) -> str:
+    """The id of a sandbox just created; an answer without one is a broken
+    gateway, said plainly (not a ``KeyError`` from deep inside exec_once)."""
+    sandbox_id = sandbox.get("id") if isinstance(sandbox, Mapping) else None
+    if not sandbox_id:
+        raise CollimateError(f"the gateway created a sandbox but sent no id: {sandbox!r:.200}")
+    return str(sandbox_id)
 
 
 def _deleted_session(answer: Mapping[str, Any], session_id: str) -> dict[str, Any]:
@@ -489,7 +499,7 @@ class GatewayClient(_GatewayClientBase):
 
         def run() -> dict[str, Any]:
             sandbox = self._send(_create_sandbox(template_id, None, None, egress))
-            sandbox_id = str(sandbox["id"])
+            sandbox_id = _created_id(sandbox)
             try:
                 result: dict[str, Any] = self._send(
                     exec_call(f"/v1/sandboxes/{_seg(sandbox_id)}/exec", body, self.timeout)
@@ -730,7 +740,7 @@ class AsyncGatewayClient(_GatewayClientBase):
 
         async def run() -> dict[str, Any]:
             sandbox = await self._send(_create_sandbox(template_id, None, None, egress))
-            sandbox_id = str(sandbox["id"])
+            sandbox_id = _created_id(sandbox)
             try:
                 result: dict[str, Any] = await self._send(
                     exec_call(f"/v1/sandboxes/{_seg(sandbox_id)}/exec", body, self.timeout)
