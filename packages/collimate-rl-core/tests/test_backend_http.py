@@ -142,3 +142,12 @@ def test_stale_socket_file_is_replaced(tmp_path: Path) -> None:
     with LocalCollimateBackend(port=None, socket_path=path) as b:
         assert b.socket_path == str(path)
     assert not path.exists()
+
+
+def test_idle_keepalive_connection_is_closed() -> None:
+    b = LocalCollimateBackend(isolation="process")
+    b.config.idle_connection_timeout_s = 0.3
+    with b, socket.create_connection(("127.0.0.1", b.port or 0), timeout=30) as s:
+        s.sendall(b"GET /v1/health HTTP/1.1\r\nHost: x\r\n\r\n")
+        assert _read_responses(s, 1)[0][0] == 200
+        assert s.recv(65536) == b""  # the server hung up on the idle connection

@@ -36,6 +36,7 @@ class ServerConfig:
     session_ttl: float = DEFAULT_SESSION_TTL_S
     tombstone_ttl: float = DEFAULT_TOMBSTONE_TTL_S
     max_body_bytes: int = 64 * 1024 * 1024
+    idle_connection_timeout_s: float = 300.0  # keep-alive connections idle this long are closed
     # A stop lets answers already being written finish for this long, then cuts
     # the connections: their execs are cancelled and their clones killed. (A
     # drain waits for in-flight work BEFORE stopping, so this is only writes.)

@@ -55,11 +55,13 @@ class HttpConnection:
         dispatch: Dispatch,
         *,
         max_body: int,
+        idle_timeout_s: float = 300.0,
     ) -> None:
         self.reader = reader
         self.writer = writer
         self.dispatch = dispatch
         self.max_body = max_body
+        self.idle_timeout_s = idle_timeout_s
         self.conn = h11.Connection(h11.SERVER, max_incomplete_event_size=64 * 1024)
         self._pending_read: asyncio.Task[bytes] | None = None
         self._handler: asyncio.Task[Response] | None = None
@@ -92,7 +94,13 @@ class HttpConnection:
             self.conn.receive_data(data)
 
     async def _read_request(self) -> Request | None:
-        event = await self._next_event()
+        # An idle keep-alive connection (or a client that stalls mid-headers)
+        # is closed after idle_timeout_s, so dead clients cannot pile up fds.
+        idle = asyncio.get_running_loop().call_later(self.idle_timeout_s, self.writer.close)
+        try:
+            event = await self._next_event()
+        finally:
+            idle.cancel()
         if isinstance(event, h11.ConnectionClosed):
             return None
         if not isinstance(event, h11.Request):
@@ -229,13 +237,26 @@ class HttpServer:
     """Accepts connections on any number of listeners and tracks them so a
     stop can let busy answers finish and close idle keep-alive connections."""
 
-    def __init__(self, dispatch: Dispatch, *, max_body: int = 64 * 1024 * 1024) -> None:
+    def __init__(
+        self,
+        dispatch: Dispatch,
+        *,
+        max_body: int = 64 * 1024 * 1024,
+        idle_timeout_s: float = 300.0,
+    ) -> None:
         self.dispatch = dispatch
         self.max_body = max_body
+        self.idle_timeout_s = idle_timeout_s
         self._connections: dict[asyncio.Task[None], HttpConnection] = {}
 
     async def handle(self, reader: asyncio.StreamReader, writer: asyncio.StreamWriter) -> None:
-        conn = HttpConnection(reader, writer, self.dispatch, max_body=self.max_body)
+        conn = HttpConnection(
+            reader,
+            writer,
+            self.dispatch,
+            max_body=self.max_body,
+            idle_timeout_s=self.idle_timeout_s,
+        )
         task = asyncio.current_task()
         assert task is not None
         self._connections[task] = conn

@@ -102,7 +102,11 @@ class BackendServer:
         try:
             await service.start()
             router = build_daemon_router(service, on_drain=self.drain)
-            self.http = HttpServer(Dispatcher([router]), max_body=cfg.max_body_bytes)
+            self.http = HttpServer(
+                Dispatcher([router]),
+                max_body=cfg.max_body_bytes,
+                idle_timeout_s=cfg.idle_connection_timeout_s,
+            )
             await self._listen()
         except BaseException:
             await self._teardown()
