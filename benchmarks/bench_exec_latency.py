@@ -122,6 +122,21 @@ def measure(url: str, n: int, warmup: int) -> list[float]:
     return samples
 
 
+def throughput(url: str, n: int, concurrency: int) -> float:
+    """Execs per second with ``concurrency`` clients in parallel threads."""
+    from concurrent.futures import ThreadPoolExecutor
+
+    per_worker = max(1, n // concurrency)
+
+    def worker(_: int) -> None:
+        measure(url, per_worker, 2)
+
+    t0 = time.perf_counter()
+    with ThreadPoolExecutor(concurrency) as pool:
+        list(pool.map(worker, range(concurrency)))
+    return (per_worker + 2) * concurrency / (time.perf_counter() - t0)
+
+
 def pct(samples: list[float], q: float) -> float:
     ordered = sorted(samples)
     return ordered[min(len(ordered) - 1, max(0, round(q * (len(ordered) - 1))))]
@@ -133,6 +148,13 @@ def main(argv: list[str] | None = None) -> int:
     p.add_argument("--warmup", type=int, default=20)
     p.add_argument("--rounds", type=int, default=3, help="alternate the backends this many times")
     p.add_argument("--isolation", default="auto", choices=("auto", "namespaces", "process"))
+    p.add_argument(
+        "--throughput",
+        type=int,
+        default=0,
+        metavar="C",
+        help="also measure execs/s with C concurrent clients (default: off)",
+    )
     args = p.parse_args(argv)
 
     ours_argv = [sys.executable, "-m", "collimate_rl.local_backend", "--isolation", args.isolation]
@@ -148,6 +170,10 @@ def main(argv: list[str] | None = None) -> int:
         for _ in range(args.rounds):  # interleave, so machine noise hits both alike
             results["ours"] += measure(ours.url, per_round, args.warmup)
             results["peer 0.5.0"] += measure(peer.url, per_round, args.warmup)
+        rates = {}
+        if args.throughput:
+            rates["ours"] = throughput(ours.url, args.n, args.throughput)
+            rates["peer 0.5.0"] = throughput(peer.url, args.n, args.throughput)
 
     print(f"trivial one-shot python exec ({BODY['code']!r}), sequential, keep-alive")
     print(f"our isolation: {isolation}; {len(results['ours'])} samples each")
@@ -161,6 +187,8 @@ def main(argv: list[str] | None = None) -> int:
     ratio99 = pct(results["peer 0.5.0"], 0.99) / pct(results["ours"], 0.99)
     verdict = "meets" if ratio >= 5 else "MISSES"
     print(f"p50 speed-up: {ratio:.1f}x (p99: {ratio99:.1f}x) -- {verdict} the 5x target")
+    for name, rate in rates.items():
+        print(f"throughput {name:<12} {rate:8.1f} execs/s with {args.throughput} clients")
     return 0
 
 
