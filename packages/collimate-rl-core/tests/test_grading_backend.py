@@ -410,7 +410,8 @@ def test_a_grader_that_never_started_is_infra(
         with pytest.raises(CollimateError, match="never started"):
             grade(c, "sh", RIGHT_VOWELS, VOWELS)
         res = grade_batch(c, "sh", [RIGHT_VOWELS], VOWELS, on_infra_error="zero")
-    assert res[0].infra_error and res[0].reward == 0.0
+    assert res[0].infra_error and res[0].reward == 0.0 and res[0].verdict == "infra_error"
+    assert res[0].raw["exit_code"] != 0 and "never started" in (res[0].error or "")
 
 
 def test_a_broken_reference_is_not_blamed_on_the_candidate(grader: Grader) -> None:

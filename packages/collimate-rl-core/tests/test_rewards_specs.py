@@ -477,3 +477,52 @@ def _other_pythons() -> Iterator[str]:
         )
         if out.returncode == 0 and out.stdout.strip() != str(sys.version_info[:2]):
             yield found
+
+
+def test_programs_and_verdicts_are_built_and_read_safely_from_many_threads() -> None:
+    """CPython 3.11's ``ast`` breaks when two threads use it at once, and a
+    threaded grade_batch builds its first programs and reads every verdict
+    concurrently: both go through a lock."""
+    import threading
+
+    from collimate_rl.rewards import program
+
+    program._runtime_source.cache_clear()
+    program._build_runtime_block.cache_clear()
+    verdict_line = (
+        "__COLLIMATE_VERDICT__n {'reward': 0.5, 'failed': "
+        + repr([{"index": i, "reason": "wrong_answer", "message": "x" * 50} for i in range(10)])
+        + "}\n"
+    )
+    errors: list[BaseException] = []
+    start = threading.Barrier(16)
+
+    def work(i: int) -> None:
+        try:
+            start.wait()
+            kind = ("unit", "property", "stdio")[i % 3]
+            program.guest_program({"kind": kind, "marker": "m", "nonce": str(i)}, form="lean")
+            for _ in range(50):
+                assert read_frames(verdict_line, "n").verdict is not None
+        except BaseException as exc:
+            errors.append(exc)
+
+    import gc
+    import time
+
+    def yield_gil(phase: str, info: dict[str, int]) -> None:
+        time.sleep(0)  # a collection inside ast's C code now lets another thread in
+
+    threads = [threading.Thread(target=work, args=(i,)) for i in range(16)]
+    thresholds = gc.get_threshold()
+    gc.set_threshold(50)
+    gc.callbacks.append(yield_gil)
+    try:
+        for t in threads:
+            t.start()
+        for t in threads:
+            t.join()
+    finally:
+        gc.callbacks.remove(yield_gil)
+        gc.set_threshold(*thresholds)
+    assert errors == []

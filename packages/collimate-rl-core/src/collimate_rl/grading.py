@@ -39,6 +39,7 @@ if TYPE_CHECKING:
 __all__ = [
     "INFRA_ERROR_MODES",
     "GradeResult",
+    "GraderInfraError",
     "OnInfraError",
     "grade",
     "grade_async",
@@ -47,6 +48,7 @@ __all__ = [
     "infra_result",
     "prepare_grade",
     "result_from_response",
+    "runtime_forms",
 ]
 
 OnInfraError = Literal["raise", "zero", "skip"]
@@ -231,12 +233,17 @@ def infra_result(error: BaseException, seed: str | None, index: int) -> GradeRes
 class GraderInfraError(CollimateError):
     """The exec answered, but no reward could be computed for reasons that
     are not the candidate's (the grader never started, the candidate arrived
-    altered, the spec's reference/generator is broken)."""
+    altered, the spec's reference/generator is broken). ``result`` is the
+    flagged GradeResult, with the guest's answer in ``raw``."""
+
+    def __init__(self, message: str, result: GradeResult | None = None) -> None:
+        super().__init__(message, None, "grader_infra_error")
+        self.result = result
 
 
 def _raise_if_infra(result: GradeResult) -> GradeResult:
     if result.infra_error:
-        raise GraderInfraError(result.error or "grading failed for infrastructure reasons")
+        raise GraderInfraError(result.error or "grading failed for infrastructure reasons", result)
     return result
 
 
@@ -438,7 +445,11 @@ class _Collector:
                 if self.first_error is None:
                     self.first_error = outcome
                 return
-            result = infra_result(outcome, self.seeds[index], index)
+            flagged = getattr(outcome, "result", None)
+            if isinstance(flagged, GradeResult):
+                result = flagged  # the guest answered: keep its transcript
+            else:
+                result = infra_result(outcome, self.seeds[index], index)
         else:
             result = outcome
         self.results[index] = result

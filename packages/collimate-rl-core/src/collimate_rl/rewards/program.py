@@ -38,6 +38,8 @@ from collections.abc import Mapping
 from pathlib import Path
 from typing import Any, Final, Literal
 
+from .verdict import AST_LOCK
+
 __all__ = [
     "FORM_FOR_HOW",
     "NEED_FULL",
@@ -134,10 +136,19 @@ def _tree_shake(tree: ast.Module, roots: set[str]) -> ast.Module:
     return tree
 
 
-@functools.cache
+#: Building a runtime parses Python with ``ast``: see :data:`.verdict.AST_LOCK`.
+_BUILD_LOCK = AST_LOCK
+
+
 def runtime_source(kind: str | None = None) -> str:
     """The shipped runtime: shrunk, and for a ``kind`` only the code that
     kind reaches (``main`` dispatches to ``_grade_<kind>`` by name)."""
+    with _BUILD_LOCK:
+        return _runtime_source(kind)
+
+
+@functools.cache
+def _runtime_source(kind: str | None) -> str:
     tree = _Shrink().visit(ast.parse(_RUNTIME_FILE.read_text(encoding="utf-8")))
     if kind is not None:
         tree = _tree_shake(tree, {"main", f"_grade_{kind}"})
@@ -177,9 +188,14 @@ def runtime_id() -> str:
     return hashlib.sha256(_RUNTIME_FILE.read_bytes()).hexdigest()[:16]
 
 
-@functools.cache
 def _runtime_block(kind: str, form: str) -> str:
-    source = runtime_source(kind)
+    with _BUILD_LOCK:
+        return _build_runtime_block(kind, form)
+
+
+@functools.cache
+def _build_runtime_block(kind: str, form: str) -> str:
+    source = _runtime_source(kind)
     payload = marshal.dumps(compile(source, "<collimate-grader>", "exec"))
     s_part = repr(source) if form == "full" else "None"
     b_part = f"bytes.fromhex({payload.hex()!r})" if form != "preloaded" else "None"

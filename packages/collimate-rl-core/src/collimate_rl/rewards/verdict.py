@@ -16,6 +16,7 @@ from __future__ import annotations
 
 import ast
 import math
+import threading
 from dataclasses import dataclass, field
 from typing import Any, Final
 
@@ -31,6 +32,20 @@ __all__ = [
 ]
 
 VERDICT_MARKER: Final = "__COLLIMATE_VERDICT__"
+
+#: CPython 3.11's ``ast`` keeps one recursion counter per interpreter, so two
+#: threads building AST objects at once fail with "AST constructor recursion
+#: depth mismatch" (a garbage collection inside the C code is enough to switch
+#: threads). grade_batch builds programs and reads verdicts from many threads:
+#: every use of ``ast`` in the rewards package goes through this one lock.
+AST_LOCK = threading.RLock()
+
+
+def _literal(text: str) -> Any:
+    with AST_LOCK:
+        return ast.literal_eval(text)
+
+
 REWARD_LINE_PREFIX: Final = "COLLIMATE_REWARD="
 
 
@@ -76,7 +91,7 @@ def read_frames(stdout: str, nonce: str) -> FramedVerdict:
             continue
         frames += 1
         try:
-            parsed = ast.literal_eval(payload)
+            parsed = _literal(payload)
         except (ValueError, SyntaxError, MemoryError, RecursionError):
             continue
         if isinstance(parsed, dict):
@@ -102,7 +117,7 @@ def last_verdict_any_nonce(stdout: str) -> dict[str, Any] | None:
         if not sep or payload == "hello":
             continue
         try:
-            parsed = ast.literal_eval(payload)
+            parsed = _literal(payload)
         except (ValueError, SyntaxError, MemoryError, RecursionError):
             continue
         if isinstance(parsed, dict):
