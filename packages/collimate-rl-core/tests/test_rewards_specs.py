@@ -303,15 +303,31 @@ def test_clamp_reward() -> None:
 def test_frames_need_the_right_nonce_and_the_last_one_wins() -> None:
     out = (
         "__COLLIMATE_VERDICT__abc hello\n"
-        "__COLLIMATE_VERDICT__abc {'reward': 0.25}\n"
-        "__COLLIMATE_VERDICT__forged {'reward': 1.0}\n"
-        "__COLLIMATE_VERDICT__abc {'reward': 0.5}\n"
+        '__COLLIMATE_VERDICT__abc {"reward": 0.25}\n'
+        '__COLLIMATE_VERDICT__forged {"reward": 1.0}\n'
+        '__COLLIMATE_VERDICT__abc {"reward": 0.5}\n'
         "__COLLIMATE_VERDICT__abc not a dict\n"
         "noise\n"
     )
     frames = read_frames(out, "abc")
     assert frames.started and frames.verdict == {"reward": 0.5}
     assert not read_frames("nothing here", "abc").started
+
+
+def test_the_guest_writes_json_the_sdk_reads() -> None:
+    from collimate_rl.rewards.guest_runtime import to_json
+
+    data = {
+        "reward": 0.5,
+        "s": 'quote" back\\ nl\n tab\t nul\x00 é \u2603',
+        "n": [1, -2, 3.25, None, True, False, (4, 5)],
+        "odd": float("inf"),
+        "obj": object,
+    }
+    back = json.loads(to_json(data))
+    assert back["s"] == data["s"] and back["n"] == [1, -2, 3.25, None, True, False, [4, 5]]
+    assert back["odd"] == float("inf") and back["obj"] == repr(object)
+    assert "\n" not in to_json(data)  # one frame line
 
 
 def test_py_literal_round_trips_json_like_data() -> None:
@@ -489,11 +505,8 @@ def test_programs_and_verdicts_are_built_and_read_safely_from_many_threads() -> 
 
     program._runtime_source.cache_clear()
     program._build_runtime_block.cache_clear()
-    verdict_line = (
-        "__COLLIMATE_VERDICT__n {'reward': 0.5, 'failed': "
-        + repr([{"index": i, "reason": "wrong_answer", "message": "x" * 50} for i in range(10)])
-        + "}\n"
-    )
+    failed = [{"index": i, "reason": "wrong_answer", "message": "x" * 50} for i in range(10)]
+    verdict_line = "__COLLIMATE_VERDICT__n " + json.dumps({"reward": 0.5, "failed": failed}) + "\n"
     errors: list[BaseException] = []
     start = threading.Barrier(16)
 

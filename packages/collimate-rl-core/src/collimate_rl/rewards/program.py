@@ -34,11 +34,10 @@ import hashlib
 import importlib.util
 import marshal
 import math
+import threading
 from collections.abc import Mapping
 from pathlib import Path
 from typing import Any, Final, Literal
-
-from .verdict import AST_LOCK
 
 __all__ = [
     "FORM_FOR_HOW",
@@ -136,8 +135,12 @@ def _tree_shake(tree: ast.Module, roots: set[str]) -> ast.Module:
     return tree
 
 
-#: Building a runtime parses Python with ``ast``: see :data:`.verdict.AST_LOCK`.
-_BUILD_LOCK = AST_LOCK
+#: CPython 3.11's ``ast`` keeps one recursion counter per interpreter, so two
+#: threads building AST objects at once fail with "AST constructor recursion
+#: depth mismatch" (a garbage collection inside the C code is enough to switch
+#: threads), and a threaded grade_batch builds its first programs together:
+#: building goes through this lock.
+_BUILD_LOCK = threading.RLock()
 
 
 def runtime_source(kind: str | None = None) -> str:

@@ -3,7 +3,7 @@
 Two conventions are understood, in this order:
 
 1. the framed verdict of the built-in graders: a line
-   ``__COLLIMATE_VERDICT__<nonce> <repr of a dict>``; the LAST such line with
+   ``__COLLIMATE_VERDICT__<nonce> <JSON object>``; the LAST such line with
    the expected nonce wins, so noise before or after it changes nothing;
 2. for custom graders: a ``COLLIMATE_REWARD=<float>`` line (last one wins),
    else the last non-empty line parsed as a float (the earlier release's
@@ -14,9 +14,8 @@ Rewards are clamped to ``[0, 1]``; NaN and unparsable output read as 0.0.
 
 from __future__ import annotations
 
-import ast
+import json
 import math
-import threading
 from dataclasses import dataclass, field
 from typing import Any, Final
 
@@ -33,17 +32,11 @@ __all__ = [
 
 VERDICT_MARKER: Final = "__COLLIMATE_VERDICT__"
 
-#: CPython 3.11's ``ast`` keeps one recursion counter per interpreter, so two
-#: threads building AST objects at once fail with "AST constructor recursion
-#: depth mismatch" (a garbage collection inside the C code is enough to switch
-#: threads). grade_batch builds programs and reads verdicts from many threads:
-#: every use of ``ast`` in the rewards package goes through this one lock.
-AST_LOCK = threading.RLock()
 
-
-def _literal(text: str) -> Any:
-    with AST_LOCK:
-        return ast.literal_eval(text)
+def _decode(text: str) -> Any:
+    """A verdict payload: JSON (``json`` is thread-safe and fast, where
+    ``ast.literal_eval`` is neither on CPython 3.11)."""
+    return json.loads(text)
 
 
 REWARD_LINE_PREFIX: Final = "COLLIMATE_REWARD="
@@ -91,8 +84,8 @@ def read_frames(stdout: str, nonce: str) -> FramedVerdict:
             continue
         frames += 1
         try:
-            parsed = _literal(payload)
-        except (ValueError, SyntaxError, MemoryError, RecursionError):
+            parsed = _decode(payload)
+        except (ValueError, RecursionError):
             continue
         if isinstance(parsed, dict):
             verdict = parsed
@@ -117,8 +110,8 @@ def last_verdict_any_nonce(stdout: str) -> dict[str, Any] | None:
         if not sep or payload == "hello":
             continue
         try:
-            parsed = _literal(payload)
-        except (ValueError, SyntaxError, MemoryError, RecursionError):
+            parsed = _decode(payload)
+        except (ValueError, RecursionError):
             continue
         if isinstance(parsed, dict):
             found = parsed
