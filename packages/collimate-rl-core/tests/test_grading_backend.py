@@ -643,3 +643,13 @@ def test_the_async_path_learns_and_resends_too(backend: LocalCollimateBackend) -
     assert sorted(sizes[1:4]) == [min(sizes)] * 3 and sizes[4:7] == [sizes[0]] * 3
     assert sizes[7] < sizes[0] - 5000
     runtime_forms.clear()
+
+
+def test_a_standard_import_is_never_a_silent_task_failure(grader: Grader) -> None:
+    """A candidate importing the standard library either grades normally or,
+    when the guest cannot read its standard library, is flagged as infra."""
+    cand = "import heapq, bisect\ndef solve(a, b):\n    return heapq.nsmallest(1, [a + b])[0]\n"
+    results = grader.batch([cand], ADD, on_infra_error="zero")
+    assert results[0].reward == 1.0 or (
+        results[0].infra_error and "heapq" in (results[0].error or "")
+    ), results[0]

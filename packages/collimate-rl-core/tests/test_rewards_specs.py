@@ -539,3 +539,24 @@ def test_programs_and_verdicts_are_built_and_read_safely_from_many_threads() -> 
         gc.callbacks.remove(yield_gil)
         gc.set_threshold(*thresholds)
     assert errors == []
+
+
+def test_a_standard_module_the_guest_cannot_read_is_an_environment_fault() -> None:
+    from collimate_rl.rewards.guest_runtime import _Budget
+
+    budget = _Budget({"budget": 5}, 0.0)
+    missing = ModuleNotFoundError("No module named 'heapq'", name="heapq")
+    assert budget.environment_fault(missing) is None  # this machine reads its stdlib
+    budget._access = lambda path, mode: False  # a guest that cannot
+    assert "heapq" in (budget.environment_fault(missing) or "")
+    assert budget.environment_fault(ModuleNotFoundError("x", name="numpy")) is None
+    assert budget.environment_fault(ImportError("x", name="heapq")) is None
+
+
+def test_a_missing_platform_module_stays_the_candidates_fault() -> None:
+    spec = UnitTestReward([{"input": [1], "output": 1}])
+    outcome, _ = run_locally(spec, "import msvcrt\ndef solve(x):\n    return x\n")
+    assert outcome.verdict == "failed" and "msvcrt" in outcome.detail["load_error"]
+    faked = "def solve(x):\n    raise ModuleNotFoundError('fake', name='heapq')\n"
+    outcome, _ = run_locally(spec, faked)  # a candidate cannot fake an infra error
+    assert outcome.verdict == "failed" and outcome.detail["failed"][0]["reason"] == "error"

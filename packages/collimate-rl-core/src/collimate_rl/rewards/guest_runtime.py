@@ -222,6 +222,27 @@ class _Budget:
         limit = cfg.get("test_timeout")
         self.per_check = float(limit) if limit else None
         signal.signal(signal.SIGALRM, _on_alarm)
+        # captured before the candidate runs, so it cannot fake them
+        self._access = os.access
+        self._stdlib = os.path.dirname(os.__file__)
+        self._stdlib_names = getattr(sys, "stdlib_module_names", None)
+
+    def environment_fault(self, exc: BaseException) -> str | None:
+        """Why ``exc`` is the guest's fault, not the candidate's: a standard
+        library module that could not be imported because the guest cannot
+        read its own standard library. (A module absent on this platform,
+        ``msvcrt`` on Linux, stays the candidate's error.)"""
+        if type(exc) is not ModuleNotFoundError or self._stdlib_names is None:
+            return None
+        name = (getattr(exc, "name", None) or "").split(".")[0]
+        if not name or name not in self._stdlib_names:
+            return None
+        if self._access(self._stdlib, os.R_OK | os.X_OK):
+            return None
+        return "the guest cannot import the standard library module %r (%s is not readable)" % (
+            name,
+            self._stdlib,
+        )
 
     def left(self) -> float:
         return self.deadline - time.monotonic()
@@ -247,6 +268,9 @@ class _Budget:
         except BaseException as exc:  # the candidate's failure, whatever it is
             if type(exc) is SystemExit and exc.code in (None, 0):
                 return "ok", None
+            fault = self.environment_fault(exc)
+            if fault is not None:
+                return "environment", fault
             return "error", (type(exc).__name__ + ": " + str(exc))[:_MSG]
         return "ok", value
 
@@ -258,6 +282,7 @@ class _Tally:
         self.failed: list[dict[str, Any]] = []
         self.failed_indices: list[int] = []
         self.reasons: set[str] = set()
+        self.environment: str | None = None
 
     def add(self, index: int, reason: str | None, message: str = "") -> None:
         if reason is None:
@@ -265,10 +290,14 @@ class _Tally:
             return
         self.reasons.add(reason)
         self.failed_indices.append(index)
+        if reason == "environment" and self.environment is None:
+            self.environment = message
         if len(self.failed) < _MAX_FAILURES:
             self.failed.append({"index": index, "reason": reason, "message": message[:_MSG]})
 
     def verdict(self) -> dict[str, Any]:
+        if self.environment is not None:
+            return {"reward": 0.0, "environment_error": self.environment}
         return {
             "reward": (self.passed / self.total) if self.total else 0.0,
             "passed": self.passed,
@@ -319,6 +348,8 @@ def _load_module(cfg: dict[str, Any], data: bytes, budget: _Budget) -> tuple[Any
 
 
 def _load_error(tally: _Tally, message: str) -> dict[str, Any]:
+    if message.startswith("environment"):
+        return {"reward": 0.0, "environment_error": message}
     verdict = tally.verdict()
     verdict["load_error"] = message[: _MSG * 2]
     verdict["timeout"] = message.startswith("timeout")

@@ -201,7 +201,7 @@ class GuestReward(RewardSpec):
                 ),
             }
             return Outcome(0.0, "failed", detail)
-        for infra_key in ("delivery_error", "grader_error"):
+        for infra_key in ("delivery_error", "grader_error", "environment_error"):
             if verdict.get(infra_key):
                 return Outcome(0.0, "infra_error", dict(verdict), str(verdict[infra_key]))
         reward = clamp_reward(verdict.get("reward"))
