@@ -39,7 +39,8 @@ __all__ = [
 DEFAULT_EXEC_TIMEOUT_S: Final = 30
 MAX_EXEC_TIMEOUT_S: Final = 3600
 OUTPUT_CAP_BYTES: Final = 16 * 1024 * 1024
-SEED_RE: Final = re.compile(r"^[0-9a-fA-F]{64}$")
+#: A valid seed: exactly 64 hex digits (``\Z``, not ``$``: a trailing newline is not a seed).
+SEED_RE: Final = re.compile(r"\A[0-9a-fA-F]{64}\Z")
 
 #: Error codes that prove the server did nothing: a non-idempotent POST
 #: answered with one of these may be sent again.
