@@ -138,6 +138,8 @@ def test_timeout_is_minus_one_with_message(client: httpx.Client) -> None:
         ({"template_id": "py", "commands": [[]]}, 400, "bad_request"),
         ({"template_id": "py", "code": "1", "seed": "xyz"}, 400, "invalid_seed"),
         ({"template_id": "py", "code": "1", "seed": "g" * 64}, 400, "invalid_seed"),
+        ({"template_id": "py", "code": "1", "seed": "ab" * 32 + "\n"}, 400, "invalid_seed"),
+        ({"template_id": "py", "code": "1", "seed": 12}, 400, "invalid_seed"),
         ({"template_id": "py", "code": "1", "timeout_seconds": 3601}, 400, "bad_request"),
         ({"template_id": "py", "code": "1", "timeout_seconds": 0}, 400, "bad_request"),
         ({"template_id": "py", "code": "1", "files": [{"path": "x"}]}, 400, "bad_request"),
