@@ -174,6 +174,8 @@ class CloneServer:
         # req, pid, ack pipe, fork ms, seed
         self.child: tuple[int, int, int, float, str] | None = None
         self.app_pid: int | None = None
+        self.killing = False
+        self.held: list[Msg] = []
         self.sel = selectors.DefaultSelector()
 
     def run(self) -> None:
@@ -217,8 +219,7 @@ class CloneServer:
                     if msg["op"] == "exec":
                         self.start_exec(msg, fds)
                     elif msg["op"] == "kill":
-                        self.kill_all()
-                        self.reap()
+                        self.kill_all(spare_app=True)
                     for fd in fds:
                         os.close(fd)
 
@@ -293,42 +294,80 @@ class CloneServer:
             code, sig = 128 + os.WTERMSIG(status), os.WTERMSIG(status)
         else:
             code, sig = os.waitstatus_to_exitcode(status), 0
-        send(
-            self.sock,
-            {
-                "op": "exited",
-                "req": req,
-                "exit_code": code,
-                "signal": sig,
-                "seed_ack": ack == seed,
-                "fork_ms": fork_ms,
-                "cpu_ms": (usage.ru_utime + usage.ru_stime) * 1000,
-            },
-        )
+        report = {
+            "op": "exited",
+            "req": req,
+            "exit_code": code,
+            "signal": sig,
+            "seed_ack": ack == seed,
+            "fork_ms": fork_ms,
+            "cpu_ms": (usage.ru_utime + usage.ru_stime) * 1000,
+        }
+        if self.killing:
+            self.held.append(report)  # told only once the whole tree is gone
+        else:
+            send(self.sock, report)
 
-    def kill_all(self) -> None:
-        """Kill every process this clone started (the exec's tree and strays)."""
-        for _ in range(1000):
-            if self.ns:
-                # pid 1 of our namespace: -1 is every other process in it
-                with contextlib.suppress(ProcessLookupError):
-                    os.kill(-1, signal.SIGKILL)
-            else:
-                targets = [] if self.child is None else [self.child[1]]
-                for pid in targets + _children():
-                    for fn in (os.killpg, os.kill):
-                        with contextlib.suppress(ProcessLookupError, PermissionError):
-                            fn(pid, signal.SIGKILL)
-            # reap what died; stop once nothing is left to wait for
-            try:
-                pid, status, usage = os.wait4(-1, 0)
-            except ChildProcessError:
-                return
-            if self.child is not None and pid == self.child[1]:
-                self.finish(status, usage)
+    def kill_all(self, *, spare_app: bool = False) -> None:
+        """Kill every process this clone started (the exec's tree and strays,
+        and the app server unless ``spare_app``); return only once none of
+        them is alive (a SIGKILLed process still exists until it has exited)."""
+        self.killing = True
+        try:
+            self._kill_all(spare_app)
+        finally:
+            self.killing = False
+            held, self.held = self.held, []
+            for report in held:
+                with contextlib.suppress(OSError):  # the engine may be gone already
+                    send(self.sock, report)
+
+    def _kill_all(self, spare_app: bool) -> None:
+        deadline = time.monotonic() + 3.0
+        while True:
+            victims = [
+                pid
+                for pid, sid in self.processes()
+                if not (spare_app and self.app_pid is not None and sid == self.app_pid)
+            ]
+            if not victims:
+                self.reap()
+                if self.child is None or time.monotonic() > deadline:
+                    return
+            for pid in victims:
+                for fn in (os.killpg, os.kill):
+                    with contextlib.suppress(ProcessLookupError, PermissionError):
+                        fn(pid, signal.SIGKILL)
             self.reap()
-            if self.child is None and not _children():
+            if time.monotonic() > deadline:
                 return
+            time.sleep(0.001)
+
+    def processes(self) -> list[tuple[int, int]]:
+        """(pid, session id) of every live process of this clone but itself."""
+        me = os.getpid()
+        table: dict[int, tuple[int, int]] = {}
+        for entry in os.listdir("/proc"):
+            if not entry.isdigit() or int(entry) == me:
+                continue
+            try:
+                with open(f"/proc/{entry}/stat", "rb") as fh:
+                    fields = fh.read().rsplit(b")", 1)[1].split()
+            except OSError:
+                continue
+            if fields[0] not in (b"Z", b"X"):
+                table[int(entry)] = (int(fields[1]), int(fields[3]))
+        if self.ns:  # our own /proc: every process in it is ours
+            return [(pid, sid) for pid, (_ppid, sid) in table.items()]
+        found: list[tuple[int, int]] = []
+        frontier = [me]
+        while frontier:
+            parent = frontier.pop()
+            for pid, (ppid, sid) in table.items():
+                if ppid == parent:
+                    found.append((pid, sid))
+                    frontier.append(pid)
+        return found
 
     def start_app(self, app: Msg) -> int:
         pid = os.fork()
@@ -341,14 +380,6 @@ class CloneServer:
                 traceback.print_exc()
             os._exit(127)
         return pid
-
-
-def _children() -> list[int]:
-    try:
-        with open(f"/proc/self/task/{os.getpid()}/children") as fh:
-            return [int(p) for p in fh.read().split()]
-    except OSError:
-        return []
 
 
 # ----------------------------------------------------------------- exec child

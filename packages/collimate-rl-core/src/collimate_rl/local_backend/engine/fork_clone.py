@@ -45,7 +45,7 @@ class ForkClone:
         pid: int,
         channel: Channel,
         *,
-        mode: str,
+        mode: str,  # "ns" (pid 1 of its own namespaces) or "proc"
         host_dir: str | None,
         on_close: Callable[[ForkClone], None],
     ) -> None:
@@ -163,7 +163,7 @@ class ForkClone:
             return
         self._closed = True
         try:
-            if self.mode == "process":
+            if self.mode != "ns":
                 # the clone kills its own tree (it is their subreaper), then exits
                 with contextlib.suppress(ChannelClosed):
                     self._channel.send({"op": "close"})

@@ -1,0 +1,248 @@
+"""The engine's exec contract, in both isolation modes, with real processes:
+merged output, exit codes, the seed, files, sessions, shell, preload."""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+import random
+from collections.abc import AsyncIterator, Awaitable, Callable
+
+import pytest
+
+from collimate_rl.local_backend.engine import ExecJob, ForkEngine, TemplateSpec, make_engine
+
+PY = TemplateSpec(id="py", kind="python")
+SH = TemplateSpec(id="sh", kind="shell")
+SEED = "ab" * 32
+MODES = ["process", pytest.param("namespaces", marks=pytest.mark.namespaces)]
+
+
+@contextlib.asynccontextmanager
+async def started(mode: str, templates: list[TemplateSpec]) -> AsyncIterator[ForkEngine]:
+    engine = make_engine(mode, pool_size=1)  # type: ignore[arg-type]
+    try:
+        await engine.start(templates)
+    except RuntimeError as exc:
+        await engine.close()
+        pytest.skip(f"namespaces unavailable here: {exc}")
+    try:
+        yield engine
+    finally:
+        await engine.close()
+
+
+def run(
+    mode: str, templates: list[TemplateSpec], body: Callable[[ForkEngine], Awaitable[None]]
+) -> None:
+    async def main() -> None:
+        async with started(mode, templates) as engine:
+            await body(engine)
+
+    asyncio.run(main())
+
+
+def job(
+    source: str,
+    *,
+    kind: str = "code",
+    seed: str = SEED,
+    timeout: float = 20.0,
+    files: tuple[tuple[str, str], ...] = (),
+) -> ExecJob:
+    return ExecJob(kind, source, seed, timeout, files)  # type: ignore[arg-type]
+
+
+@pytest.mark.parametrize("mode", MODES)
+def test_stdout_and_stderr_share_one_pipe_in_order(mode: str) -> None:
+    async def body(engine: ForkEngine) -> None:
+        clone = await engine.open_clone(PY, egress=None)
+        try:
+            out = await clone.run(
+                job(
+                    "import sys\nprint('one')\nprint('two', file=sys.stderr)\nprint('three')\n"
+                    "sys.exit(3)"
+                )
+            )
+        finally:
+            await clone.close()
+        assert out.output == b"one\ntwo\nthree\n"
+        assert out.exit_code == 3
+        assert not out.timed_out and not out.truncated
+
+    run(mode, [PY], body)
+
+
+@pytest.mark.parametrize("mode", MODES)
+def test_seed_drives_random_and_is_verified(mode: str) -> None:
+    expected = random.Random(int(SEED, 16)).random()
+
+    async def body(engine: ForkEngine) -> None:
+        results = []
+        for _ in range(2):
+            clone = await engine.open_clone(PY, egress=None)
+            try:
+                results.append(await clone.run(job("import random; print(repr(random.random()))")))
+            finally:
+                await clone.close()
+        for out in results:
+            assert out.output.decode().strip() == repr(expected)
+            assert out.seed_ack == "verified"
+        clone = await engine.open_clone(PY, egress=None)
+        try:
+            other = await clone.run(
+                job("import random; print(repr(random.random()))", seed="cd" * 32)
+            )
+            shell = await clone.run(job("echo $COLLIMATE_SEED", kind="command"))
+        finally:
+            await clone.close()
+        assert other.output.decode().strip() != repr(expected)
+        # a shell does not seed python's random: never claimed as verified
+        assert shell.seed_ack == "off"
+        assert shell.output.decode().strip() == SEED
+
+    run(mode, [PY], body)
+
+
+@pytest.mark.parametrize("mode", MODES)
+def test_exceptions_and_exit_styles(mode: str) -> None:
+    async def body(engine: ForkEngine) -> None:
+        clone = await engine.open_clone(PY, egress=None)
+        try:
+            boom = await clone.run(job("print('before')\nraise ValueError('bad value')"))
+            quit_ = await clone.run(job("exit(4)"))
+            message = await clone.run(job("import sys; sys.exit('goodbye')"))
+            syntax = await clone.run(job("def f(:\n  pass"))
+            main = await clone.run(
+                job("import sys; print(__name__, sys.modules['__main__'].__name__)")
+            )
+        finally:
+            await clone.close()
+        assert boom.exit_code == 1
+        text = boom.output.decode()
+        assert text.startswith("before\nTraceback (most recent call last):\n")
+        assert 'File "<string>", line 2' in text and "ValueError: bad value" in text
+        assert "_zygote" not in text  # the engine's own frames are not the user's business
+        assert quit_.exit_code == 4
+        assert message.exit_code == 1 and message.output == b"goodbye\n"
+        assert syntax.exit_code == 1 and b"SyntaxError" in syntax.output
+        assert main.output == b"__main__ __main__\n"
+
+    run(mode, [PY], body)
+
+
+@pytest.mark.parametrize("mode", MODES)
+def test_files_land_in_the_working_dir_and_cannot_escape_it(mode: str) -> None:
+    async def body(engine: ForkEngine) -> None:
+        clone = await engine.open_clone(PY, egress=None)
+        try:
+            ok = await clone.run(
+                job(
+                    "print(open('sub/a.txt').read(), end='')",
+                    files=(("sub/a.txt", "hello\n"), ("b.txt", "x\n")),
+                )
+            )
+            escape = await clone.run(job("print('ran')", files=(("../evil.txt", "x\n"),)))
+            absolute = await clone.run(
+                job(
+                    "print(open('/tmp/abs/c.txt').read(), end='')",
+                    files=(("/tmp/abs/c.txt", "abs\n"),),
+                )
+            )
+        finally:
+            await clone.close()
+        assert ok.exit_code == 0 and ok.output == b"hello\n"
+        assert escape.exit_code != 0 and b"refusing to write '../evil.txt'" in escape.output
+        assert b"ran" not in escape.output
+        if mode == "namespaces":
+            # a private root: absolute paths land inside the clone
+            assert absolute.exit_code == 0 and absolute.output == b"abs\n"
+        else:
+            # no private root in process mode: never written over the host
+            assert absolute.exit_code != 0 and b"refusing" in absolute.output
+
+    run(mode, [PY], body)
+
+
+@pytest.mark.parametrize("mode", MODES)
+def test_a_session_keeps_its_files_and_another_never_sees_them(mode: str) -> None:
+    async def body(engine: ForkEngine) -> None:
+        first = await engine.open_clone(PY, egress=None)
+        second = await engine.open_clone(PY, egress=None)
+        try:
+            await first.run(job("open('state.txt', 'w').write('kept')"))
+            again = await first.run(job("print(open('state.txt').read())"))
+            other = await second.run(job("import os; print(os.path.exists('state.txt'))"))
+        finally:
+            await first.close()
+            await second.close()
+        assert again.output == b"kept\n"
+        assert other.output == b"False\n"
+
+    run(mode, [PY], body)
+
+
+@pytest.mark.parametrize("mode", MODES)
+def test_shell_templates_and_commands_run_sh(mode: str) -> None:
+    async def body(engine: ForkEngine) -> None:
+        clone = await engine.open_clone(SH, egress=None)
+        try:
+            # a shell template runs even `code` with /bin/sh
+            code = await clone.run(job("echo from-sh; echo oops >&2; exit 7"))
+            command = await clone.run(job("printf '%s' \"$0\"", kind="command"))
+        finally:
+            await clone.close()
+        assert code.output == b"from-sh\noops\n" and code.exit_code == 7
+        assert command.output == b"/bin/sh"
+        py = await engine.open_clone(PY, egress=None)
+        try:
+            cmd_in_py = await py.run(job("echo $((6 * 7))", kind="command"))
+        finally:
+            await py.close()
+        assert cmd_in_py.output == b"42\n"
+
+    run(mode, [PY, SH], body)
+
+
+@pytest.mark.parametrize("mode", MODES)
+def test_preloaded_modules_are_already_imported(mode: str) -> None:
+    warm = TemplateSpec(id="warm", kind="python", preload=("decimal", "no_such_module_xyz"))
+
+    async def body(engine: ForkEngine) -> None:
+        clone = await engine.open_clone(warm, egress=None)
+        try:
+            out = await clone.run(job("import sys; print('decimal' in sys.modules)"))
+        finally:
+            await clone.close()
+        # a failed preload is reported in the log, never fatal
+        assert out.output == b"True\n"
+
+    run(mode, [warm], body)
+
+
+@pytest.mark.parametrize("mode", MODES)
+def test_isolation_detail_never_claims_more_than_is_in_force(mode: str) -> None:
+    async def body(engine: ForkEngine) -> None:
+        assert engine.isolation == mode
+        if mode == "process":
+            assert "NOT a sandbox" in engine.isolation_detail
+        else:
+            assert engine.isolation_detail.startswith("namespaces:")
+            assert "not a VM" in engine.isolation_detail
+
+    run(mode, [PY], body)
+
+
+def test_auto_picks_namespaces_when_they_work_else_says_why() -> None:
+    async def body(engine: ForkEngine) -> None:
+        if engine.isolation == "namespaces":
+            assert engine.isolation_detail.startswith("namespaces:")
+        else:
+            assert "namespaces unavailable:" in engine.isolation_detail
+
+    run("auto", [PY], body)
+
+
+def test_unknown_isolation_is_refused() -> None:
+    with pytest.raises(ValueError, match="unknown isolation"):
+        make_engine("vm")  # type: ignore[arg-type]
