@@ -56,6 +56,8 @@ CLONE_NEWNET = 0x40000000
 MS_NOSUID = 2
 MS_NODEV = 4
 MS_NOEXEC = 8
+MS_BIND = 0x1000
+MS_REC = 0x4000
 MS_PRIVATE = 1 << 18
 AT_FDCWD = -100
 AT_RECURSIVE = 0x8000
@@ -239,6 +241,7 @@ class CloneServer:
             ),
             "mount_setattr",
         )
+        self.expose_interpreter()
         tmp_opts = "size={},nr_inodes=65536,mode=1777".format(self.spec["tmp_bytes"])
         _mount("tmpfs", "/tmp", "tmpfs", MS_NOSUID | MS_NODEV, tmp_opts)
         _mount("tmpfs", "/dev/shm", "tmpfs", MS_NOSUID | MS_NODEV, "size=64m,mode=1777")
@@ -252,6 +255,22 @@ class CloneServer:
         if self.spec["own_net"]:
             with socket.socket(socket.AF_INET, socket.SOCK_DGRAM) as s:
                 fcntl.ioctl(s, SIOCSIFFLAGS, struct.pack("16sH14x", b"lo", IFF_UP_LOOPBACK_RUNNING))
+
+    def expose_interpreter(self) -> None:
+        """Re-expose the interpreter's trees that live under a private dir (see
+        the engine's ``exposure`` module): an empty tmpfs over the private dir,
+        read-only binds of just those trees. Uses the host /proc (ours is not
+        mounted yet) to reach the trees after the tmpfs hid them."""
+        for private, trees in self.spec.get("expose", []):
+            fds = [os.open(tree, os.O_PATH | os.O_DIRECTORY | os.O_CLOEXEC) for tree in trees]
+            try:
+                _mount("tmpfs", private, "tmpfs", MS_NOSUID | MS_NODEV, "size=1m,mode=755")
+                for tree, fd in zip(trees, fds):
+                    os.makedirs(tree, exist_ok=True)
+                    _mount(f"/proc/self/fd/{fd}", tree, None, MS_BIND | MS_REC, None)
+            finally:
+                for fd in fds:
+                    os.close(fd)
 
     # -- execs
 

@@ -172,6 +172,7 @@ class ForkEngine:
             "workdir": "/tmp" if ns else host_dir,
             "own_net": own_net,
             "tmp_bytes": max(64 << 20, template.limits.memory_bytes),
+            "expose": zygote.exposures if ns else [],
         }
         if template.kind == "app":
             limits = _limits_dict(template.limits)

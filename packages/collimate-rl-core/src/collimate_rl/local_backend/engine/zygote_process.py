@@ -22,9 +22,11 @@ from pathlib import Path
 from typing import Any
 
 from .channel import Channel, ChannelClosed, Message
+from .exposure import exposures
 
 ZYGOTE_SCRIPT = str(Path(__file__).with_name("_zygote.py"))
 _SYS_PATHS: dict[str, list[str]] = {}
+_HOMES: dict[str, list[str]] = {}
 
 
 class ZygoteError(RuntimeError):
@@ -38,7 +40,8 @@ async def interpreter_sys_path(python: str) -> list[str]:
             python,
             "-I",
             "-c",
-            "import sys, json; print(json.dumps(sys.path))",
+            "import sys, json; print(json.dumps([sys.path, [sys.prefix, sys.base_prefix, "
+            "sys.executable]]))",
             stdout=subprocess.PIPE,
             stderr=subprocess.PIPE,
             stdin=subprocess.DEVNULL,
@@ -46,8 +49,15 @@ async def interpreter_sys_path(python: str) -> list[str]:
         out, err = await proc.communicate()
         if proc.returncode != 0:
             raise ZygoteError(f"{python}: cannot start: {err.decode(errors='replace').strip()}")
-        _SYS_PATHS[python] = [p for p in json.loads(out) if p]
+        path, homes = json.loads(out)
+        _SYS_PATHS[python] = [p for p in path if p]
+        _HOMES[python] = [p for p in homes if p] + [python]
     return _SYS_PATHS[python]
+
+
+async def interpreter_trees(python: str) -> list[str]:
+    """Every host path the interpreter needs at run time (sys.path, prefixes, executable)."""
+    return (await interpreter_sys_path(python)) + _HOMES[python]
 
 
 class ZygoteProcess:
@@ -57,6 +67,8 @@ class ZygoteProcess:
         self.proc = proc
         self.channel = channel
         self.preload_failed: list[str] = []
+        self.python = ""
+        self.exposures: list[list[object]] = []
         self._pending: dict[int, asyncio.Future[Message]] = {}
         self._ids = itertools.count(1)
         self._reader = asyncio.ensure_future(self._dispatch())
@@ -97,6 +109,8 @@ class ZygoteProcess:
             raise ZygoteError(f"{python}: the warm interpreter did not start") from exc
         zygote = cls(proc, channel)
         zygote.preload_failed = list(hello.get("preload_failed", []))
+        zygote.python = python
+        zygote.exposures = exposures(await interpreter_trees(python))
         return zygote
 
     @property
