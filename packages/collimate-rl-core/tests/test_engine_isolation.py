@@ -115,7 +115,7 @@ def test_the_host_file_system_is_read_only() -> None:
     victim = f"/etc/collimate-isolation-{uuid.uuid4().hex}"
 
     async def body(engine: ForkEngine) -> None:
-        code, out = await once(
+        _code, out = await once(
             engine,
             PY,
             (

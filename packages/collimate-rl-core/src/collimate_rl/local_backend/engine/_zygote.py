@@ -265,7 +265,7 @@ class CloneServer:
             fds = [os.open(tree, os.O_PATH | os.O_DIRECTORY | os.O_CLOEXEC) for tree in trees]
             try:
                 _mount("tmpfs", private, "tmpfs", MS_NOSUID | MS_NODEV, "size=1m,mode=755")
-                for tree, fd in zip(trees, fds):
+                for tree, fd in zip(trees, fds, strict=True):
                     os.makedirs(tree, exist_ok=True)
                     _mount(f"/proc/self/fd/{fd}", tree, None, MS_BIND | MS_REC, None)
             finally:
