@@ -240,3 +240,36 @@ def test_no_network_unless_networked_with_open_egress(host_listener: int) -> Non
         assert own_lo == "own loopback\n"
 
     run([PY, NET], body)
+
+
+def test_a_recycled_net_namespace_carries_nothing_over() -> None:
+    listen = (
+        "import socket, os\n"
+        "s = socket.socket(); s.bind(('127.0.0.1', 0)); s.listen()\n"
+        "u = socket.socket(socket.AF_UNIX); u.bind('\\0collimate-left-behind'); u.listen()\n"
+        "print(s.getsockname()[1], flush=True)\n"
+        "if os.fork() == 0:\n"
+        "    import time; time.sleep(60)\n"
+    )
+
+    async def body(engine: ForkEngine) -> None:
+        for _ in range(3):  # enough rounds for a namespace to be handed on
+            first = await engine.open_clone(PY, egress=None)
+            out = await first.run(ExecJob("code", listen, SEED, 20.0))
+            port = int(out.output.split()[0])
+            await first.close()
+            _, probe = await once(
+                engine,
+                PY,
+                (
+                    "import socket\nfor fam, addr in ((socket.AF_INET, ('127.0.0.1', "
+                    f"{port})), (socket.AF_UNIX, '\\0collimate-left-behind')):\n"
+                    "    s = socket.socket(fam); s.settimeout(2)\n"
+                    "    try:\n        s.connect(addr); print('REACHED')\n"
+                    "    except OSError:\n        print('gone')\n"
+                ),
+            )
+            assert probe == "gone\ngone\n"
+        assert engine._netns_free  # namespaces really were recycled
+
+    run([PY], body)

@@ -126,7 +126,7 @@ class Zygote:
             if msg is None:
                 os._exit(0)
             try:
-                pid = self.spawn(msg, fds[0])
+                pid = self.spawn(msg, fds[0], fds[1] if len(fds) > 1 else -1)
                 send(self.ctl, {"op": "cloned", "req": msg["req"], "pid": pid})
             except OSError as exc:
                 send(self.ctl, {"op": "error", "req": msg["req"], "error": str(exc)})
@@ -134,7 +134,7 @@ class Zygote:
                 for fd in fds:
                     os.close(fd)
 
-    def spawn(self, spec: Msg, clone_fd: int) -> int:
+    def spawn(self, spec: Msg, clone_fd: int, netns_fd: int) -> int:
         ns = spec["mode"] == "ns"
         if ns:
             _check(_libc.unshare(CLONE_NEWPID), "unshare(pid)")
@@ -154,7 +154,7 @@ class Zygote:
                 os.close(self.own_pidns)
                 sock = socket.socket(fileno=os.dup(clone_fd))
                 os.close(clone_fd)
-                CloneServer(spec, sock).run()
+                CloneServer(spec, sock, os.dup(netns_fd) if netns_fd >= 0 else -1).run()
                 code = 0
             except BaseException:
                 traceback.print_exc()
@@ -167,7 +167,8 @@ class Zygote:
 
 
 class CloneServer:
-    def __init__(self, spec: Msg, sock: socket.socket) -> None:
+    def __init__(self, spec: Msg, sock: socket.socket, netns_fd: int = -1) -> None:
+        self.netns_fd = netns_fd  # a recycled, empty net namespace to join
         self.spec = spec
         self.sock = sock
         self.ns = spec["mode"] == "ns"
@@ -229,9 +230,15 @@ class CloneServer:
 
     def enter_sandbox(self) -> None:
         flags = CLONE_NEWNS | CLONE_NEWIPC | CLONE_NEWUTS
-        if self.spec["own_net"]:
+        if self.spec["own_net"] and self.netns_fd < 0:
             flags |= CLONE_NEWNET
         _check(_libc.unshare(flags), "unshare")
+        if self.spec["own_net"] and self.netns_fd >= 0:
+            # a net namespace whose previous clone is entirely gone: cheaper than a new one
+            _check(_libc.setns(self.netns_fd, CLONE_NEWNET), "setns(net)")
+        if self.netns_fd >= 0:
+            os.close(self.netns_fd)
+            self.netns_fd = -1
         # Every mount private to us, read-only and nosuid, in one call.
         attr = struct.pack("QQQQ", MOUNT_ATTR_RDONLY | MOUNT_ATTR_NOSUID, 0, MS_PRIVATE, 0)
         buf = ctypes.create_string_buffer(attr, len(attr))

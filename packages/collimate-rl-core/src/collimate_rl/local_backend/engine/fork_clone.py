@@ -65,6 +65,8 @@ class ForkClone:
         self._req = 0
         self.created = time.monotonic()
         self.extra_close: list[Callable[[], object]] = []
+        self.netns_fd = -1  # its own net namespace, recyclable once the clone is gone
+        self.exited_cleanly = False
 
     @property
     def closed(self) -> bool:
@@ -173,7 +175,7 @@ class ForkClone:
             else:
                 # pid 1 of its namespace: the kernel takes every process in it along
                 self._sigkill()
-                await self._wait_exit(KILL_GRACE_S)
+                self.exited_cleanly = await self._wait_exit(KILL_GRACE_S)
         finally:
             self._channel.close()
             if self._pidfd >= 0:

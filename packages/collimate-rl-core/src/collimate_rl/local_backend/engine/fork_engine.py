@@ -44,6 +44,7 @@ log = logging.getLogger("collimate_rl.local_backend.engine")
 IsolationSetting = Literal["auto", "namespaces", "process"]
 PoolKey = tuple[str, bool]
 CLONE_READY_TIMEOUT_S = 30.0
+NETNS_KEEP = 64  # empty net namespaces kept for reuse (making one is the priciest step)
 
 NAMESPACES_DETAIL = (
     "namespaces: per clone its own pid (own /proc), mount, ipc, uts and net namespace "
@@ -86,6 +87,7 @@ class ForkEngine:
         self._refills: dict[PoolKey, asyncio.Task[None]] = {}
         self._live: set[ForkClone] = set()
         self._uids = UidPool()
+        self._netns_free: list[int] = []
         self._state_dir = tempfile.mkdtemp(prefix="collimate-engine-")
         os.chmod(self._state_dir, 0o700)
         self._closed = False
@@ -134,6 +136,9 @@ class ForkEngine:
         await asyncio.gather(*(c.close() for c in list(self._live)), return_exceptions=True)
         for zygote in self._zygotes.values():
             await zygote.close()
+        for fd in self._netns_free:
+            os.close(fd)
+        self._netns_free.clear()
         self._zygotes.clear()
         shutil.rmtree(self._state_dir, ignore_errors=True)
 
@@ -178,9 +183,10 @@ class ForkEngine:
             limits = _limits_dict(template.limits)
             command = (template.app_command or "").replace("{port}", str(port))
             spec["app"] = {"command": command, "limits": limits}
+        netns_fd = self._netns_free.pop() if ns and own_net and self._netns_free else -1
         ours, theirs = socket.socketpair(socket.AF_UNIX, socket.SOCK_SEQPACKET)
         try:
-            pid = await zygote.spawn(spec, theirs)
+            pid = await zygote.spawn(spec, theirs, netns_fd)
         except BaseException:
             ours.close()
             if uid is not None:
@@ -190,11 +196,20 @@ class ForkEngine:
             raise
         finally:
             theirs.close()
+            if netns_fd >= 0:
+                os.close(netns_fd)
 
         def forget(c: ForkClone) -> None:
             self._live.discard(c)
             if uid is not None:
                 self._uids.give_back(uid)
+            if c.netns_fd >= 0:
+                # reusable only once every process that could hold a socket in it is dead
+                if c.exited_cleanly and not self._closed and len(self._netns_free) < NETNS_KEEP:
+                    self._netns_free.append(c.netns_fd)
+                else:
+                    os.close(c.netns_fd)
+                c.netns_fd = -1
 
         clone = ForkClone(
             template, pid, Channel(ours), mode=spec["mode"], host_dir=host_dir, on_close=forget
@@ -202,6 +217,9 @@ class ForkEngine:
         self._live.add(clone)
         try:
             await clone.wait_ready(CLONE_READY_TIMEOUT_S)
+            if ns and own_net:
+                with contextlib.suppress(OSError):
+                    clone.netns_fd = os.open(f"/proc/{pid}/ns/net", os.O_RDONLY | os.O_CLOEXEC)
             if port is not None:
                 guest = str(template.ports[0]) if template.ports else str(port)
                 clone.endpoints = {guest: f"127.0.0.1:{port}"}

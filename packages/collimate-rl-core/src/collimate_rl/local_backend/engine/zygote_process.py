@@ -130,13 +130,16 @@ class ZygoteProcess:
                     fut.set_exception(ZygoteError("the warm interpreter died"))
             self._pending.clear()
 
-    async def spawn(self, spec: dict[str, Any], clone_sock: socket.socket) -> int:
+    async def spawn(
+        self, spec: dict[str, Any], clone_sock: socket.socket, netns_fd: int = -1
+    ) -> int:
         """Fork a clone serving on ``clone_sock`` (the zygote gets a copy of it)."""
         req = next(self._ids)
         fut: asyncio.Future[Message] = asyncio.get_running_loop().create_future()
         self._pending[req] = fut
         try:
-            self.channel.send({"op": "clone", "req": req, **spec}, [clone_sock.fileno()])
+            fds = [clone_sock.fileno()] + ([netns_fd] if netns_fd >= 0 else [])
+            self.channel.send({"op": "clone", "req": req, **spec}, fds)
         except ChannelClosed as exc:
             self._pending.pop(req, None)
             raise ZygoteError("the warm interpreter died") from exc
