@@ -371,28 +371,24 @@ class CloneServer:
 
     def processes(self) -> list[tuple[int, int]]:
         """(pid, session id) of every live process of this clone but itself."""
-        me = os.getpid()
-        table: dict[int, tuple[int, int]] = {}
-        for entry in os.listdir("/proc"):
-            if not entry.isdigit() or int(entry) == me:
-                continue
+        if self.ns:  # our own /proc: every process in it is ours
+            pids = [int(e) for e in os.listdir("/proc") if e.isdigit() and e != "1"]
+        else:
+            # every descendant: orphans were re-parented to us (we are their subreaper)
+            pids, frontier = [], [os.getpid()]
+            while frontier:
+                kids = _children_of(frontier.pop())
+                pids.extend(kids)
+                frontier.extend(kids)
+        found: list[tuple[int, int]] = []
+        for pid in pids:
             try:
-                with open(f"/proc/{entry}/stat", "rb") as fh:
+                with open(f"/proc/{pid}/stat", "rb") as fh:
                     fields = fh.read().rsplit(b")", 1)[1].split()
             except OSError:
                 continue
             if fields[0] not in (b"Z", b"X"):
-                table[int(entry)] = (int(fields[1]), int(fields[3]))
-        if self.ns:  # our own /proc: every process in it is ours
-            return [(pid, sid) for pid, (_ppid, sid) in table.items()]
-        found: list[tuple[int, int]] = []
-        frontier = [me]
-        while frontier:
-            parent = frontier.pop()
-            for pid, (ppid, sid) in table.items():
-                if ppid == parent:
-                    found.append((pid, sid))
-                    frontier.append(pid)
+                found.append((pid, int(fields[3])))
         return found
 
     def start_app(self, app: Msg) -> int:
@@ -406,6 +402,21 @@ class CloneServer:
                 traceback.print_exc()
             os._exit(127)
         return pid
+
+
+def _children_of(pid: int) -> list[int]:
+    kids: list[int] = []
+    try:
+        tasks = os.listdir(f"/proc/{pid}/task")
+    except OSError:
+        return kids
+    for tid in tasks:
+        try:
+            with open(f"/proc/{pid}/task/{tid}/children", "rb") as fh:
+                kids.extend(int(k) for k in fh.read().split())
+        except OSError:
+            continue
+    return kids
 
 
 # ----------------------------------------------------------------- exec child
