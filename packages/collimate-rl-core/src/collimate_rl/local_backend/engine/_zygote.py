@@ -69,6 +69,7 @@ PR_SET_CHILD_SUBREAPER = 36
 SIOCSIFFLAGS = 0x8914
 IFF_UP_LOOPBACK_RUNNING = 0x1 | 0x8 | 0x40
 MAX_MSG = 1 << 16
+ACK_FD = 1000  # where an exec child keeps its report pipe (out of the way of user fds)
 
 _libc = ctypes.CDLL(None, use_errno=True)
 
@@ -179,6 +180,7 @@ class CloneServer:
         self.app_pid: int | None = None
         self.killing = False
         self.held: list[Msg] = []
+        self.ack = b""
         self.sel = selectors.DefaultSelector()
 
     def run(self) -> None:
@@ -207,7 +209,9 @@ class CloneServer:
         send(self.sock, {"op": "ready"})
         while True:
             for key, _ in self.sel.select():
-                if key.data == "sig":
+                if key.data == "ack":
+                    self.read_ack()
+                elif key.data == "sig":
                     try:
                         while os.read(sig_r, 512):
                             pass
@@ -286,6 +290,7 @@ class CloneServer:
             send(self.sock, {"op": "exited", "req": msg["req"], "busy": True})
             return
         ack_r, ack_w = os.pipe2(os.O_CLOEXEC)
+        os.set_blocking(ack_r, False)
         t0 = time.perf_counter()
         pid = os.fork()
         if pid == 0:
@@ -293,6 +298,27 @@ class CloneServer:
         os.close(ack_w)
         fork_ms = (time.perf_counter() - t0) * 1000
         self.child = (msg["req"], pid, ack_r, fork_ms, msg["seed"])
+        self.ack = b""
+        self.sel.register(ack_r, selectors.EVENT_READ, "ack")
+
+    def read_ack(self) -> None:
+        """The exec child's reports: the seed it used, then ``E<code>`` once the
+        code is done and its output closed. Answering on that record, not on
+        the reap, keeps the child's own exit teardown off the latency path."""
+        if self.child is None:
+            return
+        try:
+            while True:
+                data = os.read(self.child[2], 256)
+                if not data:
+                    self.sel.unregister(self.child[2])
+                    break
+                self.ack += data
+        except (BlockingIOError, ValueError, KeyError):
+            pass
+        _head, sep, tail = self.ack.rpartition(b"\nE")
+        if sep and tail.endswith(b"\n") and tail[:-1].isdigit():
+            self.report(int(tail[:-1]), 0, None)
 
     def reap(self) -> None:
         while True:
@@ -308,26 +334,32 @@ class CloneServer:
                 self.app_pid = None
 
     def finish(self, status: int, usage: resource.struct_rusage) -> None:
+        """The exec child was reaped before it reported (killed, os._exit, a shell)."""
+        self.read_ack()
         if self.child is None:
             return
-        req, _pid, ack_r, fork_ms, seed = self.child
-        self.child = None
-        try:
-            ack = os.read(ack_r, 256).decode("ascii", "replace")
-        finally:
-            os.close(ack_r)
         if os.WIFSIGNALED(status):
             code, sig = 128 + os.WTERMSIG(status), os.WTERMSIG(status)
         else:
             code, sig = os.waitstatus_to_exitcode(status), 0
+        self.report(code, sig, (usage.ru_utime + usage.ru_stime) * 1000)
+
+    def report(self, code: int, sig: int, cpu_ms: float | None) -> None:
+        if self.child is None:
+            return
+        req, _pid, ack_r, fork_ms, seed = self.child
+        self.child = None
+        with contextlib.suppress(KeyError, ValueError):
+            self.sel.unregister(ack_r)
+        os.close(ack_r)
         report = {
             "op": "exited",
             "req": req,
             "exit_code": code,
             "signal": sig,
-            "seed_ack": ack == seed,
+            "seed_ack": self.ack[:64].decode("ascii", "replace") == seed,
             "fork_ms": fork_ms,
-            "cpu_ms": (usage.ru_utime + usage.ru_stime) * 1000,
+            "cpu_ms": cpu_ms,
         }
         if self.killing:
             self.held.append(report)  # told only once the whole tree is gone
@@ -496,9 +528,12 @@ def exec_child(spec: Msg, msg: Msg, out_fd: int, job_fd: int, ack_w: int) -> NoR
             fh.seek(0)
             msg.update(json.loads(fh.read()))
         prepare_child(spec, out_fd, msg["limits"])
-        os.dup2(ack_w, 3)
-        os.closerange(4, 1 << 16)
-        ack_w = 3
+        soft = resource.getrlimit(resource.RLIMIT_NOFILE)[0]
+        high = max(3, min(ACK_FD, soft - 1)) if soft > 0 else ACK_FD
+        os.dup2(ack_w, high)
+        os.closerange(3, high)
+        os.closerange(high + 1, 1 << 16)
+        ack_w = high
         env = child_env(spec, msg["seed"])
         err = write_files(spec, msg["files"])
         if err is not None:
@@ -522,13 +557,17 @@ def exec_child(spec: Msg, msg: Msg, out_fd: int, job_fd: int, ack_w: int) -> NoR
         for stream in (sys.stdout, sys.stderr):
             with contextlib.suppress(BaseException):
                 stream.flush()
+        with contextlib.suppress(OSError):
+            # output closed first, then "done": the clone can answer right away
+            os.close(1)
+            os.close(2)
+            os.write(ack_w, f"\nE{code & 0xFF}\n".encode())
         os._exit(code)
 
 
 def run_python(msg: Msg, ack_w: int) -> int:
     random.seed(int(msg["seed"], 16))
     os.write(ack_w, msg["seed"].encode())
-    os.close(ack_w)
     if isinstance(sys.stdout, io.TextIOWrapper):
         sys.stdout.reconfigure(line_buffering=True)
     main = types.ModuleType("__main__")
