@@ -24,7 +24,7 @@ from collimate_rl.local_backend.engine import ExecJob, TemplateSpec, make_engine
 TICK = os.sysconf("SC_CLK_TCK")
 
 
-CGROUP = "/sys/fs/cgroup/cpuacct/collimate-bench-%d" % os.getpid()
+CGROUP = f"/sys/fs/cgroup/cpuacct/collimate-bench-{os.getpid()}"
 
 
 def join_cpu_cgroup() -> bool:

@@ -157,6 +157,8 @@ class Zygote:
                 os.close(clone_fd)
                 CloneServer(spec, sock, os.dup(netns_fd) if netns_fd >= 0 else -1).run()
                 code = 0
+            except (BrokenPipeError, ConnectionResetError):
+                code = 0  # the engine let go of this clone (e.g. closed while it was forming)
             except BaseException:
                 traceback.print_exc()
             finally:
@@ -206,6 +208,9 @@ class CloneServer:
             self.app_pid = self.start_app(app)
         gc.collect()
         gc.freeze()
+        if self.spec.get("nice") is not None:
+            with contextlib.suppress(OSError):
+                os.setpriority(os.PRIO_PROCESS, 0, self.spec["nice"])
         send(self.sock, {"op": "ready"})
         while True:
             for key, _ in self.sel.select():

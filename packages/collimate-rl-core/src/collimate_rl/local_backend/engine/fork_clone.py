@@ -164,6 +164,9 @@ class ForkClone:
         if self._closed:
             return
         self._closed = True
+        with contextlib.suppress(OSError):
+            # tearing down is background work too: it yields to running execs
+            os.setpriority(os.PRIO_PROCESS, self.pid, 10)
         try:
             if self.mode != "ns":
                 # the clone kills its own tree (it is their subreaper), then exits

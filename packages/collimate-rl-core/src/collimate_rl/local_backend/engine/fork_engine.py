@@ -37,7 +37,7 @@ from .app_ready import free_loopback_port, wait_ready
 from .channel import Channel
 from .fork_clone import CloneDied, ForkClone
 from .uid_pool import UidPool
-from .zygote_process import ZygoteError, ZygoteProcess, default_python
+from .zygote_process import BACKGROUND_NICE, ZygoteError, ZygoteProcess, default_python
 
 log = logging.getLogger("collimate_rl.local_backend.engine")
 
@@ -178,6 +178,8 @@ class ForkEngine:
             "own_net": own_net,
             "tmp_bytes": max(64 << 20, template.limits.memory_bytes),
             "expose": zygote.exposures if ns else [],
+            # a ready clone runs execs at the server's priority (the zygote is niced)
+            "nice": os.getpriority(os.PRIO_PROCESS, 0) if BACKGROUND_NICE else None,
         }
         if template.kind == "app":
             limits = _limits_dict(template.limits)

@@ -26,6 +26,8 @@ from .exposure import exposures
 
 ZYGOTE_SCRIPT = str(Path(__file__).with_name("_zygote.py"))
 _SYS_PATHS: dict[str, list[str]] = {}
+# Root can renice a ready clone back up; without that, keep every process at one priority.
+BACKGROUND_NICE = 10 if os.geteuid() == 0 else 0
 _HOMES: dict[str, list[str]] = {}
 
 
@@ -98,6 +100,10 @@ class ZygoteProcess:
             )
         finally:
             theirs.close()
+        if BACKGROUND_NICE:
+            # making clones is ahead-of-time work: it must not slow running execs
+            with contextlib.suppress(OSError):
+                os.setpriority(os.PRIO_PROCESS, proc.pid, BACKGROUND_NICE)
         channel = Channel(ours)
         try:
             hello = await asyncio.wait_for(channel.recv(), 30)
