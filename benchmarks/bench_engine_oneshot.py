@@ -42,9 +42,14 @@ def leave_cpu_cgroup() -> None:
     try:
         with open("/sys/fs/cgroup/cpuacct/cgroup.procs", "w") as fh:
             fh.write(str(os.getpid()))
-        os.rmdir(CGROUP)
     except OSError:
-        pass
+        return
+    for _ in range(50):  # the last clones may still be exiting
+        try:
+            os.rmdir(CGROUP)
+            return
+        except OSError:
+            time.sleep(0.1)
 
 
 def busy_seconds() -> float:

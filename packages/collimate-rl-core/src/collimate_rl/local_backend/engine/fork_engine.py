@@ -88,8 +88,7 @@ class ForkEngine:
         self._live: set[ForkClone] = set()
         self._uids = UidPool()
         self._netns_free: list[int] = []
-        self._state_dir = tempfile.mkdtemp(prefix="collimate-engine-")
-        os.chmod(self._state_dir, 0o700)
+        self._state_dir: str | None = None  # process mode's working dirs, made on first use
         self._closed = False
 
     # ------------------------------------------------------------ lifecycle
@@ -140,7 +139,8 @@ class ForkEngine:
             os.close(fd)
         self._netns_free.clear()
         self._zygotes.clear()
-        shutil.rmtree(self._state_dir, ignore_errors=True)
+        if self._state_dir is not None:
+            shutil.rmtree(self._state_dir, ignore_errors=True)
 
     # ---------------------------------------------------------------- clones
 
@@ -159,6 +159,11 @@ class ForkEngine:
             self._refill(key)
         return await self._spawn(template, own_net)
 
+    def _host_root(self) -> str:
+        if self._state_dir is None:
+            self._state_dir = tempfile.mkdtemp(prefix="collimate-engine-")  # mode 0700
+        return self._state_dir
+
     def _own_net(self, template: TemplateSpec, egress: EgressMode | None) -> bool:
         """A net namespace of its own (loopback only) unless networked with open egress."""
         if self.isolation != "namespaces":
@@ -169,7 +174,7 @@ class ForkEngine:
         ns = self.isolation == "namespaces"
         zygote = await self._zygote(template)
         uid = self._uids.take() if ns else None
-        host_dir = None if ns else tempfile.mkdtemp(prefix="clone-", dir=self._state_dir)
+        host_dir = None if ns else tempfile.mkdtemp(prefix="clone-", dir=self._host_root())
         port = free_loopback_port() if template.kind == "app" else None
         spec: dict[str, Any] = {
             "mode": "ns" if ns else "proc",
