@@ -159,6 +159,12 @@ class ForkEngine:
             self._refill(key)
         return await self._spawn(template, own_net)
 
+    @property
+    def state_dir(self) -> str:
+        """Where this engine keeps host-side state (process mode's working dirs);
+        removed, with everything in it, by ``close()``."""
+        return self._host_root()
+
     def _host_root(self) -> str:
         if self._state_dir is None:
             self._state_dir = tempfile.mkdtemp(prefix="collimate-engine-")  # mode 0700
