@@ -110,6 +110,40 @@ def test_the_interpreter_stays_usable_and_private_homes_stay_hidden() -> None:
         secret.unlink()
 
 
+def test_a_private_writable_root_like_a_vm() -> None:
+    async def body(engine: ForkEngine) -> None:
+        clone = await engine.open_clone(PY, egress=None)
+        other = await engine.open_clone(PY, egress=None)
+        try:
+            made = await clone.run(
+                ExecJob(
+                    "code",
+                    (
+                        "import os\nos.makedirs('/task/in', exist_ok=True)\n"
+                        "open('/task/in/x.txt', 'w').write('mine')\n"
+                        "print(open('/task/given.txt').read().strip(),\n"
+                        "      sorted(os.listdir('/task')))\n"
+                        "try:\n    open('/etc/passwd', 'a')\n    print('WROTE /etc')\n"
+                        "except OSError:\n    print('etc refused')\n"
+                    ),
+                    SEED,
+                    20.0,
+                    (("/task/given.txt", "from files"),),
+                )
+            )
+            peek = await other.run(
+                ExecJob("code", "import os; print(os.path.exists('/task'))", SEED, 20.0)
+            )
+        finally:
+            await clone.close()
+            await other.close()
+        assert made.output == b"from files ['given.txt', 'in']\netc refused\n", made.output
+        assert peek.output == b"False\n"
+
+    run([PY], body)
+    assert not os.path.exists("/task/in/x.txt")
+
+
 def test_the_host_file_system_is_read_only() -> None:
     repo_file = Path(__file__).resolve()
     victim = f"/etc/collimate-isolation-{uuid.uuid4().hex}"

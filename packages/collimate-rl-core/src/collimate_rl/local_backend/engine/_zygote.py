@@ -8,8 +8,9 @@ each a fork of the one before, as a microVM control plane forks a warm VM:
 * **zygote**: started once per interpreter, imports the template's ``preload``
   modules, then serves ``clone`` requests from the engine by ``fork()``.
 * **clone**: one per session (or one-shot exec). In ``ns`` mode it is pid 1 of
-  its own pid namespace and owns a private mount (host root read-only, own
-  tmpfs ``/tmp`` and ``/dev/shm``, own ``/proc``), ipc, uts and optionally net
+  its own pid namespace and owns a private mount (an overlay root over the
+  read-only host root, own tmpfs ``/tmp`` and ``/dev/shm``, own ``/proc``), ipc,
+  uts and optionally net
   namespace: isolation is paid for once per clone. It serves ``exec``
   requests, one at a time, by forking again.
 * **exec child**: drops to the clone's unprivileged uid, applies rlimits, puts
@@ -57,6 +58,7 @@ MS_NOSUID = 2
 MS_NODEV = 4
 MS_NOEXEC = 8
 MS_BIND = 0x1000
+MS_MOVE = 0x2000
 MS_REC = 0x4000
 MS_PRIVATE = 1 << 18
 AT_FDCWD = -100
@@ -257,10 +259,41 @@ class CloneServer:
             ),
             "mount_setattr",
         )
-        self.expose_interpreter()
-        tmp_opts = "size={},nr_inodes=65536,mode=1777".format(self.spec["tmp_bytes"])
-        _mount("tmpfs", "/tmp", "tmpfs", MS_NOSUID | MS_NODEV, tmp_opts)
-        _mount("tmpfs", "/dev/shm", "tmpfs", MS_NOSUID | MS_NODEV, "size=64m,mode=1777")
+        # A private root: the host root file system as the read-only lower layer
+        # of an overlay whose upper layer lives in this clone's own tmpfs (gone
+        # with its mount namespace). "/" itself belongs to the clone's uid, so
+        # its code may make top-level dirs (/task, /workspace) as in a VM, while
+        # everything the host owns (/etc, /usr, ...) stays unwritable to it.
+        size = self.spec["tmp_bytes"]
+        exposed = self.open_exposed()
+        _mount("tmpfs", "/tmp", "tmpfs", MS_NOSUID | MS_NODEV, f"size={size},mode=700")
+        for name in ("upper", "work", "root"):
+            os.mkdir("/tmp/" + name, 0o755)
+        if self.uid is not None:
+            os.chown("/tmp/upper", self.uid, self.uid)
+        new = "/tmp/root"
+        _mount(
+            "overlay",
+            new,
+            "overlay",
+            MS_NOSUID | MS_NODEV,
+            "lowerdir=/,upperdir=/tmp/upper,workdir=/tmp/work",
+        )
+        for mnt in self.spec.get("binds", []):  # other host file systems, read-only
+            if os.path.isdir(mnt):
+                os.makedirs(new + mnt, exist_ok=True)
+                _mount(mnt, new + mnt, None, MS_BIND | MS_REC, None)
+        tmp_opts = f"size={size},nr_inodes=65536,mode=1777"
+        _mount("tmpfs", new + "/tmp", "tmpfs", MS_NOSUID | MS_NODEV, tmp_opts)
+        self.expose_interpreter(new, exposed)
+        if os.path.isdir(new + "/dev/shm"):
+            _mount("tmpfs", new + "/dev/shm", "tmpfs", MS_NOSUID | MS_NODEV, "size=64m,mode=1777")
+        # switch root: the old root stays mounted underneath, unreachable without
+        # CAP_SYS_CHROOT, which the code never has
+        os.chdir(new)
+        _mount(new, "/", None, MS_MOVE, None)
+        os.chroot(".")
+        os.chdir("/")
         _mount("proc", "/proc", "proc", MS_NOSUID | MS_NODEV | MS_NOEXEC, None)
         if self.workdir != "/tmp":
             os.makedirs(self.workdir, exist_ok=True)
@@ -272,20 +305,32 @@ class CloneServer:
             with socket.socket(socket.AF_INET, socket.SOCK_DGRAM) as s:
                 fcntl.ioctl(s, SIOCSIFFLAGS, struct.pack("16sH14x", b"lo", IFF_UP_LOOPBACK_RUNNING))
 
-    def expose_interpreter(self) -> None:
+    def open_exposed(self) -> list[tuple[str, list[tuple[str, int]]]]:
+        """O_PATH handles on the interpreter's trees, taken while the host's
+        paths are still visible (see ``expose_interpreter``)."""
+        return [
+            (private, [(t, os.open(t, os.O_PATH | os.O_DIRECTORY | os.O_CLOEXEC)) for t in trees])
+            for private, trees in self.spec.get("expose", [])
+        ]
+
+    def expose_interpreter(
+        self, root: str, exposed: list[tuple[str, list[tuple[str, int]]]]
+    ) -> None:
         """Re-expose the interpreter's trees that live under a private dir (see
-        the engine's ``exposure`` module): an empty tmpfs over the private dir,
-        read-only binds of just those trees. Uses the host /proc (ours is not
-        mounted yet) to reach the trees after the tmpfs hid them."""
-        for private, trees in self.spec.get("expose", []):
-            fds = [os.open(tree, os.O_PATH | os.O_DIRECTORY | os.O_CLOEXEC) for tree in trees]
+        the engine's ``exposure`` module): an empty tmpfs over the private dir
+        (none for /tmp, private already), read-only binds of just those trees,
+        reached through the host /proc (ours is not mounted yet)."""
+        for private, trees in exposed:
             try:
-                _mount("tmpfs", private, "tmpfs", MS_NOSUID | MS_NODEV, "size=1m,mode=755")
-                for tree, fd in zip(trees, fds, strict=True):
-                    os.makedirs(tree, exist_ok=True)
-                    _mount(f"/proc/self/fd/{fd}", tree, None, MS_BIND | MS_REC, None)
+                if private != "/tmp":
+                    _mount(
+                        "tmpfs", root + private, "tmpfs", MS_NOSUID | MS_NODEV, "size=1m,mode=755"
+                    )
+                for tree, fd in trees:
+                    os.makedirs(root + tree, exist_ok=True)
+                    _mount(f"/proc/self/fd/{fd}", root + tree, None, MS_BIND | MS_REC, None)
             finally:
-                for fd in fds:
+                for _tree, fd in trees:
                     os.close(fd)
 
     # -- execs
@@ -501,7 +546,6 @@ def prepare_child(spec: Msg, out_fd: int | None, limits: Msg, cpu: bool = True) 
 
 
 def write_files(spec: Msg, files: list[list[str]]) -> str | None:
-    ns = spec["mode"] == "ns"
     for path, content in files:
         norm = os.path.normpath(path) if path else ""
         bad = not norm or "\x00" in path or norm in (".", "/")
@@ -509,11 +553,11 @@ def write_files(spec: Msg, files: list[list[str]]) -> str | None:
             bad = bad or norm == ".." or norm.startswith("../")
             target = os.path.join(spec["workdir"], norm)
         else:
-            bad = bad or not ns  # no private root outside a namespace: never the host's
+            # namespaces: the clone's private root; process mode (NOT a sandbox): the
+            # host's, as the server's user (the engine removes them when the clone closes)
             target = norm
         if bad:
-            where = "the clone" if ns else "the working directory (process mode: no private root)"
-            return f"collimate: refusing to write {path!r}: outside {where}\n"
+            return f"collimate: refusing to write {path!r}: outside the clone\n"
         try:
             parent = os.path.dirname(target)
             if parent:

@@ -32,13 +32,20 @@ def first_private_ancestor(path: str) -> str | None:
 def exposures(paths: list[str]) -> list[list[object]]:
     """``[[private_dir, [subtree, ...]], ...]``: what each clone re-exposes.
 
-    Subtrees are real paths, nested ones folded into their parent."""
+    Nested subtrees are folded into their parent."""
     wanted: dict[str, set[str]] = {}
-    for path in paths:
-        real = os.path.realpath(path)
+    # both the path as given and its real path: sys.path may name a symlink
+    # (``pytest-current``) that the clone's view would otherwise lack
+    candidates = {os.path.abspath(p) for p in paths} | {os.path.realpath(p) for p in paths}
+    for path in sorted(candidates):
+        real = path
         if not os.path.isdir(real):
             real = os.path.dirname(real)
         if not os.path.isdir(real):
+            continue
+        if real.startswith("/tmp/"):
+            # every clone has its own /tmp: trees there are always re-exposed
+            wanted.setdefault("/tmp", set()).add(real)
             continue
         private = first_private_ancestor(real)
         if private is not None and private != "/":

@@ -66,6 +66,8 @@ class ForkClone:
         self.created = time.monotonic()
         self.extra_close: list[Callable[[], object]] = []
         self.netns_fd = -1  # its own net namespace, recyclable once the clone is gone
+        # process mode writes absolute `files` on the host: removed again at close
+        self.host_files: set[str] = set()
         self.exited_cleanly = False
 
     @property
@@ -92,6 +94,8 @@ class ForkClone:
         self._req += 1
         req = self._req
         body = json.dumps({"source": job.source, "files": [list(f) for f in job.files]})
+        if self.mode != "ns":
+            self.host_files.update(p for p, _ in job.files if os.path.isabs(p))
         job_fd = os.memfd_create("collimate-job", os.MFD_CLOEXEC)
         out_r, out_w = os.pipe2(os.O_CLOEXEC)
         try:
@@ -189,6 +193,9 @@ class ForkClone:
                     fn()
             if self.host_dir:
                 shutil.rmtree(self.host_dir, ignore_errors=True)
+            for path in self.host_files:
+                with contextlib.suppress(OSError):
+                    os.unlink(path)
             self._on_close(self)
 
     def _sigkill(self) -> None:

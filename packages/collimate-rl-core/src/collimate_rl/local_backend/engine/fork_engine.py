@@ -9,8 +9,11 @@ exec itself is one more fork inside that clone.
 ``isolation``:
 
 * ``namespaces``: each clone is pid 1 of its own pid namespace, with its own
-  mount (host root recursively read-only and nosuid; private tmpfs ``/tmp``,
-  the working dir, and ``/dev/shm``; its own ``/proc``), ipc and uts
+  mount namespace (a private root: an overlay whose lower layer is the host
+  root, read-only and nosuid, and whose upper layer is the clone's own tmpfs;
+  ``/`` belongs to the clone's uid so it may create top-level dirs, while
+  host-owned dirs stay unwritable; other host mounts bound read-only; private
+  tmpfs ``/tmp``, the working dir, and ``/dev/shm``; its own ``/proc``), ipc and uts
   namespaces, and its own net namespace with only loopback unless the
   template is networked and egress is open. Code runs as a uid of its own.
   Needs root; probed at ``start()`` by really making a clone.
@@ -48,9 +51,10 @@ NETNS_KEEP = 64  # empty net namespaces kept for reuse (making one is the pricie
 
 NAMESPACES_DETAIL = (
     "namespaces: per clone its own pid (own /proc), mount, ipc, uts and net namespace "
-    "(loopback only unless the template is networked and egress is open); host file "
-    "system read-only and nosuid; private tmpfs /tmp (working dir) and /dev/shm; code "
-    "runs as an unprivileged uid of its own; rlimits cpu/memory(as)/processes/file size; "
+    "(loopback only unless the template is networked and egress is open); a private root "
+    "(overlay: host root file system read-only and nosuid below, the clone's own writes "
+    "above, in memory), private tmpfs /tmp (working dir) and /dev/shm; code runs as an "
+    "unprivileged uid of its own; rlimits cpu/memory(as)/processes/file size; "
     "timeout kills the whole pid namespace's processes. Shares the host kernel (not a VM), "
     "no cgroup quotas"
 )
@@ -189,6 +193,7 @@ class ForkEngine:
             "own_net": own_net,
             "tmp_bytes": max(64 << 20, template.limits.memory_bytes),
             "expose": zygote.exposures if ns else [],
+            "binds": host_mounts() if ns else [],
             # a ready clone runs execs at the server's priority (the zygote is niced)
             "nice": os.getpriority(os.PRIO_PROCESS, 0) if BACKGROUND_NICE else None,
         }
@@ -315,6 +320,24 @@ class ForkEngine:
         finally:
             self.isolation = "process"
             self._templates.pop(probe.id, None)
+
+
+def host_mounts() -> list[str]:
+    """Top-level host mount points a clone re-binds (read-only) into its overlay
+    root, which by itself only shows the root file system. Not /proc (each clone
+    mounts its own) nor /tmp (private)."""
+    points: list[str] = []
+    try:
+        with open("/proc/self/mountinfo") as fh:
+            for line in fh:
+                point = line.split()[4].replace("\\040", " ")
+                if point == "/" or point.startswith(("/proc", "/tmp")):
+                    continue
+                points.append(point)
+    except OSError:
+        return []
+    top = [p for p in sorted(set(points)) if not any(p.startswith(q + "/") for q in points)]
+    return top
 
 
 def _limits_dict(limits: Limits) -> dict[str, int]:
