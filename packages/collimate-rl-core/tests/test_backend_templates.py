@@ -129,9 +129,6 @@ def test_plugin_contributed_templates() -> None:
 
     pm = new_plugin_manager(load_entrypoints=False)
     pm.register(Plugin(), name="third-party")
-    from collimate_rl.local_backend import builtin_templates
-
-    pm.register(builtin_templates, name="collimate_rl.local_backend.builtin_templates")
     srcs = {s.spec.id: s for s in plugin_templates(pm)}
     assert srcs["from-plugin"].origin == "plugin 'third-party'"
     assert "py" in srcs

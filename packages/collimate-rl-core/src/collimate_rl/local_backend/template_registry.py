@@ -27,16 +27,11 @@ from .templates import (
     parse_template,
 )
 
-BUILTIN_MODULE = "collimate_rl.local_backend.builtin_templates"
-
 
 def _plugin_manager() -> pluggy.PluginManager:
-    pm = get_plugin_manager()
-    if pm.get_plugin(BUILTIN_MODULE) is None and not pm.is_blocked(BUILTIN_MODULE):
-        # Until the module is in the built-in list, register it here: the
-        # built-in templates must never depend on installation details.
-        pm.register(builtin_templates, name=BUILTIN_MODULE)
-    return pm
+    # The built-in templates come through the plugin manager like any other
+    # (their module is in BUILTIN_PLUGIN_MODULES).
+    return get_plugin_manager()
 
 
 def plugin_templates(pm: pluggy.PluginManager | None = None) -> list[TemplateSource]:

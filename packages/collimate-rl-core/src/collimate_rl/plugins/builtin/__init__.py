@@ -22,6 +22,7 @@ BUILTIN_PLUGIN_MODULES: tuple[str, ...] = (
     "collimate_rl.plugins.builtin.transports",
     "collimate_rl.plugins.builtin.commands",
     "collimate_rl.rewards.builtin_kinds",
+    "collimate_rl.local_backend.builtin_templates",
 )
 
 
