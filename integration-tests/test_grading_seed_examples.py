@@ -165,13 +165,6 @@ def test_the_file_io_example_in_a_writable_directory() -> None:
     _file_io_example("/tmp/task")
 
 
-@pytest.mark.xfail(
-    strict=True,
-    reason="the local backend's clones can write only to /tmp (host root read-only), so the "
-    "README's /task paths fail in-guest with CollimateTaskError; strict: passes once the "
-    "backend gives clones a writable root or /task",
-    raises=CollimateError,
-)
 @pytest.mark.usefixtures("env_daemon")
 def test_the_file_io_example_runs_as_written() -> None:
     _file_io_example("/task")
