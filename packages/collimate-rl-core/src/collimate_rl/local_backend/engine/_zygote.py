@@ -211,6 +211,9 @@ class CloneServer:
         gc.collect()
         gc.freeze()
         if self.spec.get("nice") is not None:
+            # back from the zygote's idle class to the server's own priority
+            with contextlib.suppress(OSError, AttributeError):
+                os.sched_setscheduler(0, os.SCHED_OTHER, os.sched_param(0))
             with contextlib.suppress(OSError):
                 os.setpriority(os.PRIO_PROCESS, 0, self.spec["nice"])
         send(self.sock, {"op": "ready"})

@@ -24,6 +24,7 @@ from typing import Literal
 from .api import ExecJob, ExecOutcome, TemplateSpec
 from .channel import Channel, ChannelClosed, Message
 from .output import OutputCollector
+from .zygote_process import background
 
 SeedAck = Literal["verified", "off", "no-ack"]
 # how long a clone may take to confirm a kill before it is destroyed outright
@@ -168,9 +169,8 @@ class ForkClone:
         if self._closed:
             return
         self._closed = True
-        with contextlib.suppress(OSError):
-            # tearing down is background work too: it yields to running execs
-            os.setpriority(os.PRIO_PROCESS, self.pid, 10)
+        # tearing down is background work too: it yields to running execs
+        background(self.pid)
         try:
             if self.mode != "ns":
                 # the clone kills its own tree (it is their subreaper), then exits

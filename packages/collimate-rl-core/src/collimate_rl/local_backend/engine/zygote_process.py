@@ -31,6 +31,22 @@ BACKGROUND_NICE = 10 if os.geteuid() == 0 else 0
 _HOMES: dict[str, list[str]] = {}
 
 
+def background(pid: int) -> None:
+    """Put ``pid`` (and what it forks from now on) behind every normal process.
+
+    Niceness alone is not enough on a small machine: a niced process keeps its
+    CPU for up to a scheduler slice when an exec wakes up, and every such
+    wake-up is on the latency path. The idle scheduling class is preempted at
+    once. Only root may leave it again (a ready clone does), hence root only.
+    """
+    if not BACKGROUND_NICE:
+        return
+    with contextlib.suppress(OSError):
+        os.setpriority(os.PRIO_PROCESS, pid, BACKGROUND_NICE)
+    with contextlib.suppress(OSError, AttributeError):
+        os.sched_setscheduler(pid, os.SCHED_IDLE, os.sched_param(0))
+
+
 class ZygoteError(RuntimeError):
     """The zygote could not start or could not fork a clone."""
 
@@ -102,8 +118,7 @@ class ZygoteProcess:
             theirs.close()
         if BACKGROUND_NICE:
             # making clones is ahead-of-time work: it must not slow running execs
-            with contextlib.suppress(OSError):
-                os.setpriority(os.PRIO_PROCESS, proc.pid, BACKGROUND_NICE)
+            background(proc.pid)
         channel = Channel(ours)
         try:
             hello = await asyncio.wait_for(channel.recv(), 30)
