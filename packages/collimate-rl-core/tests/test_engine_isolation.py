@@ -3,10 +3,12 @@ processes, the host file system, another clone's files, the network."""
 
 from __future__ import annotations
 
+import ast
 import asyncio
 import contextlib
 import os
 import socket
+import sys
 import uuid
 from collections.abc import AsyncIterator, Awaitable, Callable, Iterator
 from pathlib import Path
@@ -34,6 +36,12 @@ async def namespaced(templates: list[TemplateSpec]) -> AsyncIterator[ForkEngine]
         yield engine
     finally:
         await engine.close()
+
+
+def _interpreter_trees_under_tmp() -> set[str]:
+    """Top-level names under /tmp of this interpreter's import paths."""
+    paths = {os.path.abspath(p) for p in sys.path} | {os.path.realpath(p) for p in sys.path}
+    return {p.split("/")[2] for p in paths if p.startswith("/tmp/")}
 
 
 def run(templates: list[TemplateSpec], body: Callable[[ForkEngine], Awaitable[None]]) -> None:
@@ -216,7 +224,12 @@ def test_private_tmp_hides_the_host_and_other_clones() -> None:
             await first.close()
             await second.close()
         assert wrote.output == b"False /tmp\n"
-        assert looked.output == b"False False []\n"
+        mine, shm, listing = looked.output.decode().split(" ", 2)
+        assert (mine, shm) == ("False", "False")
+        # The only host paths a clone's /tmp may show are the interpreter's own
+        # trees, bound back read-only when they live under /tmp (as in a checkout
+        # under /tmp): never the host's other files.
+        assert set(ast.literal_eval(listing)) <= _interpreter_trees_under_tmp()
 
     try:
         run([PY], body)
