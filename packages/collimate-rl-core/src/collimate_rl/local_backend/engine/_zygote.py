@@ -11,11 +11,15 @@ each a fork of the one before, as a microVM control plane forks a warm VM:
   its own pid namespace and owns a private mount (an overlay root over the
   read-only host root, own tmpfs ``/tmp`` and ``/dev/shm``, own ``/proc``), ipc,
   uts and optionally net
-  namespace: isolation is paid for once per clone. It serves ``exec``
-  requests, one at a time, by forking again.
-* **exec child**: drops to the clone's unprivileged uid, applies rlimits, puts
-  its one output pipe on fds 1 and 2, writes ``files``, seeds ``random`` and
-  runs the code (or ``/bin/sh -c``).
+  namespace: isolation is paid for once per clone. It keeps one exec child
+  forked ahead of time (a "standby"), reaps and kills, and reports each exec's
+  end to the engine.
+* **exec child**: forked before any job exists, it applies rlimits, drops to
+  the clone's unprivileged uid and closes stray fds, then waits for its one
+  job, which the engine sends it directly (no hop through the clone); it puts
+  the job's output pipe on fds 1 and 2, writes ``files``, seeds ``random`` and
+  runs the code (or ``/bin/sh -c``). The clone forks the next standby once it
+  has reported the exec.
 
 Messages are JSON over SOCK_SEQPACKET sockets (one message per datagram);
 file descriptors travel as SCM_RIGHTS.
@@ -129,7 +133,7 @@ class Zygote:
             if msg is None:
                 os._exit(0)
             try:
-                pid = self.spawn(msg, fds[0], fds[1] if len(fds) > 1 else -1)
+                pid = self.spawn(msg, fds[0], fds[1], fds[2] if len(fds) > 2 else -1)
                 send(self.ctl, {"op": "cloned", "req": msg["req"], "pid": pid})
             except OSError as exc:
                 send(self.ctl, {"op": "error", "req": msg["req"], "error": str(exc)})
@@ -137,7 +141,7 @@ class Zygote:
                 for fd in fds:
                     os.close(fd)
 
-    def spawn(self, spec: Msg, clone_fd: int, netns_fd: int) -> int:
+    def spawn(self, spec: Msg, clone_fd: int, jobs_fd: int, netns_fd: int) -> int:
         ns = spec["mode"] == "ns"
         if ns:
             _check(_libc.unshare(CLONE_NEWPID), "unshare(pid)")
@@ -156,8 +160,11 @@ class Zygote:
                 os.close(self.ctl.fileno())
                 os.close(self.own_pidns)
                 sock = socket.socket(fileno=os.dup(clone_fd))
+                jobs = os.dup(jobs_fd)
                 os.close(clone_fd)
-                CloneServer(spec, sock, os.dup(netns_fd) if netns_fd >= 0 else -1).run()
+                os.close(jobs_fd)
+                netns = os.dup(netns_fd) if netns_fd >= 0 else -1
+                CloneServer(spec, sock, jobs, netns).run()
                 code = 0
             except (BrokenPipeError, ConnectionResetError):
                 code = 0  # the engine let go of this clone (e.g. closed while it was forming)
@@ -172,15 +179,21 @@ class Zygote:
 
 
 class CloneServer:
-    def __init__(self, spec: Msg, sock: socket.socket, netns_fd: int = -1) -> None:
+    def __init__(self, spec: Msg, sock: socket.socket, jobs: int, netns_fd: int = -1) -> None:
         self.netns_fd = netns_fd  # a recycled, empty net namespace to join
         self.spec = spec
         self.sock = sock
+        # the engine sends jobs straight to the standby exec child on this
+        # socket; the clone only keeps it to hand it to the next standby
+        self.jobs_sock = socket.socket(fileno=jobs)
+        self.jobs = jobs
         self.ns = spec["mode"] == "ns"
         self.uid = spec.get("uid")
         self.workdir = spec["workdir"]
-        # req, pid, ack pipe, fork ms, seed
-        self.child: tuple[int, int, int, float, str] | None = None
+        # the standby (or running) exec child: pid, ack pipe, fork ms
+        self.child: tuple[int, int, float] | None = None
+        self.reported: set[int] = set()
+        self.idle_deaths = 0  # standbys in a row that died without a job
         self.app_pid: int | None = None
         self.killing = False
         self.held: list[Msg] = []
@@ -216,6 +229,7 @@ class CloneServer:
                 os.sched_setscheduler(0, os.SCHED_OTHER, os.sched_param(0))
             with contextlib.suppress(OSError):
                 os.setpriority(os.PRIO_PROCESS, 0, self.spec["nice"])
+        self.fork_standby()
         send(self.sock, {"op": "ready"})
         while True:
             for key, _ in self.sel.select():
@@ -233,10 +247,8 @@ class CloneServer:
                     if msg is None or msg["op"] == "close":
                         self.kill_all()
                         return
-                    if msg["op"] == "exec":
-                        self.start_exec(msg, fds)
-                    elif msg["op"] == "kill":
-                        self.kill_all(spare_app=True)
+                    if msg["op"] == "kill":
+                        self.kill_all(spare_app=True, req=int(msg["req"]))
                     for fd in fds:
                         os.close(fd)
 
@@ -338,33 +350,36 @@ class CloneServer:
 
     # -- execs
 
-    def start_exec(self, msg: Msg, fds: list[int]) -> None:
-        if self.child is not None or len(fds) != 2:
-            send(self.sock, {"op": "exited", "req": msg["req"], "busy": True})
+    def fork_standby(self) -> None:
+        """Fork the next exec child ahead of time: it gets as far as it can
+        without the job (rlimits, uid drop, fds) and then waits for the job
+        on the jobs socket, so the fork is off the exec's latency path."""
+        if self.child is not None:
             return
         ack_r, ack_w = os.pipe2(os.O_CLOEXEC)
         os.set_blocking(ack_r, False)
         t0 = time.perf_counter()
         pid = os.fork()
         if pid == 0:
-            exec_child(self.spec, msg, fds[0], fds[1], ack_w)  # never returns
+            exec_child(self.spec, self.jobs, ack_w)  # never returns
         os.close(ack_w)
-        fork_ms = (time.perf_counter() - t0) * 1000
-        self.child = (msg["req"], pid, ack_r, fork_ms, msg["seed"])
+        self.child = (pid, ack_r, (time.perf_counter() - t0) * 1000)
         self.ack = b""
         self.sel.register(ack_r, selectors.EVENT_READ, "ack")
 
     def read_ack(self) -> None:
-        """The exec child's reports: the seed it used, then ``E<code>`` once the
-        code is done and its output closed. Answering on that record, not on
-        the reap, keeps the child's own exit teardown off the latency path."""
+        """The exec child's reports: ``R<req>`` once it has its job, ``S<seed>``
+        once it seeded (both before any code of the job runs), then
+        ``E<code>`` once the code is done and its output closed. Answering
+        on that record, not on the reap, keeps the child's own exit teardown
+        off the latency path."""
         if self.child is None:
             return
         try:
             while True:
-                data = os.read(self.child[2], 256)
+                data = os.read(self.child[1], 256)
                 if not data:
-                    self.sel.unregister(self.child[2])
+                    self.sel.unregister(self.child[1])
                     break
                 self.ack += data
         except (BlockingIOError, ValueError, KeyError):
@@ -372,6 +387,14 @@ class CloneServer:
         _head, sep, tail = self.ack.rpartition(b"\nE")
         if sep and tail.endswith(b"\n") and tail[:-1].isdigit():
             self.report(int(tail[:-1]), 0, None)
+
+    def acked(self) -> tuple[int | None, str]:
+        """(req, seed) as the child wrote them before the job's code ran."""
+        head, sep, rest = self.ack.partition(b"\n")
+        if not sep or not head.startswith(b"R") or not head[1:].isdigit():
+            return None, ""
+        seed = rest[1:65].decode("ascii", "replace") if rest.startswith(b"S") else ""
+        return int(head[1:]), seed
 
     def reap(self) -> None:
         while True:
@@ -381,7 +404,7 @@ class CloneServer:
                 return
             if pid == 0:
                 return
-            if self.child is not None and pid == self.child[1]:
+            if self.child is not None and pid == self.child[0]:
                 self.finish(status, usage)
             elif pid == self.app_pid:
                 self.app_pid = None
@@ -400,38 +423,78 @@ class CloneServer:
     def report(self, code: int, sig: int, cpu_ms: float | None) -> None:
         if self.child is None:
             return
-        req, _pid, ack_r, fork_ms, seed = self.child
+        _pid, ack_r, fork_ms = self.child
         self.child = None
         with contextlib.suppress(KeyError, ValueError):
             self.sel.unregister(ack_r)
         os.close(ack_r)
-        report = {
-            "op": "exited",
-            "req": req,
-            "exit_code": code,
-            "signal": sig,
-            "seed_ack": self.ack[:64].decode("ascii", "replace") == seed,
-            "fork_ms": fork_ms,
-            "cpu_ms": cpu_ms,
-        }
-        if self.killing:
-            self.held.append(report)  # told only once the whole tree is gone
-        else:
-            send(self.sock, report)
+        req, seed = self.acked()
+        if req is not None and req not in self.reported:
+            self.reported.add(req)
+            report = {
+                "op": "exited",
+                "req": req,
+                "exit_code": code,
+                "signal": sig,
+                "seed": seed,
+                "fork_ms": fork_ms,
+                "cpu_ms": cpu_ms,
+            }
+            if self.killing:
+                self.held.append(report)  # told only once the whole tree is gone
+            else:
+                send(self.sock, report)
+        # A standby that died before it got a job has nothing to report; one
+        # that cannot even get that far is not re-forked for ever.
+        self.idle_deaths = 0 if req is not None else self.idle_deaths + 1
+        if not self.killing and self.idle_deaths < 3:
+            self.fork_standby()
 
-    def kill_all(self, *, spare_app: bool = False) -> None:
+    def kill_all(self, *, spare_app: bool = False, req: int | None = None) -> None:
         """Kill every process this clone started (the exec's tree and strays,
-        and the app server unless ``spare_app``); return only once none of
-        them is alive (a SIGKILLed process still exists until it has exited)."""
+        the standby, and the app server unless ``spare_app``); return only
+        once none of them is alive (a SIGKILLed process still exists until it
+        has exited). ``req``: the exec being killed, reported even if no
+        child had picked it up yet."""
         self.killing = True
         try:
             self._kill_all(spare_app)
         finally:
             self.killing = False
+            self.drop_pending_jobs()
+            if req is not None and req not in self.reported and not any(
+                r["req"] == req for r in self.held
+            ):
+                self.reported.add(req)
+                self.held.append(
+                    {"op": "exited", "req": req, "exit_code": 128 + 9, "signal": 9, "seed": ""}
+                )
             held, self.held = self.held, []
             for report in held:
                 with contextlib.suppress(OSError):  # the engine may be gone already
                     send(self.sock, report)
+            if spare_app:
+                self.fork_standby()
+
+    def drop_pending_jobs(self) -> None:
+        """A killed job nobody picked up must not reach the next standby."""
+        # (recvmsg, not socket.recv_fds: that one ignores its flags before 3.12,
+        # and O_NONBLOCK would be shared with the standby's blocking read)
+        space = socket.CMSG_SPACE(4 * 4)
+        while True:
+            try:
+                data, anc, _flags, _addr = self.jobs_sock.recvmsg(
+                    MAX_MSG, space, socket.MSG_DONTWAIT
+                )
+            except OSError:  # BlockingIOError: nothing pending
+                return
+            for level, kind, payload in anc:
+                if level == socket.SOL_SOCKET and kind == socket.SCM_RIGHTS:
+                    usable = len(payload) - len(payload) % 4
+                    for (fd,) in struct.iter_unpack("i", payload[:usable]):
+                        os.close(fd)
+            if not data:
+                return
 
     def _kill_all(self, spare_app: bool) -> None:
         deadline = time.monotonic() + 3.0
@@ -572,20 +635,42 @@ def write_files(spec: Msg, files: list[list[str]]) -> str | None:
     return None
 
 
-def exec_child(spec: Msg, msg: Msg, out_fd: int, job_fd: int, ack_w: int) -> NoReturn:
+def exec_child(spec: Msg, jobs_fd: int, ack_w: int) -> NoReturn:
+    """A standby exec child: set up everything that does not depend on the
+    job, wait for it, run it, report on ``ack_w`` (see ``CloneServer.read_ack``)."""
     code = 1
     try:
-        # the job body (source, files) comes in a memfd: no size limit on the socket
-        with os.fdopen(os.dup(job_fd), "rb") as fh:
-            fh.seek(0)
-            msg.update(json.loads(fh.read()))
-        prepare_child(spec, out_fd, msg["limits"])
+        prepare_child(spec, None, spec["limits"])
         soft = resource.getrlimit(resource.RLIMIT_NOFILE)[0]
-        high = max(3, min(ACK_FD, soft - 1)) if soft > 0 else ACK_FD
+        high = max(4, min(ACK_FD, soft - 1)) if soft > 0 else ACK_FD
         os.dup2(ack_w, high)
-        os.closerange(3, high)
+        os.dup2(jobs_fd, high - 1)
+        os.closerange(3, high - 1)
         os.closerange(high + 1, 1 << 16)
         ack_w = high
+        jobs = socket.socket(fileno=high - 1)
+        msg, fds = recv(jobs)
+        # the code must never see the jobs socket (it could steal a later job)
+        jobs.close()
+        if msg is None or len(fds) != 2:
+            os._exit(0)
+        out_fd, job_fd = fds
+        os.write(ack_w, f"R{int(msg['req'])}\n".encode())
+        os.dup2(out_fd, 1)
+        os.dup2(out_fd, 2)
+        os.close(out_fd)
+        # the job body (source, files) comes in a memfd: no size limit on the socket
+        size = os.fstat(job_fd).st_size
+        chunks: list[bytes] = []
+        done = 0
+        while done < size:
+            chunk = os.pread(job_fd, size - done, done)
+            if not chunk:
+                break
+            chunks.append(chunk)
+            done += len(chunk)
+        os.close(job_fd)
+        msg.update(json.loads(b"".join(chunks)))
         env = child_env(spec, msg["seed"])
         err = write_files(spec, msg["files"])
         if err is not None:
@@ -619,7 +704,7 @@ def exec_child(spec: Msg, msg: Msg, out_fd: int, job_fd: int, ack_w: int) -> NoR
 
 def run_python(msg: Msg, ack_w: int) -> int:
     random.seed(int(msg["seed"], 16))
-    os.write(ack_w, msg["seed"].encode())
+    os.write(ack_w, ("S" + msg["seed"]).encode())
     if isinstance(sys.stdout, io.TextIOWrapper):
         sys.stdout.reconfigure(line_buffering=True)
     main = types.ModuleType("__main__")

@@ -11,11 +11,11 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
-import dataclasses
 import json
 import os
 import shutil
 import signal
+import socket
 import time
 import uuid
 from collections.abc import Callable
@@ -49,6 +49,7 @@ class ForkClone:
         mode: str,  # "ns" (pid 1 of its own namespaces) or "proc"
         host_dir: str | None,
         on_close: Callable[[ForkClone], None],
+        jobs: socket.socket,
     ) -> None:
         self.clone_id = "c_" + uuid.uuid4().hex[:16]
         self.endpoints: dict[str, str] = {}
@@ -57,6 +58,9 @@ class ForkClone:
         self.mode = mode
         self.host_dir = host_dir
         self._channel = channel
+        # jobs go straight to the clone's standby exec child (see _zygote.py)
+        self._jobs = jobs
+        jobs.setblocking(False)
         self._on_close = on_close
         self._lock = asyncio.Lock()
         self._closed = False
@@ -101,15 +105,14 @@ class ForkClone:
         out_r, out_w = os.pipe2(os.O_CLOEXEC)
         try:
             _write_all(job_fd, body)
-            header = {
-                "op": "exec",
-                "req": req,
-                "kind": kind,
-                "seed": job.seed,
-                "limits": dataclasses.asdict(limits),
-            }
+            header = {"op": "exec", "req": req, "kind": kind, "seed": job.seed}
             t0 = time.perf_counter()
-            self._channel.send(header, [out_w, job_fd])
+            if self._channel.closed:
+                raise ChannelClosed("control socket closed")
+            try:
+                socket.send_fds(self._jobs, [json.dumps(header).encode()], [out_w, job_fd])
+            except OSError as exc:
+                raise ChannelClosed(str(exc)) from exc
         except ChannelClosed as exc:
             os.close(out_r)
             raise CloneDied("the clone is gone") from exc
@@ -142,7 +145,7 @@ class ForkClone:
             return ExecOutcome(output + note, -1, True, truncated, fork_ms, exec_ms, "off")
         if msg is None:
             raise CloneDied("the clone died during the exec")
-        ack: SeedAck = "verified" if msg.get("seed_ack") else "off"
+        ack: SeedAck = "verified" if msg.get("seed") == job.seed else "off"
         return ExecOutcome(output, int(msg["exit_code"]), False, truncated, fork_ms, exec_ms, ack)
 
     async def _exited(self, req: int) -> Message:
@@ -185,6 +188,7 @@ class ForkClone:
                 self.exited_cleanly = await self._wait_exit(KILL_GRACE_S)
         finally:
             self._channel.close()
+            self._jobs.close()
             if self._pidfd >= 0:
                 os.close(self._pidfd)
                 self._pidfd = -1

@@ -196,6 +196,7 @@ class ForkEngine:
             "binds": host_mounts() if ns else [],
             # a ready clone runs execs at the server's priority (the zygote is niced)
             "nice": os.getpriority(os.PRIO_PROCESS, 0) if BACKGROUND_NICE else None,
+            "limits": _limits_dict(template.limits),
         }
         if template.kind == "app":
             limits = _limits_dict(template.limits)
@@ -203,10 +204,12 @@ class ForkEngine:
             spec["app"] = {"command": command, "limits": limits}
         netns_fd = self._netns_free.pop() if ns and own_net and self._netns_free else -1
         ours, theirs = socket.socketpair(socket.AF_UNIX, socket.SOCK_SEQPACKET)
+        jobs, jobs_theirs = socket.socketpair(socket.AF_UNIX, socket.SOCK_SEQPACKET)
         try:
-            pid = await zygote.spawn(spec, theirs, netns_fd)
+            pid = await zygote.spawn(spec, theirs, jobs_theirs, netns_fd)
         except BaseException:
             ours.close()
+            jobs.close()
             if uid is not None:
                 self._uids.give_back(uid)
             if host_dir:
@@ -214,6 +217,7 @@ class ForkEngine:
             raise
         finally:
             theirs.close()
+            jobs_theirs.close()
             if netns_fd >= 0:
                 os.close(netns_fd)
 
@@ -230,7 +234,13 @@ class ForkEngine:
                 c.netns_fd = -1
 
         clone = ForkClone(
-            template, pid, Channel(ours), mode=spec["mode"], host_dir=host_dir, on_close=forget
+            template,
+            pid,
+            Channel(ours),
+            mode=spec["mode"],
+            host_dir=host_dir,
+            on_close=forget,
+            jobs=jobs,
         )
         self._live.add(clone)
         try:

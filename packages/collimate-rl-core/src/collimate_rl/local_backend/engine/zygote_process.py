@@ -152,14 +152,19 @@ class ZygoteProcess:
             self._pending.clear()
 
     async def spawn(
-        self, spec: dict[str, Any], clone_sock: socket.socket, netns_fd: int = -1
+        self,
+        spec: dict[str, Any],
+        clone_sock: socket.socket,
+        jobs_sock: socket.socket,
+        netns_fd: int = -1,
     ) -> int:
-        """Fork a clone serving on ``clone_sock`` (the zygote gets a copy of it)."""
+        """Fork a clone serving on ``clone_sock`` whose exec children take their
+        jobs from ``jobs_sock`` (the zygote gets a copy of both)."""
         req = next(self._ids)
         fut: asyncio.Future[Message] = asyncio.get_running_loop().create_future()
         self._pending[req] = fut
         try:
-            fds = [clone_sock.fileno()] + ([netns_fd] if netns_fd >= 0 else [])
+            fds = [clone_sock.fileno(), jobs_sock.fileno()] + ([netns_fd] if netns_fd >= 0 else [])
             self.channel.send({"op": "clone", "req": req, **spec}, fds)
         except ChannelClosed as exc:
             self._pending.pop(req, None)
