@@ -223,12 +223,7 @@ class CloneServer:
             self.app_pid = self.start_app(app)
         gc.collect()
         gc.freeze()
-        if self.spec.get("nice") is not None:
-            # back from the zygote's idle class to the server's own priority
-            with contextlib.suppress(OSError, AttributeError):
-                os.sched_setscheduler(0, os.SCHED_OTHER, os.sched_param(0))
-            with contextlib.suppress(OSError):
-                os.setpriority(os.PRIO_PROCESS, 0, self.spec["nice"])
+        normal_priority(self.spec)
         self.fork_standby()
         send(self.sock, {"op": "ready"})
         while True:
@@ -359,9 +354,15 @@ class CloneServer:
         ack_r, ack_w = os.pipe2(os.O_CLOEXEC)
         os.set_blocking(ack_r, False)
         t0 = time.perf_counter()
-        pid = os.fork()
-        if pid == 0:
-            exec_child(self.spec, self.jobs, ack_w)  # never returns
+        # ahead-of-time work: it must not delay the engine's answer (see
+        # normal_priority for how the child gets back before it waits)
+        idle_priority(self.spec)
+        try:
+            pid = os.fork()
+            if pid == 0:
+                exec_child(self.spec, self.jobs, ack_w)  # never returns
+        finally:
+            normal_priority(self.spec)
         os.close(ack_w)
         self.child = (pid, ack_r, (time.perf_counter() - t0) * 1000)
         self.ack = b""
@@ -570,6 +571,23 @@ def _children_of(pid: int) -> list[int]:
 # ----------------------------------------------------------------- exec child
 
 
+def idle_priority(spec: Msg) -> None:
+    """Background scheduling class (only when the engine runs as root and
+    asked for it, ``spec["nice"]``: leaving it again needs root)."""
+    if spec.get("nice") is not None:
+        with contextlib.suppress(OSError, AttributeError):
+            os.sched_setscheduler(0, os.SCHED_IDLE, os.sched_param(0))
+
+
+def normal_priority(spec: Msg) -> None:
+    """Back from the zygote's idle class to the server's own priority."""
+    if spec.get("nice") is not None:
+        with contextlib.suppress(OSError, AttributeError):
+            os.sched_setscheduler(0, os.SCHED_OTHER, os.sched_param(0))
+        with contextlib.suppress(OSError):
+            os.setpriority(os.PRIO_PROCESS, 0, spec["nice"])
+
+
 def child_env(spec: Msg, seed: str | None) -> dict[str, str]:
     env = {
         "PATH": "/usr/local/bin:/usr/bin:/bin:/usr/local/sbin:/usr/sbin:/sbin",
@@ -602,6 +620,7 @@ def prepare_child(spec: Msg, out_fd: int | None, limits: Msg, cpu: bool = True) 
     resource.setrlimit(resource.RLIMIT_AS, (limits["memory_bytes"],) * 2)
     resource.setrlimit(resource.RLIMIT_FSIZE, (limits["file_size_bytes"],) * 2)
     resource.setrlimit(resource.RLIMIT_CORE, (0, 0))
+    normal_priority(spec)  # while still root: the uid below could not
     uid = spec.get("uid")
     if uid is not None:
         resource.setrlimit(resource.RLIMIT_NPROC, (limits["max_processes"],) * 2)
