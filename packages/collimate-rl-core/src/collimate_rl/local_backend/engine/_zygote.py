@@ -76,6 +76,7 @@ SIOCSIFFLAGS = 0x8914
 IFF_UP_LOOPBACK_RUNNING = 0x1 | 0x8 | 0x40
 MAX_MSG = 1 << 16
 ACK_FD = 1000  # where an exec child keeps its report pipe (out of the way of user fds)
+STANDBY_DELAY_S = 0.02  # see CloneServer.report
 
 _libc = ctypes.CDLL(None, use_errno=True)
 
@@ -194,6 +195,8 @@ class CloneServer:
         self.child: tuple[int, int, float] | None = None
         self.reported: set[int] = set()
         self.idle_deaths = 0  # standbys in a row that died without a job
+        # when the next standby is due (see report); None: not waiting for one
+        self.standby_due: float | None = None
         self.app_pid: int | None = None
         self.killing = False
         self.held: list[Msg] = []
@@ -227,7 +230,17 @@ class CloneServer:
         self.fork_standby()
         send(self.sock, {"op": "ready"})
         while True:
-            for key, _ in self.sel.select():
+            timeout = None
+            if self.standby_due is not None:
+                timeout = max(0.0, self.standby_due - time.monotonic())
+            events = self.sel.select(timeout)
+            if self.standby_due is not None and (
+                time.monotonic() >= self.standby_due or any(k.data == "job" for k, _ in events)
+            ):
+                self.fork_standby()
+            for key, _ in events:
+                if key.data == "job":
+                    continue  # the job is the standby's to read
                 if key.data == "ack":
                     self.read_ack()
                 elif key.data == "sig":
@@ -349,6 +362,9 @@ class CloneServer:
         """Fork the next exec child ahead of time: it gets as far as it can
         without the job (rlimits, uid drop, fds) and then waits for the job
         on the jobs socket, so the fork is off the exec's latency path."""
+        if self.standby_due is not None:
+            self.standby_due = None
+            self.sel.unregister(self.jobs)
         if self.child is not None:
             return
         ack_r, ack_w = os.pipe2(os.O_CLOEXEC)
@@ -448,8 +464,17 @@ class CloneServer:
         # A standby that died before it got a job has nothing to report; one
         # that cannot even get that far is not re-forked for ever.
         self.idle_deaths = 0 if req is not None else self.idle_deaths + 1
-        if not self.killing and self.idle_deaths < 3:
+        if self.killing or self.idle_deaths >= 3:
+            return
+        if req is None:
             self.fork_standby()
+        elif self.standby_due is None:
+            # After an exec the next standby waits a little: most clones are
+            # one-shots, closed right after their exec, and a fork then would
+            # only compete with the answer. A job arriving first (a session's
+            # next exec) makes the jobs socket readable: forked at once then.
+            self.standby_due = time.monotonic() + STANDBY_DELAY_S
+            self.sel.register(self.jobs, selectors.EVENT_READ, "job")
 
     def kill_all(self, *, spare_app: bool = False, req: int | None = None) -> None:
         """Kill every process this clone started (the exec's tree and strays,
@@ -718,6 +743,10 @@ def exec_child(spec: Msg, jobs_fd: int, ack_w: int) -> NoReturn:
             os.close(1)
             os.close(2)
             os.write(ack_w, f"\nE{code & 0xFF}\n".encode())
+        # reported: what is left (the exit's teardown) must not compete with
+        # the answer on its way (dropping to the idle class needs no privilege)
+        with contextlib.suppress(OSError, AttributeError):
+            os.sched_setscheduler(0, os.SCHED_IDLE, os.sched_param(0))
         os._exit(code)
 
 
