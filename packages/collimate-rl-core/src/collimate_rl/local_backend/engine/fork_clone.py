@@ -1,7 +1,8 @@
 """A live clone of a warm template, as the engine sees it.
 
 The clone process itself (``_zygote.CloneServer``) does the forking, killing
-and reaping inside its own namespaces; this handle sends it jobs, collects the
+and reaping inside its own namespaces; this handle sends jobs (straight to the
+clone's standby exec child, on a socket of their own), collects the
 output pipe under the cap, enforces the timeout, and guarantees teardown:
 after ``close()`` no process of the clone is left, no mount (they lived in its
 own mount namespace) and no directory (process mode's working dir is removed).

@@ -4,7 +4,8 @@ Per template, the engine keeps a warm interpreter (a zygote) and a small pool
 of clones already forked from it and already isolated, so a session create or
 a one-shot exec takes a ready clone off the pool (the expensive part, making
 namespaces and mounts, happened ahead of time, off the request path) and the
-exec itself is one more fork inside that clone.
+exec runs in an exec child the clone forked ahead of time too (already
+limited and unprivileged), which takes its job straight from the engine.
 
 ``isolation``:
 
