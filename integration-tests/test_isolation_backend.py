@@ -20,6 +20,7 @@ import httpx
 import pytest
 
 from collimate_rl.local_backend import LocalCollimateBackend
+from collimate_rl.testing.host import skip_unless_host_lacks_namespaces
 
 pytestmark = pytest.mark.namespaces
 
@@ -40,9 +41,7 @@ def backend() -> Iterator[LocalCollimateBackend]:
     try:
         server.__enter__()
     except Exception as exc:  # the only reason to skip: no namespaces on this host
-        if "namespaces" not in str(exc):
-            raise
-        pytest.skip(f"namespaces unavailable here: {exc}")
+        skip_unless_host_lacks_namespaces(exc)
     try:
         yield server
     finally:

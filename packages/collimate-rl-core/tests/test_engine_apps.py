@@ -19,6 +19,7 @@ from collimate_rl.local_backend.engine import (
     TemplateSpec,
     make_engine,
 )
+from collimate_rl.testing.host import skip_unless_host_lacks_namespaces
 
 MODES = ["process", pytest.param("namespaces", marks=pytest.mark.namespaces)]
 WEB = TemplateSpec(
@@ -40,7 +41,7 @@ async def started(mode: str, templates: list[TemplateSpec]) -> AsyncIterator[For
         await engine.start(templates)
     except RuntimeError as exc:
         await engine.close()
-        pytest.skip(f"namespaces unavailable here: {exc}")
+        skip_unless_host_lacks_namespaces(exc, mode)
     try:
         yield engine
     finally:

@@ -12,6 +12,7 @@ from collections.abc import AsyncIterator, Awaitable, Callable
 import pytest
 
 from collimate_rl.local_backend.engine import ExecJob, ForkEngine, TemplateSpec, make_engine
+from collimate_rl.testing.host import skip_unless_host_lacks_namespaces
 
 PY = TemplateSpec(id="py", kind="python")
 SH = TemplateSpec(id="sh", kind="shell")
@@ -26,7 +27,7 @@ async def started(mode: str, templates: list[TemplateSpec]) -> AsyncIterator[For
         await engine.start(templates)
     except RuntimeError as exc:
         await engine.close()
-        pytest.skip(f"namespaces unavailable here: {exc}")
+        skip_unless_host_lacks_namespaces(exc, mode)
     try:
         yield engine
     finally:

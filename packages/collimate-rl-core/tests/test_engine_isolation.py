@@ -16,6 +16,7 @@ from pathlib import Path
 import pytest
 
 from collimate_rl.local_backend.engine import ExecJob, ForkEngine, TemplateSpec, make_engine
+from collimate_rl.testing.host import skip_unless_host_lacks_namespaces
 
 pytestmark = pytest.mark.namespaces
 
@@ -31,7 +32,7 @@ async def namespaced(templates: list[TemplateSpec]) -> AsyncIterator[ForkEngine]
         await engine.start(templates)
     except RuntimeError as exc:
         await engine.close()
-        pytest.skip(f"namespaces unavailable here: {exc}")
+        skip_unless_host_lacks_namespaces(exc)
     try:
         yield engine
     finally:

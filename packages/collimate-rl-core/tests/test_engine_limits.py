@@ -13,6 +13,7 @@ from collections.abc import AsyncIterator, Awaitable, Callable
 import pytest
 
 from collimate_rl.local_backend.engine import ExecJob, ForkEngine, Limits, TemplateSpec, make_engine
+from collimate_rl.testing.host import skip_unless_host_lacks_namespaces
 
 SEED = "ab" * 32
 MODES = ["process", pytest.param("namespaces", marks=pytest.mark.namespaces)]
@@ -27,7 +28,7 @@ async def started(
         await engine.start(templates)
     except RuntimeError as exc:
         await engine.close()
-        pytest.skip(f"namespaces unavailable here: {exc}")
+        skip_unless_host_lacks_namespaces(exc, mode)
     try:
         yield engine
     finally:
@@ -187,7 +188,7 @@ def test_engine_close_leaves_no_process_and_no_directory(mode: str) -> None:
             await engine.start([PY])
         except RuntimeError as exc:
             await engine.close()
-            pytest.skip(f"namespaces unavailable here: {exc}")
+            skip_unless_host_lacks_namespaces(exc, mode)
         clone = await engine.open_clone(PY, egress=None)
         task = asyncio.ensure_future(clone.run(job(f"sleep {mark}", kind="command", timeout=60)))
         await wait_for_procs(mark)
