@@ -4,11 +4,10 @@ loopback, ``endpoints`` that answer from the host, a warm pool, teardown."""
 from __future__ import annotations
 
 import asyncio
-import contextlib
+import functools
 import socket
 import sys
 import urllib.request
-from collections.abc import AsyncIterator, Awaitable, Callable
 
 import pytest
 
@@ -17,9 +16,8 @@ from collimate_rl.local_backend.engine import (
     ExecJob,
     ForkEngine,
     TemplateSpec,
-    make_engine,
 )
-from collimate_rl.testing.host import skip_unless_host_lacks_namespaces
+from collimate_rl.testing.engine import run_with_engine, started_engine
 
 MODES = ["process", pytest.param("namespaces", marks=pytest.mark.namespaces)]
 WEB = TemplateSpec(
@@ -34,28 +32,8 @@ WEB = TemplateSpec(
 )
 
 
-@contextlib.asynccontextmanager
-async def started(mode: str, templates: list[TemplateSpec]) -> AsyncIterator[ForkEngine]:
-    engine = make_engine(mode, pool_size=0)  # type: ignore[arg-type]
-    try:
-        await engine.start(templates)
-    except RuntimeError as exc:
-        await engine.close()
-        skip_unless_host_lacks_namespaces(exc, mode)
-    try:
-        yield engine
-    finally:
-        await engine.close()
-
-
-def run(
-    mode: str, templates: list[TemplateSpec], body: Callable[[ForkEngine], Awaitable[None]]
-) -> None:
-    async def main() -> None:
-        async with started(mode, templates) as engine:
-            await body(engine)
-
-    asyncio.run(main())
+started = functools.partial(started_engine, pool_size=0)
+run = functools.partial(run_with_engine, pool_size=0)
 
 
 def get(url: str) -> int:

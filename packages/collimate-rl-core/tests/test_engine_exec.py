@@ -3,16 +3,14 @@ merged output, exit codes, the seed, files, sessions, shell, preload."""
 
 from __future__ import annotations
 
-import asyncio
-import contextlib
+import functools
 import os
 import random
-from collections.abc import AsyncIterator, Awaitable, Callable
 
 import pytest
 
 from collimate_rl.local_backend.engine import ExecJob, ForkEngine, TemplateSpec, make_engine
-from collimate_rl.testing.host import skip_unless_host_lacks_namespaces
+from collimate_rl.testing.engine import run_with_engine, started_engine
 
 PY = TemplateSpec(id="py", kind="python")
 SH = TemplateSpec(id="sh", kind="shell")
@@ -20,28 +18,8 @@ SEED = "ab" * 32
 MODES = ["process", pytest.param("namespaces", marks=pytest.mark.namespaces)]
 
 
-@contextlib.asynccontextmanager
-async def started(mode: str, templates: list[TemplateSpec]) -> AsyncIterator[ForkEngine]:
-    engine = make_engine(mode, pool_size=1)  # type: ignore[arg-type]
-    try:
-        await engine.start(templates)
-    except RuntimeError as exc:
-        await engine.close()
-        skip_unless_host_lacks_namespaces(exc, mode)
-    try:
-        yield engine
-    finally:
-        await engine.close()
-
-
-def run(
-    mode: str, templates: list[TemplateSpec], body: Callable[[ForkEngine], Awaitable[None]]
-) -> None:
-    async def main() -> None:
-        async with started(mode, templates) as engine:
-            await body(engine)
-
-    asyncio.run(main())
+started = functools.partial(started_engine, pool_size=1)
+run = functools.partial(run_with_engine, pool_size=1)
 
 
 def job(

@@ -4,19 +4,18 @@ processes, the host file system, another clone's files, the network."""
 from __future__ import annotations
 
 import ast
-import asyncio
-import contextlib
+import functools
 import os
 import socket
 import sys
 import uuid
-from collections.abc import AsyncIterator, Awaitable, Callable, Iterator
+from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
 
-from collimate_rl.local_backend.engine import ExecJob, ForkEngine, TemplateSpec, make_engine
-from collimate_rl.testing.host import skip_unless_host_lacks_namespaces
+from collimate_rl.local_backend.engine import ExecJob, ForkEngine, TemplateSpec
+from collimate_rl.testing.engine import run_with_engine
 
 pytestmark = pytest.mark.namespaces
 
@@ -25,32 +24,13 @@ NET = TemplateSpec(id="net", kind="python", networked=True)
 SEED = "ab" * 32
 
 
-@contextlib.asynccontextmanager
-async def namespaced(templates: list[TemplateSpec]) -> AsyncIterator[ForkEngine]:
-    engine = make_engine("namespaces", pool_size=1)
-    try:
-        await engine.start(templates)
-    except RuntimeError as exc:
-        await engine.close()
-        skip_unless_host_lacks_namespaces(exc)
-    try:
-        yield engine
-    finally:
-        await engine.close()
-
-
 def _interpreter_trees_under_tmp() -> set[str]:
     """Top-level names under /tmp of this interpreter's import paths."""
     paths = {os.path.abspath(p) for p in sys.path} | {os.path.realpath(p) for p in sys.path}
     return {p.split("/")[2] for p in paths if p.startswith("/tmp/")}
 
 
-def run(templates: list[TemplateSpec], body: Callable[[ForkEngine], Awaitable[None]]) -> None:
-    async def main() -> None:
-        async with namespaced(templates) as engine:
-            await body(engine)
-
-    asyncio.run(main())
+run = functools.partial(run_with_engine, "namespaces", pool_size=1)
 
 
 async def once(

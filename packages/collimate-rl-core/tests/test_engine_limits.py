@@ -8,44 +8,19 @@ import asyncio
 import contextlib
 import os
 import time
-from collections.abc import AsyncIterator, Awaitable, Callable
 
 import pytest
 
 from collimate_rl.local_backend.engine import ExecJob, ForkEngine, Limits, TemplateSpec, make_engine
+from collimate_rl.testing.engine import run_with_engine, started_engine
 from collimate_rl.testing.host import skip_unless_host_lacks_namespaces
 
 SEED = "ab" * 32
 MODES = ["process", pytest.param("namespaces", marks=pytest.mark.namespaces)]
 
 
-@contextlib.asynccontextmanager
-async def started(
-    mode: str, templates: list[TemplateSpec], pool_size: int = 0
-) -> AsyncIterator[ForkEngine]:
-    engine = make_engine(mode, pool_size=pool_size)  # type: ignore[arg-type]
-    try:
-        await engine.start(templates)
-    except RuntimeError as exc:
-        await engine.close()
-        skip_unless_host_lacks_namespaces(exc, mode)
-    try:
-        yield engine
-    finally:
-        await engine.close()
-
-
-def run(
-    mode: str,
-    templates: list[TemplateSpec],
-    body: Callable[[ForkEngine], Awaitable[None]],
-    pool_size: int = 0,
-) -> None:
-    async def main() -> None:
-        async with started(mode, templates, pool_size) as engine:
-            await body(engine)
-
-    asyncio.run(main())
+started = started_engine
+run = run_with_engine
 
 
 def job(source: str, *, kind: str = "code", timeout: float = 20.0) -> ExecJob:
