@@ -10,6 +10,7 @@ grades with it on a local backend it starts itself.
 
 from __future__ import annotations
 
+import importlib.metadata
 import json
 import os
 import subprocess
@@ -39,6 +40,12 @@ def run(cmd: list[str], *, cwd: Path, timeout: float = 300) -> subprocess.Comple
     return out
 
 
+def _core_requirements() -> list[str]:
+    """collimate-rl-core's runtime requirements, as its metadata declares them."""
+    declared = importlib.metadata.requires("collimate-rl-core") or []
+    return [req for req in declared if "extra ==" not in req]
+
+
 @pytest.fixture(scope="module")
 def venv(tmp_path_factory: pytest.TempPathFactory) -> Path:
     home = tmp_path_factory.mktemp("reward-plugin")
@@ -52,7 +59,9 @@ def venv(tmp_path_factory: pytest.TempPathFactory) -> Path:
     env_dir = home / "env"
     run([sys.executable, "-m", "venv", str(env_dir)], cwd=home)
     python = str(env_dir / "bin" / "python")
-    run([python, "-m", "pip", "install", "--quiet", "httpx>=0.27,<1", "pluggy>=1.5,<2"], cwd=home)
+    # core's own runtime requirements come from the index (markers evaluated by
+    # pip for the venv's Python); our distributions only from the built wheels
+    run([python, "-m", "pip", "install", "--quiet", *_core_requirements()], cwd=home)
     run(
         [python, "-m", "pip", "install", "--quiet", "--no-index", "--find-links", str(wheels),
          "collimate-rl-reward-example"],
