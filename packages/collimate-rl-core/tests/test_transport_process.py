@@ -65,6 +65,37 @@ def test_connections_are_pooled_over_a_unix_socket(unix: tuple[str, list[int]]) 
     assert len(connections) == 1
 
 
+def test_async_connections_are_pooled_over_tcp(tcp: tuple[str, list[int]]) -> None:
+    """One connection per request in flight, reused by the next request:
+    sequential calls share one connection; a burst of 8 concurrent calls,
+    repeated 5 times, opens at most 8 (a pool that churned would open ~40)."""
+    url, connections = tcp
+
+    async def run() -> None:
+        async with AsyncCollimateClient(url) as client:
+            for _ in range(5):
+                assert (await client.health())["status"] == "ok"
+            assert len(connections) == 1
+            for _ in range(5):
+                answers = await asyncio.gather(*(client.health() for _ in range(8)))
+                assert all(a["status"] == "ok" for a in answers)
+
+    asyncio.run(run())
+    assert 1 < len(connections) <= 8
+
+
+def test_async_connections_are_pooled_over_a_unix_socket(unix: tuple[str, list[int]]) -> None:
+    path, connections = unix
+
+    async def run() -> None:
+        async with AsyncCollimateClient(unix_socket=path) as client:
+            for _ in range(5):
+                await client.exec_once("shell", command="echo pooled")
+
+    asyncio.run(run())
+    assert len(connections) == 1
+
+
 def test_unix_socket_errors_are_clear_and_retried_safely(tmp_path: Any) -> None:
     missing = str(tmp_path / "nobody-listens.sock")
     sleeps: list[float] = []
