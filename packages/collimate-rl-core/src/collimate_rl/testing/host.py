@@ -48,4 +48,4 @@ def skip_unless_host_lacks_namespaces(exc: BaseException, mode: str = "namespace
     reason = namespaces_missing_reason() if mode != "process" else None
     if reason is None:
         raise exc
-    pytest.skip(f"namespaces unavailable here: {reason} (engine said: {exc})")
+    pytest.skip(reason=f"namespaces unavailable here: {reason} (engine said: {exc})")
