@@ -22,6 +22,9 @@ class _BrokenClone:
     async def close(self) -> None:
         self.log.append("closed")
 
+    async def release(self) -> None:
+        self.log.append("released")
+
 
 class _BrokenEngine:
     isolation = "process"

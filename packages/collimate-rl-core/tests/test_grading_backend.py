@@ -40,6 +40,9 @@ from collimate_rl.local_backend import LocalCollimateBackend
 from collimate_rl.plugins import get_plugin_manager, hookimpl
 
 TEMPLATE = "py"
+# a python template whose warm interpreter does not preload the grader runtime
+# (the built-in ones do), to exercise the forms that ship it
+BARE = "bare"
 ADD = UnitTestReward(
     [
         {"input": [1, 2], "output": 3},
@@ -60,7 +63,7 @@ INFRA_MARK = "#INJECT-INFRA-FAILURE"
 
 @pytest.fixture(scope="module")
 def backend() -> Iterator[LocalCollimateBackend]:
-    with LocalCollimateBackend() as b:
+    with LocalCollimateBackend(templates=[{"id": BARE, "kind": "python"}]) as b:
         yield b
 
 
@@ -609,18 +612,30 @@ def test_the_sdk_learns_to_send_less_and_resends_in_full_when_refused(
 ) -> None:
     runtime_forms.clear()
     rec = _Recording(client)
-    first = grade(rec, TEMPLATE, RIGHT_VOWELS, VOWELS)  # type: ignore[arg-type]
-    second = grade(rec, TEMPLATE, RIGHT_VOWELS, VOWELS)  # type: ignore[arg-type]
+    first = grade(rec, BARE, RIGHT_VOWELS, VOWELS)  # type: ignore[arg-type]
+    second = grade(rec, BARE, RIGHT_VOWELS, VOWELS)  # type: ignore[arg-type]
     assert first.reward == second.reward == 1.0
-    assert second.detail["runtime"] in ("bytecode", "preloaded")
+    assert first.detail["runtime"] == "bytecode" and second.detail["runtime"] == "bytecode"
     assert rec.sizes[1] < rec.sizes[0] - 5000  # no source the second time
     # a target that stops accepting the small form asks for the full one
-    key = runtime_forms.key(rec, TEMPLATE, None)
+    key = runtime_forms.key(rec, BARE, None)
     runtime_forms.remember(key, "preloaded")
-    if first.detail["runtime"] != "preloaded":
-        third = grade(rec, TEMPLATE, RIGHT_VOWELS, VOWELS)  # type: ignore[arg-type]
-        assert third.reward == 1.0 and not third.infra_error
-        assert len(rec.sizes) == 4 and rec.sizes[3] == rec.sizes[0]  # one resend, in full
+    third = grade(rec, BARE, RIGHT_VOWELS, VOWELS)  # type: ignore[arg-type]
+    assert third.reward == 1.0 and not third.infra_error
+    assert len(rec.sizes) == 4 and rec.sizes[3] == rec.sizes[0]  # one resend, in full
+    runtime_forms.clear()
+
+
+def test_a_template_with_the_runtime_preloaded_gets_config_and_candidate_only(
+    client: CollimateClient,
+) -> None:
+    runtime_forms.clear()
+    rec = _Recording(client)
+    first = grade(rec, TEMPLATE, RIGHT_VOWELS, VOWELS)  # type: ignore[arg-type]
+    second = grade(rec, TEMPLATE, HALF_VOWELS, VOWELS)  # type: ignore[arg-type]
+    assert first.reward == 1.0 and 0.0 <= second.reward < 1.0
+    assert first.detail["runtime"] == second.detail["runtime"] == "preloaded"
+    assert rec.sizes[1] < 4000 < rec.sizes[0]  # the second one: no runtime at all
     runtime_forms.clear()
 
 
@@ -631,10 +646,10 @@ def test_the_async_path_learns_and_resends_too(backend: LocalCollimateBackend) -
         async with AsyncCollimateClient(backend.base_url) as ac:
             rec = _Recording(ac)
             rec.exec_once = rec.exec_once_async  # type: ignore[method-assign]
-            out = [await grade_async(rec, TEMPLATE, RIGHT_VOWELS, VOWELS)]  # type: ignore[arg-type]
-            runtime_forms.remember(runtime_forms.key(rec, TEMPLATE, None), "preloaded")
-            out += await grade_batch_async(rec, TEMPLATE, [RIGHT_VOWELS] * 3, VOWELS)  # type: ignore[arg-type]
-            out.append(await grade_async(rec, TEMPLATE, RIGHT_VOWELS, VOWELS))  # type: ignore[arg-type]
+            out = [await grade_async(rec, BARE, RIGHT_VOWELS, VOWELS)]  # type: ignore[arg-type]
+            runtime_forms.remember(runtime_forms.key(rec, BARE, None), "preloaded")
+            out += await grade_batch_async(rec, BARE, [RIGHT_VOWELS] * 3, VOWELS)  # type: ignore[arg-type]
+            out.append(await grade_async(rec, BARE, RIGHT_VOWELS, VOWELS))  # type: ignore[arg-type]
             return out, rec.sizes
 
     results, sizes = asyncio.run(run())

@@ -216,10 +216,11 @@ class BackendService:
             finally:
                 self.admission.release()
             raise
-        # The answer does not wait for the teardown: the clone is closed in
-        # the background, and its in-flight slot is held until it is gone, so
-        # capacity, drain and stop still account for it.
-        self._track(self._close_then_release(clone))
+        # The answer does not wait for the teardown: the clone is released
+        # (wiped for reuse, or closed) in the background, and its in-flight
+        # slot is held until that is done, so capacity, drain and stop still
+        # account for it.
+        self._track(self._release_clone_then_slot(clone))
         response = self._exec_response(body, job, outcome, fork_s, started)
         if egress is not None:
             response["egress"] = egress.describe()
@@ -281,18 +282,18 @@ class BackendService:
         task.add_done_callback(self._background.discard)
         return task
 
-    async def _close_then_release(self, clone: Clone) -> None:
+    async def _release_clone_then_slot(self, clone: Clone) -> None:
         try:
-            await clone.close()
+            await clone.release()
         except Exception:
-            log.exception("closing a clone failed")
+            log.exception("releasing a clone failed")
         finally:
             self.admission.release()
 
-    async def _close_clone(self, clone: Clone) -> None:
-        """Close a clone even if the caller is being cancelled: the close runs
-        as a tracked task that :meth:`close` waits for."""
-        task = self._track(clone.close())
+    async def _close_clone(self, clone: Clone, *, reuse: bool = False) -> None:
+        """Close (or, with ``reuse``, release) a clone even if the caller is
+        being cancelled: it runs as a tracked task that :meth:`close` waits for."""
+        task = self._track(clone.release() if reuse else clone.close())
         try:
             await asyncio.shield(task)
         except asyncio.CancelledError:
@@ -306,7 +307,7 @@ class BackendService:
             task.cancel()
         if session.tasks:
             await asyncio.gather(*list(session.tasks), return_exceptions=True)
-        await self._close_clone(session.clone)
+        await self._close_clone(session.clone, reuse=True)
 
     async def _reap_forever(self) -> None:
         interval = min(max(self.session_ttl / 4.0, 0.05), 5.0)

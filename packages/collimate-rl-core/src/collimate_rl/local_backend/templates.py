@@ -8,7 +8,9 @@ file, a plugin's ``collimate_rl_local_templates`` hook, or the in-process
     id = "py"
     kind = "python"              # python | shell | app
     python = "/usr/bin/python3"  # python kind; default: the server's interpreter
-    preload = ["json", "re"]     # modules the warm interpreter imports ahead of time
+    preload = ["json", "re"]     # modules the warm interpreter imports ahead of time;
+                                 # "name=/path/file.py" loads one file as module `name`
+                                 # without importing the package around it
     networked = false
     [templates.limits]
     cpu_seconds = 60

@@ -47,6 +47,7 @@ __all__ = [
     "RuntimeForm",
     "guest_program",
     "py_literal",
+    "runtime_file",
     "runtime_id",
     "runtime_source",
     "source_only_program",
@@ -182,6 +183,12 @@ _main, _how = _boot()
 del S, B
 _main(C, _how)
 """.replace("@MODULE@", repr(RUNTIME_MODULE)).replace("@NEED@", NEED_FULL)
+
+
+def runtime_file() -> str:
+    """Where the runtime module lives: a template preloads it from this file
+    (``name=path``) without importing the ``collimate_rl`` package."""
+    return str(_RUNTIME_FILE)
 
 
 @functools.cache

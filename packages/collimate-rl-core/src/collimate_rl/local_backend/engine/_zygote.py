@@ -7,14 +7,21 @@ each a fork of the one before, as a microVM control plane forks a warm VM:
 
 * **zygote**: started once per interpreter, imports the template's ``preload``
   modules, then serves ``clone`` requests from the engine by ``fork()``.
-* **clone**: one per session (or one-shot exec). In ``ns`` mode it is pid 1 of
-  its own pid namespace and owns a private mount (an overlay root over the
-  read-only host root, own tmpfs ``/tmp`` and ``/dev/shm``, own ``/proc``), ipc,
-  uts and optionally net
-  namespace: isolation is paid for once per clone. It keeps one exec child
-  forked ahead of time (a "standby"), reaps and kills, and reports each exec's
-  end to the engine.
-* **exec child**: forked before any job exists, it applies rlimits, drops to
+* **clone**: serves one session (or one-shot exec) at a time. In ``ns`` mode
+  it is pid 1 of its own pid namespace and owns mount, ipc, uts and optionally
+  net namespaces, in which it mounts the code's private root (an overlay over
+  the read-only host root, own tmpfs ``/tmp`` and ``/dev/shm``, own ``/proc``).
+  The clone itself never runs the code and never leaves the host's view; only
+  its exec children enter the private root. So once a session is over, a
+  ``reset`` wipes the clone for the next one: every process in its pid
+  namespace killed, the private root and its writable layer detached and
+  mounted afresh, a new ipc namespace, a new uid. That costs two mounts'
+  worth less than a new clone: the fork from the zygote, the namespaces and
+  the copy-on-write faults of a fresh process are paid once per clone, not
+  once per one-shot. It keeps one exec child forked ahead of time (a
+  "standby"), reaps and kills, and reports each exec's end to the engine.
+* **exec child**: forked before any job exists, it applies rlimits, enters the
+  private root (chroot, while still root), drops to
   the clone's unprivileged uid and closes stray fds, then waits for its one
   job, which the engine sends it directly (no hop through the clone); it puts
   the job's output pipe on fds 1 and 2, writes ``files``, seeds ``random`` and
@@ -65,6 +72,7 @@ MS_BIND = 0x1000
 MS_MOVE = 0x2000
 MS_REC = 0x4000
 MS_PRIVATE = 1 << 18
+MNT_DETACH = 2
 AT_FDCWD = -100
 AT_RECURSIVE = 0x8000
 MOUNT_ATTR_RDONLY = 0x1
@@ -72,13 +80,27 @@ MOUNT_ATTR_NOSUID = 0x2
 SYS_MOUNT_SETATTR = 442  # the same number on every architecture (new-style syscall table)
 PR_SET_PDEATHSIG = 1
 PR_SET_CHILD_SUBREAPER = 36
+PR_SET_NAME = 15
 SIOCSIFFLAGS = 0x8914
 IFF_UP_LOOPBACK_RUNNING = 0x1 | 0x8 | 0x40
 MAX_MSG = 1 << 16
 ACK_FD = 1000  # where an exec child keeps its report pipe (out of the way of user fds)
 STANDBY_DELAY_S = 0.02  # see CloneServer.report
+# A namespaced clone's own scaffolding (a small tmpfs over /tmp in its mount
+# namespace, never visible to the code): the code's private root is mounted
+# at GEN_ROOT, the writable layer under it lives in the GEN_LAYER tmpfs, and
+# the pid namespace's /proc is mounted once at CLONE_PROC.
+GEN_ROOT = "/tmp/root"
+GEN_LAYER = "/tmp/gen"
+CLONE_PROC = "/tmp/proc"
 
 _libc = ctypes.CDLL(None, use_errno=True)
+
+
+def set_process_name(name: bytes) -> None:
+    """Name this process's role in ps/top/perf (a forked child keeps its
+    parent's name otherwise, and every role would read "python")."""
+    _libc.prctl(PR_SET_NAME, ctypes.c_char_p(name), 0, 0, 0)
 
 
 def _check(ret: int, what: str) -> None:
@@ -202,16 +224,19 @@ class CloneServer:
         self.held: list[Msg] = []
         self.ack = b""
         self.sel = selectors.DefaultSelector()
+        self.exposed: list[tuple[str, list[tuple[str, int]]]] = []
 
     def run(self) -> None:
+        set_process_name(b"collimate-clone")
         signal.signal(signal.SIGCHLD, signal.SIG_DFL)
         try:
             os.setsid()
             if self.ns:
                 self.enter_sandbox()
+                os.chdir("/")
             else:
                 _libc.prctl(PR_SET_CHILD_SUBREAPER, 1, 0, 0, 0)
-            os.chdir(self.workdir)
+                os.chdir(self.workdir)
         except OSError as exc:
             send(self.sock, {"op": "error", "error": str(exc)})
             return
@@ -257,12 +282,16 @@ class CloneServer:
                         return
                     if msg["op"] == "kill":
                         self.kill_all(spare_app=True, req=int(msg["req"]))
+                    elif msg["op"] == "reset":
+                        self.reset(msg.get("uid"))
                     for fd in fds:
                         os.close(fd)
 
     # -- isolation, paid once per clone
 
     def enter_sandbox(self) -> None:
+        """The namespaces and the scaffolding, once per clone; then the first
+        private root (``mount_generation``)."""
         flags = CLONE_NEWNS | CLONE_NEWIPC | CLONE_NEWUTS
         if self.spec["own_net"] and self.netns_fd < 0:
             flags |= CLONE_NEWNET
@@ -282,25 +311,38 @@ class CloneServer:
             ),
             "mount_setattr",
         )
-        # A private root: the host root file system as the read-only lower layer
-        # of an overlay whose upper layer lives in this clone's own tmpfs (gone
-        # with its mount namespace). "/" itself belongs to the clone's uid, so
-        # its code may make top-level dirs (/task, /workspace) as in a VM, while
-        # everything the host owns (/etc, /usr, ...) stays unwritable to it.
+        # kept for every generation: the scaffolding hides the host's /tmp
+        self.exposed = self.open_exposed()
+        _mount("tmpfs", "/tmp", "tmpfs", MS_NOSUID | MS_NODEV, "size=1m,mode=700")
+        for path in (GEN_LAYER, GEN_ROOT, CLONE_PROC):
+            os.mkdir(path, 0o700)
+        _mount("proc", CLONE_PROC, "proc", MS_NOSUID | MS_NODEV | MS_NOEXEC, None)
+        host = b"sandbox"
+        _libc.sethostname(host, len(host))
+        if self.spec["own_net"]:
+            with socket.socket(socket.AF_INET, socket.SOCK_DGRAM) as s:
+                fcntl.ioctl(s, SIOCSIFFLAGS, struct.pack("16sH14x", b"lo", IFF_UP_LOOPBACK_RUNNING))
+        self.mount_generation()
+
+    def mount_generation(self) -> None:
+        """A fresh private root at GEN_ROOT: the host root file system as the
+        read-only lower layer of an overlay whose upper layer lives in a new
+        tmpfs (GEN_LAYER). "/" itself belongs to the generation's uid, so its
+        code may make top-level dirs (/task, /workspace) as in a VM, while
+        everything the host owns (/etc, /usr, ...) stays unwritable to it."""
         size = self.spec["tmp_bytes"]
-        exposed = self.open_exposed()
-        _mount("tmpfs", "/tmp", "tmpfs", MS_NOSUID | MS_NODEV, f"size={size},mode=700")
-        for name in ("upper", "work", "root"):
-            os.mkdir("/tmp/" + name, 0o755)
+        _mount("tmpfs", GEN_LAYER, "tmpfs", MS_NOSUID | MS_NODEV, f"size={size},mode=700")
+        for name in ("upper", "work"):
+            os.mkdir(f"{GEN_LAYER}/{name}", 0o755)
         if self.uid is not None:
-            os.chown("/tmp/upper", self.uid, self.uid)
-        new = "/tmp/root"
+            os.chown(GEN_LAYER + "/upper", self.uid, self.uid)
+        new = GEN_ROOT
         _mount(
             "overlay",
             new,
             "overlay",
             MS_NOSUID | MS_NODEV,
-            "lowerdir=/,upperdir=/tmp/upper,workdir=/tmp/work",
+            f"lowerdir=/,upperdir={GEN_LAYER}/upper,workdir={GEN_LAYER}/work",
         )
         for mnt in self.spec.get("binds", []):  # other host file systems, read-only
             if os.path.isdir(mnt):
@@ -308,25 +350,41 @@ class CloneServer:
                 _mount(mnt, new + mnt, None, MS_BIND | MS_REC, None)
         tmp_opts = f"size={size},nr_inodes=65536,mode=1777"
         _mount("tmpfs", new + "/tmp", "tmpfs", MS_NOSUID | MS_NODEV, tmp_opts)
-        self.expose_interpreter(new, exposed)
+        self.expose_interpreter(new, self.exposed)
         if os.path.isdir(new + "/dev/shm"):
             _mount("tmpfs", new + "/dev/shm", "tmpfs", MS_NOSUID | MS_NODEV, "size=64m,mode=1777")
-        # switch root: the old root stays mounted underneath, unreachable without
-        # CAP_SYS_CHROOT, which the code never has
-        os.chdir(new)
-        _mount(new, "/", None, MS_MOVE, None)
-        os.chroot(".")
-        os.chdir("/")
-        _mount("proc", "/proc", "proc", MS_NOSUID | MS_NODEV | MS_NOEXEC, None)
+        _mount(CLONE_PROC, new + "/proc", None, MS_BIND, None)
         if self.workdir != "/tmp":
-            os.makedirs(self.workdir, exist_ok=True)
+            os.makedirs(new + self.workdir, exist_ok=True)
         if self.uid is not None:
-            os.chown(self.workdir, self.uid, self.uid)
-        host = b"sandbox"
-        _libc.sethostname(host, len(host))
-        if self.spec["own_net"]:
-            with socket.socket(socket.AF_INET, socket.SOCK_DGRAM) as s:
-                fcntl.ioctl(s, SIOCSIFFLAGS, struct.pack("16sH14x", b"lo", IFF_UP_LOOPBACK_RUNNING))
+            os.chown(new + self.workdir, self.uid, self.uid)
+
+    def reset(self, uid: int | None) -> None:
+        """Wipe this clone for its next user (see the module docstring): kill
+        everything, detach the private root with every mount under it (the
+        kernel frees them once nothing uses them: nothing does, all its
+        processes are dead), then mount a new one for ``uid``. Answers
+        ``ready``, or ``error`` (the engine then destroys the clone)."""
+        try:
+            if not self.ns or self.app_pid is not None:
+                raise OSError(0, "only a namespaced clone without an app can be reset")
+            self.kill_all()
+            if self.processes():
+                raise OSError(0, "processes survived the kill")
+            _check(_libc.umount2(GEN_ROOT.encode(), MNT_DETACH), "umount " + GEN_ROOT)
+            _check(_libc.umount2(GEN_LAYER.encode(), MNT_DETACH), "umount " + GEN_LAYER)
+            # System V ipc objects outlive their processes: a new namespace drops them
+            _check(_libc.unshare(CLONE_NEWIPC), "unshare(ipc)")
+            self.uid = uid
+            self.spec["uid"] = uid
+            self.reported.clear()
+            self.idle_deaths = 0
+            self.mount_generation()
+        except OSError as exc:
+            send(self.sock, {"op": "error", "error": f"reset failed: {exc}"})
+            return
+        self.fork_standby()
+        send(self.sock, {"op": "ready"})
 
     def open_exposed(self) -> list[tuple[str, list[tuple[str, int]]]]:
         """O_PATH handles on the interpreter's trees, taken while the host's
@@ -342,19 +400,14 @@ class CloneServer:
         """Re-expose the interpreter's trees that live under a private dir (see
         the engine's ``exposure`` module): an empty tmpfs over the private dir
         (none for /tmp, private already), read-only binds of just those trees,
-        reached through the host /proc (ours is not mounted yet)."""
+        reached through the host's /proc (the clone keeps the host's view).
+        The handles stay open for the clone's next generations."""
         for private, trees in exposed:
-            try:
-                if private != "/tmp":
-                    _mount(
-                        "tmpfs", root + private, "tmpfs", MS_NOSUID | MS_NODEV, "size=1m,mode=755"
-                    )
-                for tree, fd in trees:
-                    os.makedirs(root + tree, exist_ok=True)
-                    _mount(f"/proc/self/fd/{fd}", root + tree, None, MS_BIND | MS_REC, None)
-            finally:
-                for _tree, fd in trees:
-                    os.close(fd)
+            if private != "/tmp":
+                _mount("tmpfs", root + private, "tmpfs", MS_NOSUID | MS_NODEV, "size=1m,mode=755")
+            for tree, fd in trees:
+                os.makedirs(root + tree, exist_ok=True)
+                _mount(f"/proc/self/fd/{fd}", root + tree, None, MS_BIND | MS_REC, None)
 
     # -- execs
 
@@ -545,8 +598,9 @@ class CloneServer:
 
     def processes(self) -> list[tuple[int, int]]:
         """(pid, session id) of every live process of this clone but itself."""
-        if self.ns:  # our own /proc: every process in it is ours
-            pids = [int(e) for e in os.listdir("/proc") if e.isdigit() and e != "1"]
+        proc = CLONE_PROC if self.ns else "/proc"
+        if self.ns:  # our pid namespace's own /proc: every process in it is ours
+            pids = [int(e) for e in os.listdir(proc) if e.isdigit() and e != "1"]
         else:
             # every descendant: orphans were re-parented to us (we are their subreaper)
             pids, frontier = [], [os.getpid()]
@@ -557,7 +611,7 @@ class CloneServer:
         found: list[tuple[int, int]] = []
         for pid in pids:
             try:
-                with open(f"/proc/{pid}/stat", "rb") as fh:
+                with open(f"{proc}/{pid}/stat", "rb") as fh:
                     fields = fh.read().rsplit(b")", 1)[1].split()
             except OSError:
                 continue
@@ -646,6 +700,11 @@ def prepare_child(spec: Msg, out_fd: int | None, limits: Msg, cpu: bool = True) 
     resource.setrlimit(resource.RLIMIT_FSIZE, (limits["file_size_bytes"],) * 2)
     resource.setrlimit(resource.RLIMIT_CORE, (0, 0))
     normal_priority(spec)  # while still root: the uid below could not
+    if spec["mode"] == "ns":
+        # into the private root while still root; the code never has
+        # CAP_SYS_CHROOT, so it cannot get back out
+        os.chdir(GEN_ROOT)
+        os.chroot(".")
     uid = spec.get("uid")
     if uid is not None:
         resource.setrlimit(resource.RLIMIT_NPROC, (limits["max_processes"],) * 2)
@@ -684,6 +743,7 @@ def exec_child(spec: Msg, jobs_fd: int, ack_w: int) -> NoReturn:
     job, wait for it, run it, report on ``ack_w`` (see ``CloneServer.read_ack``)."""
     code = 1
     try:
+        set_process_name(b"collimate-exec")
         prepare_child(spec, None, spec["limits"])
         soft = resource.getrlimit(resource.RLIMIT_NOFILE)[0]
         high = max(4, min(ACK_FD, soft - 1)) if soft > 0 else ACK_FD
@@ -827,12 +887,34 @@ def warm_up() -> None:
     gc.freeze()
 
 
+def preload(entry: str) -> None:
+    """Import ``entry`` ahead of time: a module name, or ``name=/path/file.py``
+    to run that one file as module ``name`` without importing the package
+    around it (the SDK's grader runtime: its package would pull in an HTTP
+    client, and every page of a bigger zygote is one more to fork)."""
+    name, sep, path = entry.partition("=")
+    if not sep:
+        __import__(name)
+        return
+    with open(path, "rb") as fh:
+        code = compile(fh.read(), path, "exec", dont_inherit=True)
+    module = types.ModuleType(name)
+    module.__file__ = path
+    sys.modules[name] = module
+    try:
+        exec(code, module.__dict__)
+    except BaseException:
+        del sys.modules[name]
+        raise
+
+
 def _exit(code: object = None) -> NoReturn:
     raise SystemExit(code)
 
 
 def main() -> None:
     config = json.loads(sys.argv[1])
+    set_process_name(b"collimate-zygote")
     sys.path[:] = config["sys_path"]
     # -S skipped site: give code the two builtins people expect from it
     builtins.exit = builtins.quit = _exit  # type: ignore[assignment]
@@ -842,7 +924,7 @@ def main() -> None:
     failed = []
     for name in config["preload"]:
         try:
-            __import__(name)
+            preload(name)
         except Exception as exc:
             failed.append(f"{name}: {exc}")
     warm_up()

@@ -6,8 +6,8 @@ about HTTP, and nothing in the server knows how a clone is made.
 
 Lifecycle, per template: ``engine.start()`` once at server start (warm the
 interpreter, probe isolation), ``engine.open_clone(...)`` per session (or per
-one-shot exec), ``clone.run(job)`` per exec, ``clone.close()`` when the
-session is deleted/reaped (removes its files and kills anything left),
+one-shot exec), ``clone.run(job)`` per exec, ``clone.release()`` (or ``close()``)
+when the session is deleted/reaped (removes its files and kills anything left),
 ``engine.close()`` at server stop (nothing may survive it).
 """
 
@@ -89,6 +89,13 @@ class Clone(Protocol):
 
     async def close(self) -> None:
         """Kill everything the clone started and delete its files. Idempotent."""
+        ...
+
+    async def release(self) -> None:
+        """Done with the clone (a one-shot answered, a session deleted): kill
+        everything it started and drop its files, like ``close``, but the
+        engine may keep the wiped clone for a later session or one-shot.
+        Nothing of this user may reach the next one. Idempotent."""
         ...
 
 

@@ -6,6 +6,8 @@ clone's standby exec child, on a socket of their own), collects the
 output pipe under the cap, enforces the timeout, and guarantees teardown:
 after ``close()`` no process of the clone is left, no mount (they lived in its
 own mount namespace) and no directory (process mode's working dir is removed).
+``release()`` hands a clone back to its engine instead, which may wipe it
+(``reset``) and serve the next session or one-shot with it.
 """
 
 from __future__ import annotations
@@ -19,7 +21,7 @@ import signal
 import socket
 import time
 import uuid
-from collections.abc import Callable
+from collections.abc import Awaitable, Callable
 from typing import Literal
 
 from .api import ExecJob, ExecOutcome, TemplateSpec
@@ -51,6 +53,8 @@ class ForkClone:
         host_dir: str | None,
         on_close: Callable[[ForkClone], None],
         jobs: socket.socket,
+        uid: int | None = None,
+        on_release: Callable[[ForkClone], Awaitable[None]] | None = None,
     ) -> None:
         self.clone_id = "c_" + uuid.uuid4().hex[:16]
         self.endpoints: dict[str, str] = {}
@@ -63,6 +67,12 @@ class ForkClone:
         self._jobs = jobs
         jobs.setblocking(False)
         self._on_close = on_close
+        self._on_release = on_release
+        self.uid = uid  # the unprivileged uid its code runs as (namespaces)
+        # may the engine wipe it for another user? (not after a failed kill, ...)
+        self.recyclable = mode == "ns" and template.kind != "app" and on_release is not None
+        self.generation = 0  # how many resets it went through
+        self.pool_key: tuple[str, bool] = (template.id, False)  # set by the engine
         self._lock = asyncio.Lock()
         self._closed = False
         self._pidfd = -1
@@ -162,12 +172,43 @@ class ForkClone:
 
     async def _kill_exec(self, req: int) -> Message | None:
         """Ask the clone to kill its exec's whole tree; destroy the clone if it cannot."""
+        self.recyclable = False  # a clone that had to kill is not trusted to be reused
         try:
             self._channel.send({"op": "kill", "req": req})
             return await asyncio.wait_for(self._exited(req), KILL_GRACE_S)
         except (ChannelClosed, asyncio.TimeoutError, CloneDied):
             await self.close()
             return None
+
+    async def release(self) -> None:
+        """Done with this clone: the engine wipes and reuses it, or closes it."""
+        if self._on_release is None or not self.recyclable or self.closed:
+            await self.close()
+            return
+        await self._on_release(self)
+
+    async def reset(self, uid: int | None, timeout: float) -> bool:
+        """Have the clone wipe itself for ``uid`` (see ``_zygote.CloneServer.reset``):
+        True once it says it is ready again; anything else closes it."""
+        async with self._lock:
+            if self.closed:
+                return False
+            try:
+                self._channel.send({"op": "reset", "uid": uid})
+                while True:
+                    msg = await asyncio.wait_for(self._channel.recv(), timeout)
+                    if msg.get("op") in ("ready", "error"):
+                        break
+            except (ChannelClosed, asyncio.TimeoutError):
+                msg = {"op": "error"}
+            if msg.get("op") != "ready":
+                await self.close()
+                return False
+            self.uid = uid
+            self.generation += 1
+            self.clone_id = "c_" + uuid.uuid4().hex[:16]
+            self.created = time.monotonic()
+            return True
 
     async def close(self) -> None:
         if self._closed:
