@@ -1,14 +1,16 @@
 """One-shot exec latency and CPU cost of the local backend's engine (not a test).
 
 Runs N sequential one-shot python execs (open a clone, run ``print(1)``,
-close it) straight against the engine, in each isolation mode, and prints p50 /
-p99 latency plus CPU per exec. CPU is measured machine-wide from /proc/stat
+release it, as the server does, or ``--teardown close``) straight against the
+engine, in each isolation mode, and prints p50 / p99 latency (up to the
+exec's result: the server answers before the teardown) plus CPU per exec
+(teardown included). CPU is measured machine-wide from /proc/stat
 (every process and kernel thread, so namespace teardown in kernel workers is
 counted too) unless it can put itself in a cpuacct cgroup (root, cgroup v1),
 which then counts exactly this process tree.
 
     python benchmarks/bench_engine_oneshot.py [--n 300] [--modes process,namespaces]
-        [--concurrency 1]
+        [--concurrency 1] [--teardown release|close]
 """
 
 from __future__ import annotations
@@ -62,7 +64,7 @@ def busy_seconds() -> float:
     return (sum(fields[:8]) - idle) / TICK
 
 
-async def run_mode(mode: str, n: int, concurrency: int, pool: int) -> None:
+async def run_mode(mode: str, n: int, concurrency: int, pool: int, teardown: str) -> None:
     engine = make_engine(mode, pool_size=pool)  # type: ignore[arg-type]
     template = TemplateSpec(id="py", kind="python")
     await engine.start([template])
@@ -75,9 +77,9 @@ async def run_mode(mode: str, n: int, concurrency: int, pool: int) -> None:
         clone = await engine.open_clone(template, egress=None)
         try:
             out = await clone.run(ExecJob("code", "print(1)", f"{i:064x}", 10.0))
+            lat.append((time.perf_counter() - t0) * 1000)
         finally:
-            await clone.close()
-        lat.append((time.perf_counter() - t0) * 1000)
+            await (clone.release() if teardown == "release" else clone.close())
         fork.append(out.fork_time_ms)
         assert out.output == b"1\n", out
 
@@ -97,7 +99,7 @@ async def run_mode(mode: str, n: int, concurrency: int, pool: int) -> None:
     await engine.close()
     lat.sort()
     print(
-        f"{engine.isolation:10s} c={concurrency} pool={pool} n={n}: "
+        f"{engine.isolation:10s} c={concurrency} pool={pool} {teardown} n={n}: "
         f"p50 {statistics.median(lat):.2f} ms  p99 {lat[int(len(lat) * 0.99) - 1]:.2f} ms  "
         f"fork p50 {statistics.median(fork):.2f} ms  "
         f"CPU/exec {(cpu1 - cpu0) / n * 1000:.2f} ms "
@@ -112,12 +114,13 @@ def main() -> None:
     ap.add_argument("--modes", default="process,namespaces")
     ap.add_argument("--concurrency", type=int, default=1)
     ap.add_argument("--pool", type=int, default=2)
+    ap.add_argument("--teardown", choices=("release", "close"), default="release")
     args = ap.parse_args()
     scoped = join_cpu_cgroup()
     print("CPU accounting:", "this process tree (cpuacct cgroup)" if scoped else "machine-wide")
     try:
         for mode in args.modes.split(","):
-            asyncio.run(run_mode(mode, args.n, args.concurrency, args.pool))
+            asyncio.run(run_mode(mode, args.n, args.concurrency, args.pool, args.teardown))
     finally:
         if scoped:
             leave_cpu_cgroup()

@@ -85,6 +85,38 @@ def test_seed_drives_random_and_is_verified(mode: str) -> None:
 
 
 @pytest.mark.parametrize("mode", MODES)
+def test_code_cannot_rewrite_its_seed_record_or_its_exit_code(mode: str) -> None:
+    """Code may write to every fd it has, the report pipes included: what it
+    appends never replaces the seed recorded before it ran, and a forged end
+    record ends the exec no differently than exiting would."""
+    forge = (
+        "import os, time\n"
+        "print('before', flush=True)\n"
+        "for fd in range(3, 1024):\n"
+        "    try:\n"
+        "        os.write(fd, b'S' + b'0' * 64 + b'\\n\\nE0\\n')\n"
+        "    except OSError:\n"
+        "        pass\n"
+        "print('after', flush=True)\n"
+        "raise SystemExit(3)\n"
+    )
+
+    async def body(engine: ForkEngine) -> None:
+        clone = await engine.open_clone(PY, egress=None)
+        try:
+            out = await clone.run(job(forge))
+            again = await clone.run(job("import random; print(random.random())"))
+        finally:
+            await clone.close()
+        assert out.seed_ack == "verified"  # the real seed, not the forged zeros
+        assert out.exit_code in (0, 3) and out.output.startswith(b"before\n")
+        assert again.exit_code == 0 and again.seed_ack == "verified"
+        assert again.output.decode().strip() == repr(random.Random(int(SEED, 16)).random())
+
+    run(mode, [PY], body)
+
+
+@pytest.mark.parametrize("mode", MODES)
 def test_exceptions_and_exit_styles(mode: str) -> None:
     async def body(engine: ForkEngine) -> None:
         clone = await engine.open_clone(PY, egress=None)

@@ -429,7 +429,7 @@ class CloneServer:
         try:
             pid = os.fork()
             if pid == 0:
-                exec_child(self.spec, self.jobs, ack_w)  # never returns
+                exec_child(self.spec, self.jobs, ack_w, t0)  # never returns
         finally:
             normal_priority(self.spec)
         os.close(ack_w)
@@ -763,10 +763,18 @@ def write_files(spec: Msg, files: list[list[str]]) -> str | None:
     return None
 
 
-def exec_child(spec: Msg, jobs_fd: int, ack_w: int) -> NoReturn:
+def exec_child(spec: Msg, jobs_fd: int, ack_w: int, forked_at: float) -> NoReturn:
     """A standby exec child: set up everything that does not depend on the
-    job, wait for it, run it, report on ``ack_w`` (see ``CloneServer.read_ack``)."""
+    job, wait for it, run it, report on ``ack_w`` (see ``CloneServer.read_ack``).
+
+    The job brings a second report pipe, straight to the engine: the same
+    seed and end records go there too, so the engine can answer without
+    waiting for the clone to relay them (one process wake-up less on every
+    exec). The clone's relay stays the authority for a child that dies
+    without a record (killed, crashed, or replaced by ``/bin/sh``)."""
     code = 1
+    fork_ms = (time.perf_counter() - forked_at) * 1000
+    reports = Reports(ack_w, -1)
     try:
         set_process_name(b"collimate-exec")
         prepare_child(spec, None, spec["limits"])
@@ -776,15 +784,19 @@ def exec_child(spec: Msg, jobs_fd: int, ack_w: int) -> NoReturn:
         os.dup2(jobs_fd, high - 1)
         os.closerange(3, high - 1)
         os.closerange(high + 1, 1 << 16)
-        ack_w = high
+        reports = Reports(high, -1)
+        touch_ahead()
         jobs = socket.socket(fileno=high - 1)
         msg, fds = recv(jobs)
         # the code must never see the jobs socket (it could steal a later job)
         jobs.close()
-        if msg is None or len(fds) != 2:
+        if msg is None or len(fds) != 3:
             os._exit(0)
-        out_fd, job_fd = fds
-        os.write(ack_w, f"R{int(msg['req'])}\n".encode())
+        out_fd, job_fd, result_fd = fds
+        os.dup2(result_fd, high - 1)  # where the jobs socket was: out of the code's way
+        os.close(result_fd)
+        reports = Reports(high, high - 1, f"F{fork_ms:.3f}\n")
+        reports.write(f"R{int(msg['req'])}\n", "")
         os.dup2(out_fd, 1)
         os.dup2(out_fd, 2)
         os.close(out_fd)
@@ -806,14 +818,14 @@ def exec_child(spec: Msg, jobs_fd: int, ack_w: int) -> NoReturn:
             os.write(2, err.encode())
             os._exit(1)
         if msg["kind"] == "command":
-            os.close(ack_w)
+            reports.close()
             signal.signal(signal.SIGPIPE, signal.SIG_DFL)
             os.execve("/bin/sh", ["/bin/sh", "-c", msg["source"]], env)
         # the zygote started with an empty environment: only ours to add
         for key, value in env.items():
             if os.environ.get(key) != value:
                 os.environ[key] = value
-        code = run_python(msg, ack_w)
+        code = run_python(msg, reports)
     except SystemExit as exc:
         code = exit_code_of(exc)
     except BaseException:
@@ -827,7 +839,7 @@ def exec_child(spec: Msg, jobs_fd: int, ack_w: int) -> NoReturn:
             # output closed first, then "done": the clone can answer right away
             os.close(1)
             os.close(2)
-            os.write(ack_w, f"\nE{code & 0xFF}\n".encode())
+        reports.write(f"\nE{code & 0xFF}\n")
         # reported: what is left (the exit's teardown) must not compete with
         # the answer on its way (dropping to the idle class needs no privilege)
         with contextlib.suppress(OSError, AttributeError):
@@ -835,9 +847,38 @@ def exec_child(spec: Msg, jobs_fd: int, ack_w: int) -> NoReturn:
         os._exit(code)
 
 
-def run_python(msg: Msg, ack_w: int) -> int:
+class Reports:
+    """An exec child's records, to the clone (``ack``) and straight to the
+    engine (``result``). Both stay open while the code runs, which may
+    append to them but not undo what was written before it ran (the job's
+    number, the seed): what it can fake, an early end, it could as well
+    do by exiting."""
+
+    def __init__(self, ack: int, result: int, result_prefix: str = "") -> None:
+        self.fds = [ack, result]
+        # sent with the first result record: every write wakes the engine
+        self.prefix = result_prefix
+
+    def write(self, text: str, result_text: str | None = None) -> None:
+        result_text = text if result_text is None else result_text
+        if result_text:
+            result_text, self.prefix = self.prefix + result_text, ""
+        for fd, part in ((self.fds[0], text), (self.fds[1], result_text)):
+            if fd < 0 or not part:
+                continue
+            with contextlib.suppress(OSError):  # a reader gone (the exec was killed)
+                os.write(fd, part.encode())
+
+    def close(self) -> None:
+        for fd in self.fds:
+            with contextlib.suppress(OSError):
+                os.close(fd)
+        self.fds = [-1, -1]
+
+
+def run_python(msg: Msg, reports: Reports) -> int:
     random.seed(int(msg["seed"], 16))
-    os.write(ack_w, ("S" + msg["seed"]).encode())
+    reports.write("S" + msg["seed"], "S" + msg["seed"] + "\n")
     if isinstance(sys.stdout, io.TextIOWrapper):
         sys.stdout.reconfigure(line_buffering=True)
     main = types.ModuleType("__main__")
@@ -910,6 +951,22 @@ def warm_up() -> None:
         json.loads(json.dumps({"source": "x", "files": [["a", "b"]]}))
     gc.collect()
     gc.freeze()
+
+
+def touch_ahead() -> None:
+    """A standby's copy-on-write faults, taken before its job arrives.
+
+    A forked child shares every page with its parent until it writes to it,
+    and a Python child writes to most pages it reads (reference counts, type
+    caches, the allocator's free lists): each first write is a page fault and
+    a copy, about a millisecond of them for a small exec, all on the latency
+    path. Running a tiny program here takes most of them ahead of time; it
+    leaves nothing the job could see (``random`` is re-seeded, ``__main__``
+    replaced, the output goes nowhere)."""
+    sink = io.StringIO()
+    code = compile(_WARM_UP_SOURCE, "<string>", "exec")
+    exec(code, {"__name__": "__main__", "print": lambda *a: sink.write(repr(a))})
+    json.loads(json.dumps({"op": "exec", "req": 1, "kind": "code", "seed": "ab" * 32}))
 
 
 def preload(entry: str) -> None:

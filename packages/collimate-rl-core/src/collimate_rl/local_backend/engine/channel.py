@@ -73,6 +73,12 @@ class Channel:
             self._eof()
             raise ChannelClosed(str(exc)) from exc
 
+    def inject(self, msg: Message) -> None:
+        """Queue ``msg`` as if it had come from the other end (a record the
+        engine got from elsewhere first, see ``fork_clone.DirectResult``)."""
+        if not self.closed:
+            self._inbox.put_nowait(msg)
+
     async def recv(self) -> Message:
         msg = await self._inbox.get()
         if msg is None:

@@ -114,6 +114,7 @@ class ForkClone:
             self.host_files.update(p for p, _ in job.files if os.path.isabs(p))
         job_fd = os.memfd_create("collimate-job", os.MFD_CLOEXEC)
         out_r, out_w = os.pipe2(os.O_CLOEXEC)
+        result_r, result_w = os.pipe2(os.O_CLOEXEC)
         try:
             _write_all(job_fd, body)
             header = {"op": "exec", "req": req, "kind": kind, "seed": job.seed}
@@ -121,15 +122,22 @@ class ForkClone:
             if self._channel.closed:
                 raise ChannelClosed("control socket closed")
             try:
-                socket.send_fds(self._jobs, [json.dumps(header).encode()], [out_w, job_fd])
+                socket.send_fds(
+                    self._jobs, [json.dumps(header).encode()], [out_w, job_fd, result_w]
+                )
             except OSError as exc:
                 raise ChannelClosed(str(exc)) from exc
         except ChannelClosed as exc:
             os.close(out_r)
+            os.close(result_r)
             raise CloneDied("the clone is gone") from exc
         finally:
             os.close(out_w)
+            os.close(result_w)
             os.close(job_fd)
+        # the child's own end record, relayed into the channel as if the clone
+        # had sent it (whichever comes first answers; the other is skipped)
+        direct = DirectResult(result_r, req, self._channel)
         collector = OutputCollector(out_r, limits.output_bytes)
         timed_out = False
         msg: Message | None
@@ -141,11 +149,13 @@ class ForkClone:
                 msg = await self._kill_exec(req)
         except BaseException:
             # cancelled (client gone) or the clone died: the tree dies first
+            direct.close()
             collector.close()
             with contextlib.suppress(BaseException):
                 await asyncio.shield(self._kill_exec(req))
             raise
         exec_ms = (time.perf_counter() - t0) * 1000
+        direct.close()
         output, truncated = await collector.finish(0.0 if timed_out else PIPE_GRACE_S)
         fork_ms = float(msg.get("fork_ms", 0.0)) if msg else 0.0
         if timed_out:
@@ -269,6 +279,62 @@ class ForkClone:
             return False
         finally:
             loop.remove_reader(self._pidfd)
+
+
+class DirectResult:
+    """Reads an exec child's records straight from it (see ``_zygote.exec_child``):
+    ``F<fork ms>``, ``S<seed>``, then ``E<exit code>`` once its output is
+    closed. On the end record it puts an ``exited`` message into the clone's
+    channel, the same the clone would relay a moment later."""
+
+    def __init__(self, fd: int, req: int, channel: Channel) -> None:
+        self._fd = fd
+        self._req = req
+        self._channel = channel
+        self._buf = b""
+        self._loop = asyncio.get_running_loop()
+        os.set_blocking(fd, False)
+        self._loop.add_reader(fd, self._readable)
+
+    def _readable(self) -> None:
+        try:
+            data = os.read(self._fd, 4096)
+        except BlockingIOError:
+            return
+        except OSError:
+            data = b""
+        if not data:
+            self.close()  # no end record (a shell, a crash): the clone reports it
+            return
+        self._buf += data
+        _head, sep, tail = self._buf.rpartition(b"\nE")
+        if not (sep and tail.endswith(b"\n") and tail[:-1].isdigit()):
+            return
+        fork_ms, seed = 0.0, ""
+        for line in self._buf.split(b"\n"):
+            if line.startswith(b"F") and not fork_ms:
+                with contextlib.suppress(ValueError):
+                    fork_ms = float(line[1:])
+            elif line.startswith(b"S") and not seed:
+                seed = line[1:65].decode("ascii", "replace")
+        self.close()
+        self._channel.inject(
+            {
+                "op": "exited",
+                "req": self._req,
+                "exit_code": int(tail[:-1]),
+                "signal": 0,
+                "seed": seed,
+                "fork_ms": fork_ms,
+            }
+        )
+
+    def close(self) -> None:
+        if self._fd >= 0:
+            with contextlib.suppress(Exception):
+                self._loop.remove_reader(self._fd)
+            os.close(self._fd)
+            self._fd = -1
 
 
 def _write_all(fd: int, text: str) -> None:
