@@ -266,9 +266,7 @@ class CloneServer:
             for key, _ in events:
                 if key.data == "job":
                     continue  # the job is the standby's to read
-                if key.data == "ack":
-                    self.read_ack()
-                elif key.data == "sig":
+                if key.data == "sig":
                     try:
                         while os.read(sig_r, 512):
                             pass
@@ -435,24 +433,24 @@ class CloneServer:
         os.close(ack_w)
         self.child = (pid, ack_r, (time.perf_counter() - t0) * 1000)
         self.ack = b""
-        self.sel.register(ack_r, selectors.EVENT_READ, "ack")
+        # Not watched: the engine has the child's records first-hand, so the
+        # clone reads them once it reaps the child (an exec's end costs the
+        # clone one wake-up, not one per record), and a flood of writes to
+        # the pipe fills it rather than the clone's memory.
 
     def read_ack(self) -> None:
-        """The exec child's reports: ``R<req>`` once it has its job, ``S<seed>``
-        once it seeded (both before any code of the job runs), then
-        ``E<code>`` once the code is done and its output closed. Answering
-        on that record, not on the reap, keeps the child's own exit teardown
-        off the latency path."""
+        """The exec child's reports, read once it is reaped: ``R<req>`` once
+        it had its job, ``S<seed>`` once it seeded (both before any code of
+        the job ran), then ``E<code>`` once the code was done."""
         if self.child is None:
             return
         try:
             while True:
-                data = os.read(self.child[1], 256)
+                data = os.read(self.child[1], 1 << 16)
                 if not data:
-                    self.sel.unregister(self.child[1])
                     break
                 self.ack += data
-        except (BlockingIOError, ValueError, KeyError):
+        except (BlockingIOError, ValueError):
             pass
         _head, sep, tail = self.ack.rpartition(b"\nE")
         if sep and tail.endswith(b"\n") and tail[:-1].isdigit():
@@ -495,8 +493,6 @@ class CloneServer:
             return
         _pid, ack_r, fork_ms = self.child
         self.child = None
-        with contextlib.suppress(KeyError, ValueError):
-            self.sel.unregister(ack_r)
         os.close(ack_r)
         req, seed = self.acked()
         if req is not None and req not in self.reported:
@@ -784,6 +780,8 @@ def exec_child(spec: Msg, jobs_fd: int, ack_w: int, forked_at: float) -> NoRetur
         os.dup2(jobs_fd, high - 1)
         os.closerange(3, high - 1)
         os.closerange(high + 1, 1 << 16)
+        # a full pipe (code writing to it) must not block the end record
+        os.set_blocking(high, False)
         reports = Reports(high, -1)
         touch_ahead()
         jobs = socket.socket(fileno=high - 1)
@@ -863,7 +861,8 @@ class Reports:
         result_text = text if result_text is None else result_text
         if result_text:
             result_text, self.prefix = self.prefix + result_text, ""
-        for fd, part in ((self.fds[0], text), (self.fds[1], result_text)):
+        # the engine's first: it answers on it
+        for fd, part in ((self.fds[1], result_text), (self.fds[0], text)):
             if fd < 0 or not part:
                 continue
             with contextlib.suppress(OSError):  # a reader gone (the exec was killed)
