@@ -20,7 +20,9 @@ Target: our p50 at most one fifth of theirs.
 from __future__ import annotations
 
 import argparse
+import http.client
 import importlib.util
+import json
 import os
 import signal
 import socket
@@ -31,9 +33,6 @@ import threading
 import time
 from pathlib import Path
 from typing import Any
-
-import http.client
-import json
 from urllib.parse import urlsplit
 
 import httpx
