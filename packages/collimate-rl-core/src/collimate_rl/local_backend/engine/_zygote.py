@@ -363,6 +363,8 @@ class CloneServer:
         kernel frees them once nothing uses them: nothing does, all its
         processes are dead), then mount a new one for ``uid``. Answers
         ``ready``, or ``error`` (the engine then destroys the clone)."""
+        # background work, like making a clone: it must not slow running execs
+        idle_priority(self.spec)
         try:
             if not self.ns or self.app_pid is not None:
                 raise OSError(0, "only a namespaced clone without an app can be reset")
@@ -379,9 +381,10 @@ class CloneServer:
             self.idle_deaths = 0
             self.mount_generation()
         except OSError as exc:
+            normal_priority(self.spec)
             send(self.sock, {"op": "error", "error": f"reset failed: {exc}"})
             return
-        self.fork_standby()
+        self.fork_standby()  # (ends at normal priority)
         send(self.sock, {"op": "ready"})
 
     def open_exposed(self) -> list[tuple[str, list[tuple[str, int]]]]:
