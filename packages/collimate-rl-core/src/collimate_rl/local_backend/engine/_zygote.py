@@ -225,6 +225,7 @@ class CloneServer:
         self.ack = b""
         self.sel = selectors.DefaultSelector()
         self.exposed: list[tuple[str, list[tuple[str, int]]]] = []
+        self.staged: list[tuple[str, str]] = []  # (private dir, its stand-in)
 
     def run(self) -> None:
         set_process_name(b"collimate-clone")
@@ -314,6 +315,7 @@ class CloneServer:
         _mount("tmpfs", "/tmp", "tmpfs", MS_NOSUID | MS_NODEV, "size=1m,mode=700")
         for path in (GEN_LAYER, GEN_ROOT, CLONE_PROC):
             os.mkdir(path, 0o700)
+        self.stage_exposed()
         _mount("proc", CLONE_PROC, "proc", MS_NOSUID | MS_NODEV | MS_NOEXEC, None)
         host = b"sandbox"
         _libc.sethostname(host, len(host))
@@ -348,7 +350,7 @@ class CloneServer:
                 _mount(mnt, new + mnt, None, MS_BIND | MS_REC, None)
         tmp_opts = f"size={size},nr_inodes=65536,mode=1777"
         _mount("tmpfs", new + "/tmp", "tmpfs", MS_NOSUID | MS_NODEV, tmp_opts)
-        self.expose_interpreter(new, self.exposed)
+        self.expose_interpreter(new)
         if os.path.isdir(new + "/dev/shm"):
             _mount("tmpfs", new + "/dev/shm", "tmpfs", MS_NOSUID | MS_NODEV, "size=64m,mode=1777")
         _mount(CLONE_PROC, new + "/proc", None, MS_BIND, None)
@@ -395,17 +397,32 @@ class CloneServer:
             for private, trees in self.spec.get("expose", [])
         ]
 
-    def expose_interpreter(
-        self, root: str, exposed: list[tuple[str, list[tuple[str, int]]]]
-    ) -> None:
+    def stage_exposed(self) -> None:
         """Re-expose the interpreter's trees that live under a private dir (see
-        the engine's ``exposure`` module): an empty tmpfs over the private dir
-        (none for /tmp, private already), read-only binds of just those trees,
-        reached through the host's /proc (the clone keeps the host's view).
-        The handles stay open for the clone's next generations."""
-        for private, trees in exposed:
+        the engine's ``exposure`` module): an empty tmpfs standing in for the
+        private dir, with read-only binds of just those trees, reached through
+        the handles (the host's /tmp is hidden by now). Built once per clone
+        in the scaffolding; each generation binds the whole of it in one
+        mount. Trees under /tmp are bound into each generation's own /tmp."""
+        for index, (private, trees) in enumerate(self.exposed):
+            if private == "/tmp":
+                continue
+            stage = f"/tmp/expose{index}"
+            os.mkdir(stage, 0o700)
+            _mount("tmpfs", stage, "tmpfs", MS_NOSUID | MS_NODEV, "size=1m,mode=755")
+            for tree, fd in trees:
+                target = stage + tree[len(private) :]
+                os.makedirs(target, exist_ok=True)
+                _mount(f"/proc/self/fd/{fd}", target, None, MS_BIND | MS_REC, None)
+            self.staged.append((private, stage))
+
+    def expose_interpreter(self, root: str) -> None:
+        """Bind the staged trees (see ``stage_exposed``) into a new root."""
+        for private, stage in self.staged:
+            _mount(stage, root + private, None, MS_BIND | MS_REC, None)
+        for private, trees in self.exposed:
             if private != "/tmp":
-                _mount("tmpfs", root + private, "tmpfs", MS_NOSUID | MS_NODEV, "size=1m,mode=755")
+                continue
             for tree, fd in trees:
                 os.makedirs(root + tree, exist_ok=True)
                 _mount(f"/proc/self/fd/{fd}", root + tree, None, MS_BIND | MS_REC, None)
