@@ -63,7 +63,9 @@ NAMESPACES_DETAIL = (
     "(overlay: host root file system read-only and nosuid below, the clone's own writes "
     "above, in memory), private tmpfs /tmp (working dir) and /dev/shm; code runs as an "
     "unprivileged uid of its own; rlimits cpu/memory(as)/processes/file size; "
-    "timeout kills the whole pid namespace's processes. Shares the host kernel (not a VM), "
+    "timeout kills the whole pid namespace's processes; a clone serves one session or "
+    "one-shot at a time and is wiped (every process killed, a new private root, ipc "
+    "namespace and uid) before it serves another. Shares the host kernel (not a VM), "
     "no cgroup quotas"
 )
 
