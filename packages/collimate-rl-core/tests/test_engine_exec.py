@@ -134,7 +134,8 @@ def test_exceptions_and_exit_styles(mode: str) -> None:
         text = boom.output.decode()
         assert text.startswith("before\nTraceback (most recent call last):\n")
         assert 'File "<string>", line 2' in text and "ValueError: bad value" in text
-        assert "_zygote" not in text  # the engine's own frames are not the user's business
+        # the engine's own frames are not the user's business
+        assert "exec_child.py" not in text and "collimate_rl" not in text
         assert quit_.exit_code == 4
         assert message.exit_code == 1 and message.output == b"goodbye\n"
         assert syntax.exit_code == 1 and b"SyntaxError" in syntax.output

@@ -1,6 +1,6 @@
 """A live clone of a warm template, as the engine sees it.
 
-The clone process itself (``_zygote.CloneServer``) does the forking, killing
+The clone process itself (``guest.clone.CloneServer``) does the forking, killing
 and reaping inside its own namespaces; this handle sends jobs (straight to the
 clone's standby exec child, on a socket of their own), collects the
 output pipe under the cap, enforces the timeout, and guarantees teardown:
@@ -63,7 +63,7 @@ class ForkClone:
         self.mode = mode
         self.host_dir = host_dir
         self._channel = channel
-        # jobs go straight to the clone's standby exec child (see _zygote.py)
+        # jobs go straight to the clone's standby exec child (see ``guest.exec_child``)
         self._jobs = jobs
         jobs.setblocking(False)
         self._on_close = on_close
@@ -198,7 +198,7 @@ class ForkClone:
         await self._on_release(self)
 
     async def reset(self, uid: int | None, timeout: float) -> bool:
-        """Have the clone wipe itself for ``uid`` (see ``_zygote.CloneServer.reset``):
+        """Have the clone wipe itself for ``uid`` (see ``guest.clone.CloneServer.reset``):
         True once it says it is ready again; anything else closes it."""
         async with self._lock:
             if self.closed:
@@ -282,7 +282,7 @@ class ForkClone:
 
 
 class DirectResult:
-    """Reads an exec child's records straight from it (see ``_zygote.exec_child``):
+    """Reads an exec child's records straight from it (see ``guest.exec_child``):
     ``F<fork ms>``, ``S<seed>``, then ``E<exit code>`` once its output is
     closed. On the end record it puts an ``exited`` message into the clone's
     channel, the same the clone would relay a moment later."""

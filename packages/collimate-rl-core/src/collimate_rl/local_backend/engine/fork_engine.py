@@ -9,7 +9,7 @@ limited and unprivileged), which takes its job straight from the engine.
 
 A namespaced clone released after its one-shot or session is not thrown
 away: it is reset (every process killed, a fresh private root, ipc
-namespace and uid; see ``_zygote.py``) and goes back to the pool, up to
+namespace and uid; see ``guest.clone``) and goes back to the pool, up to
 ``keep_idle`` per pool. A fresh clone costs a fork of the warm interpreter,
 its namespaces and its copy-on-write faults, several times what a reset
 costs, and under a GRPO fan-out that difference is the throughput.

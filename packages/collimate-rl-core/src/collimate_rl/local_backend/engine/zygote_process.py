@@ -1,4 +1,4 @@
-"""The engine's handle on one warm interpreter (a zygote, see ``_zygote.py``).
+"""The engine's handle on one warm interpreter (a zygote, see the ``guest`` package).
 
 Started once per (interpreter, preload) pair; asked for clones over its
 control socket; restarted by the engine if it ever dies. It is started with

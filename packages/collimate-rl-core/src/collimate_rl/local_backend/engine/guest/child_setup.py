@@ -1,0 +1,81 @@
+"""Setting up a process the clone forks for code (an exec child or an app
+server): scheduling class, environment, limits, the private root, the uid."""
+
+from __future__ import annotations
+
+import contextlib
+import os
+import resource
+import signal
+
+from .private_root import GEN_ROOT
+
+TYPE_CHECKING = False
+if TYPE_CHECKING:  # never at run time: the zygote stays free of the typing module
+    from typing import Any
+
+    Msg = dict[str, Any]
+
+
+def idle_priority(spec: Msg) -> None:
+    """Background scheduling class (only when the engine runs as root and
+    asked for it, ``spec["nice"]``: leaving it again needs root)."""
+    if spec.get("nice") is not None:
+        with contextlib.suppress(OSError, AttributeError):
+            os.sched_setscheduler(0, os.SCHED_IDLE, os.sched_param(0))
+
+
+def normal_priority(spec: Msg) -> None:
+    """Back from the zygote's idle class to the server's own priority."""
+    if spec.get("nice") is not None:
+        with contextlib.suppress(OSError, AttributeError):
+            os.sched_setscheduler(0, os.SCHED_OTHER, os.sched_param(0))
+        with contextlib.suppress(OSError):
+            os.setpriority(os.PRIO_PROCESS, 0, spec["nice"])
+
+
+def child_env(spec: Msg, seed: str | None) -> dict[str, str]:
+    env = {
+        "PATH": "/usr/local/bin:/usr/bin:/bin:/usr/local/sbin:/usr/sbin:/sbin",
+        "HOME": spec["workdir"],
+        "TMPDIR": spec["workdir"] if spec["mode"] != "ns" else "/tmp",
+        "LANG": "C.UTF-8",
+        "PWD": spec["workdir"],
+    }
+    if seed:
+        env["COLLIMATE_SEED"] = seed
+    return env
+
+
+def prepare_child(spec: Msg, out_fd: int | None, limits: Msg, cpu: bool = True) -> None:
+    """Process-level setup shared by execs and app servers (after fork)."""
+    os.setsid()
+    signal.set_wakeup_fd(-1)
+    signal.signal(signal.SIGCHLD, signal.SIG_DFL)
+    null = os.open("/dev/null", os.O_RDWR)
+    os.dup2(null, 0)
+    if out_fd is not None:
+        os.dup2(out_fd, 1)
+        os.dup2(out_fd, 2)
+    else:
+        os.dup2(null, 1)
+        os.dup2(null, 2)
+    if cpu:
+        c = int(limits["cpu_seconds"])
+        resource.setrlimit(resource.RLIMIT_CPU, (c, c + 1))
+    resource.setrlimit(resource.RLIMIT_AS, (limits["memory_bytes"],) * 2)
+    resource.setrlimit(resource.RLIMIT_FSIZE, (limits["file_size_bytes"],) * 2)
+    resource.setrlimit(resource.RLIMIT_CORE, (0, 0))
+    normal_priority(spec)  # while still root: the uid below could not
+    if spec["mode"] == "ns":
+        # into the private root while still root; the code never has
+        # CAP_SYS_CHROOT, so it cannot get back out
+        os.chdir(GEN_ROOT)
+        os.chroot(".")
+    uid = spec.get("uid")
+    if uid is not None:
+        resource.setrlimit(resource.RLIMIT_NPROC, (limits["max_processes"],) * 2)
+        os.setgroups([])
+        os.setgid(uid)
+        os.setuid(uid)
+    os.chdir(spec["workdir"])

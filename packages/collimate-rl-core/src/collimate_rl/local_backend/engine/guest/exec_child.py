@@ -1,0 +1,218 @@
+"""The exec child: forked ahead of time by its clone (a "standby"), it waits
+for one job, runs it and reports.
+
+Before any job exists it applies rlimits, enters the private root (chroot,
+while still root), drops to the clone's unprivileged uid, closes stray fds
+and takes its copy-on-write faults ahead of time (``warmth.touch_ahead``).
+The job comes straight from the engine (no hop through the clone); the child
+puts the job's output pipe on fds 1 and 2, writes ``files``, seeds ``random``
+and runs the code (or ``/bin/sh -c``).
+"""
+
+from __future__ import annotations
+
+import atexit
+import builtins
+import contextlib
+import io
+import json
+import os
+import random
+import resource
+import signal
+import socket
+import sys
+import time
+import traceback
+import types
+
+from .child_setup import child_env, prepare_child
+from .kernel import set_process_name
+from .messages import recv
+from .warmth import touch_ahead
+
+TYPE_CHECKING = False
+if TYPE_CHECKING:  # never at run time: the zygote stays free of the typing module
+    from typing import Any, NoReturn
+
+    Msg = dict[str, Any]
+
+ACK_FD = 1000  # where an exec child keeps its report pipe (out of the way of user fds)
+
+
+def write_files(spec: Msg, files: list[list[str]]) -> str | None:
+    for path, content in files:
+        norm = os.path.normpath(path) if path else ""
+        bad = not norm or "\x00" in path or norm in (".", "/")
+        if not os.path.isabs(norm):
+            bad = bad or norm == ".." or norm.startswith("../")
+            target = os.path.join(spec["workdir"], norm)
+        else:
+            # namespaces: the clone's private root; process mode (NOT a sandbox): the
+            # host's, as the server's user (the engine removes them when the clone closes)
+            target = norm
+        if bad:
+            return f"collimate: refusing to write {path!r}: outside the clone\n"
+        try:
+            parent = os.path.dirname(target)
+            if parent:
+                os.makedirs(parent, exist_ok=True)
+            with open(target, "w", encoding="utf-8") as fh:
+                fh.write(content)
+        except OSError as exc:
+            return f"collimate: cannot write {path!r}: {exc.strerror or exc}\n"
+    return None
+
+
+def exec_child(spec: Msg, jobs_fd: int, ack_w: int, forked_at: float) -> NoReturn:
+    """A standby exec child: set up everything that does not depend on the
+    job, wait for it, run it, report on ``ack_w`` (see ``CloneServer.read_ack``).
+
+    The job brings a second report pipe, straight to the engine: the same
+    seed and end records go there too, so the engine can answer without
+    waiting for the clone to relay them (one process wake-up less on every
+    exec). The clone's relay stays the authority for a child that dies
+    without a record (killed, crashed, or replaced by ``/bin/sh``)."""
+    code = 1
+    fork_ms = (time.perf_counter() - forked_at) * 1000
+    reports = Reports(ack_w, -1)
+    try:
+        set_process_name(b"collimate-exec")
+        prepare_child(spec, None, spec["limits"])
+        soft = resource.getrlimit(resource.RLIMIT_NOFILE)[0]
+        high = max(4, min(ACK_FD, soft - 1)) if soft > 0 else ACK_FD
+        os.dup2(ack_w, high)
+        os.dup2(jobs_fd, high - 1)
+        os.closerange(3, high - 1)
+        os.closerange(high + 1, 1 << 16)
+        # a full pipe (code writing to it) must not block the end record
+        os.set_blocking(high, False)
+        reports = Reports(high, -1)
+        touch_ahead()
+        jobs = socket.socket(fileno=high - 1)
+        msg, fds = recv(jobs)
+        # the code must never see the jobs socket (it could steal a later job)
+        jobs.close()
+        if msg is None or len(fds) != 3:
+            os._exit(0)
+        out_fd, job_fd, result_fd = fds
+        os.dup2(result_fd, high - 1)  # where the jobs socket was: out of the code's way
+        os.close(result_fd)
+        reports = Reports(high, high - 1, f"F{fork_ms:.3f}\n")
+        reports.write(f"R{int(msg['req'])}\n", "")
+        os.dup2(out_fd, 1)
+        os.dup2(out_fd, 2)
+        os.close(out_fd)
+        # the job body (source, files) comes in a memfd: no size limit on the socket
+        size = os.fstat(job_fd).st_size
+        chunks: list[bytes] = []
+        done = 0
+        while done < size:
+            chunk = os.pread(job_fd, size - done, done)
+            if not chunk:
+                break
+            chunks.append(chunk)
+            done += len(chunk)
+        os.close(job_fd)
+        msg.update(json.loads(b"".join(chunks)))
+        env = child_env(spec, msg["seed"])
+        err = write_files(spec, msg["files"])
+        if err is not None:
+            os.write(2, err.encode())
+            os._exit(1)
+        if msg["kind"] == "command":
+            reports.close()
+            signal.signal(signal.SIGPIPE, signal.SIG_DFL)
+            os.execve("/bin/sh", ["/bin/sh", "-c", msg["source"]], env)
+        # the zygote started with an empty environment: only ours to add
+        for key, value in env.items():
+            if os.environ.get(key) != value:
+                os.environ[key] = value
+        code = run_python(msg, reports)
+    except SystemExit as exc:
+        code = exit_code_of(exc)
+    except BaseException:
+        with contextlib.suppress(BaseException):
+            traceback.print_exc()
+    finally:
+        for stream in (sys.stdout, sys.stderr):
+            with contextlib.suppress(BaseException):
+                stream.flush()
+        with contextlib.suppress(OSError):
+            # output closed first, then "done": the engine can answer right away
+            os.close(1)
+            os.close(2)
+        reports.write(f"\nE{code & 0xFF}\n")
+        # reported: what is left (the exit's teardown) must not compete with
+        # the answer on its way (dropping to the idle class needs no privilege)
+        with contextlib.suppress(OSError, AttributeError):
+            os.sched_setscheduler(0, os.SCHED_IDLE, os.sched_param(0))
+        os._exit(code)
+
+
+class Reports:
+    """An exec child's records, to the clone (``ack``) and straight to the
+    engine (``result``). Both stay open while the code runs, which may
+    append to them but not undo what was written before it ran (the job's
+    number, the seed): what it can fake, an early end, it could as well
+    do by exiting."""
+
+    def __init__(self, ack: int, result: int, result_prefix: str = "") -> None:
+        self.fds = [ack, result]
+        # sent with the first result record: every write wakes the engine
+        self.prefix = result_prefix
+
+    def write(self, text: str, result_text: str | None = None) -> None:
+        result_text = text if result_text is None else result_text
+        if result_text:
+            result_text, self.prefix = self.prefix + result_text, ""
+        # the engine's first: it answers on it
+        for fd, part in ((self.fds[1], result_text), (self.fds[0], text)):
+            if fd < 0 or not part:
+                continue
+            with contextlib.suppress(OSError):  # a reader gone (the exec was killed)
+                os.write(fd, part.encode())
+
+    def close(self) -> None:
+        for fd in self.fds:
+            with contextlib.suppress(OSError):
+                os.close(fd)
+        self.fds = [-1, -1]
+
+
+def run_python(msg: Msg, reports: Reports) -> int:
+    random.seed(int(msg["seed"], 16))
+    reports.write("S" + msg["seed"], "S" + msg["seed"] + "\n")
+    if isinstance(sys.stdout, io.TextIOWrapper):
+        sys.stdout.reconfigure(line_buffering=True)
+    main = types.ModuleType("__main__")
+    main.__dict__["__builtins__"] = builtins
+    sys.modules["__main__"] = main
+    sys.argv[:] = ["-c"]
+    code = 0
+    try:
+        exec(compile(msg["source"], "<string>", "exec"), main.__dict__)
+    except SystemExit as exc:
+        code = exit_code_of(exc)
+    except BaseException as exc:
+        tb = exc.__traceback__
+        traceback.print_exception(type(exc), exc, tb.tb_next if tb is not None else None)
+        code = 1
+    try:
+        threading = sys.modules.get("threading")
+        if threading is not None:
+            threading._shutdown()
+        atexit._run_exitfuncs()
+    except SystemExit as exc:
+        code = exit_code_of(exc)
+    return code
+
+
+def exit_code_of(exc: SystemExit) -> int:
+    if exc.code is None:
+        return 0
+    if isinstance(exc.code, int):
+        return exc.code & 0xFF
+    with contextlib.suppress(BaseException):
+        sys.stderr.write(f"{exc.code}\n")
+    return 1
