@@ -21,17 +21,17 @@ import os
 import random
 import re
 import time
-from collections.abc import Awaitable, Callable, Coroutine, Mapping, Sequence
+from collections.abc import Awaitable, Callable, Coroutine, Mapping
 from typing import Any, TypeVar
 
 from .__about__ import __version__
-from ._transport.calls import Call, delete, exec_call, get, post
+from ._transport import gateway_calls as routes
+from ._transport.calls import Call, exec_call
 from ._transport.calls import segment as _seg
 from ._transport.pool import HttpSettings
 from ._transport.send import AsyncHTTP, SyncHTTP
-from .errors import CollimateError
 from .retry import RetryPolicy
-from .wire import DEFAULT_EXEC_TIMEOUT_S, build_exec_request
+from .wire import DEFAULT_EXEC_TIMEOUT_S
 
 __all__ = ["DEFAULT_GATEWAY_URL", "AsyncGatewayClient", "GatewayClient"]
 
@@ -43,8 +43,8 @@ _USER_AGENT = f"collimate-rl/{__version__}"
 
 _G = TypeVar("_G", bound="_GatewayClientBase")
 
-Files = Sequence[Mapping[str, str]]
-Argvs = Sequence[Sequence[str]]
+Files = routes.Files
+Argvs = routes.Argvs
 
 
 def _resolve_key(api_key: str | None) -> str:
@@ -62,171 +62,6 @@ def _resolve_key(api_key: str | None) -> str:
             "with tier demo, pro or ent"
         )
     return key
-
-
-def _as_session(sandbox: Mapping[str, Any], template_id: str | None = None) -> dict[str, Any]:
-    """A gateway sandbox record with the daemon's session keys added."""
-    out = dict(sandbox)
-    if "id" in out:
-        out.setdefault("session_id", out["id"])
-    template = out.get("template", template_id)
-    if template is not None:
-        out.setdefault("template_id", template)
-    return out
-
-
-def _ready_body(ready: Any) -> Any:
-    """A ``ReadySpec`` as JSON: a mapping as is, a ``Ready`` object through
-    its own serializer (``to_dict`` / ``as_dict``)."""
-    if ready is None or isinstance(ready, Mapping):
-        return dict(ready) if ready is not None else None
-    for name in ("to_dict", "as_dict", "to_wire"):
-        method = getattr(ready, name, None)
-        if callable(method):
-            return method()
-    raise TypeError(f"ready must be a mapping or a Ready, got {type(ready).__name__}")
-
-
-# --- the gateway routes, described once -------------------------------------
-
-
-def _health() -> Call:
-    return get("/v1/health", auth=False)
-
-
-def _images() -> Call:
-    return get("/v1/images")
-
-
-def _images_of(body: Any) -> list[dict[str, Any]]:
-    if isinstance(body, list):
-        return body
-    return list(body.get("images", body.get("templates")) or [])
-
-
-def _create_template(
-    name: str,
-    image: str,
-    ready: Any,
-    width: int,
-    cold_fraction: float,
-    expected_width: int | None,
-) -> Call:
-    body: dict[str, Any] = {
-        "name": name,
-        "image": image,
-        "pool": {"width": int(width), "cold_fraction": cold_fraction},
-    }
-    ready_json = _ready_body(ready)
-    if ready_json is not None:
-        body["ready"] = ready_json
-    if expected_width is not None:
-        body["expected_width"] = int(expected_width)
-    # The template id is derived from the request: sending it twice is harmless.
-    return post("/v1/templates", body, idempotent=True)
-
-
-def _get_template(template_id: str) -> Call:
-    return get(f"/v1/templates/{_seg(template_id)}")
-
-
-def _list_templates() -> Call:
-    return get("/v1/templates")
-
-
-def _delete_template(template_id: str) -> Call:
-    return delete(
-        f"/v1/templates/{_seg(template_id)}", if_missing={"deleted": False, "id": template_id}
-    )
-
-
-def _expect(template_id: str, width: int) -> Call:
-    return post(f"/v1/templates/{_seg(template_id)}/expect", {"width": int(width)}, idempotent=True)
-
-
-def _release(template_id: str) -> Call:
-    return post(f"/v1/templates/{_seg(template_id)}/release", {}, idempotent=True)
-
-
-def _create_sandbox(
-    template: str,
-    label: str | None,
-    labels: Mapping[str, str] | None,
-    egress: Mapping[str, Any] | None,
-) -> Call:
-    body: dict[str, Any] = {"template": template}
-    if label is not None:
-        body["label"] = label
-    if labels is not None:
-        body["labels"] = dict(labels)
-    if egress is not None:
-        body["egress"] = dict(egress)
-    return post("/v1/sandboxes", body, idempotent=False)
-
-
-def _list_sandboxes() -> Call:
-    return get("/v1/sandboxes")
-
-
-def _get_sandbox(sandbox_id: str) -> Call:
-    return get(f"/v1/sandboxes/{_seg(sandbox_id)}")
-
-
-def _delete_sandbox(sandbox_id: str) -> Call:
-    return delete(
-        f"/v1/sandboxes/{_seg(sandbox_id)}", if_missing={"deleted": False, "id": sandbox_id}
-    )
-
-
-def _fork(sandbox_id: str, count: int, labels: Any) -> Call:
-    body: dict[str, Any] = {"count": int(count)}
-    if labels is not None:
-        body["labels"] = dict(labels) if isinstance(labels, Mapping) else list(labels)
-    return post(f"/v1/sandboxes/{_seg(sandbox_id)}/fork", body, idempotent=False)
-
-
-def _state_change(sandbox_id: str, verb: str) -> Call:
-    # Suspend/resume set a target state: repeating one is harmless.
-    return post(f"/v1/sandboxes/{_seg(sandbox_id)}/{verb}", {}, idempotent=True)
-
-
-def _usage(from_ts: str | None, to_ts: str | None) -> Call:
-    params = {k: v for k, v in (("from", from_ts), ("to", to_ts)) if v is not None}
-    return get("/v1/usage", params=params or None)
-
-
-def _created_id(sandbox: Any) -> str:
-    """The id of a sandbox just created; an answer without one is a broken
-    gateway, said plainly (not a ``KeyError`` from deep inside exec_once)."""
-    sandbox_id = sandbox.get("id") if isinstance(sandbox, Mapping) else None
-    if not sandbox_id:
-        raise CollimateError(f"the gateway created a sandbox but sent no id: {sandbox!r:.200}")
-    return str(sandbox_id)
-
-
-def _deleted_session(answer: Mapping[str, Any], session_id: str) -> dict[str, Any]:
-    out = dict(answer)
-    out["deleted"] = bool(out.get("deleted"))
-    out["session_id"] = session_id
-    return out
-
-
-def _exec_body(
-    command: str | None,
-    code: str | None,
-    commands: Argvs | None,
-    files: Files | None,
-    timeout_seconds: int,
-    seed: str | None,
-) -> dict[str, Any]:
-    return build_exec_request(
-        command=command,
-        code=code,
-        commands=commands,
-        files=files,
-        timeout_seconds=timeout_seconds,
-        seed=seed,
-    )
 
 
 # --- shared configuration ---------------------------------------------------
@@ -332,14 +167,14 @@ class GatewayClient(_GatewayClientBase):
 
     # catalog and health
     def health(self) -> dict[str, Any]:
-        result: dict[str, Any] = self._send(_health())
+        result: dict[str, Any] = self._send(routes.health())
         return result
 
     def images(self) -> list[dict[str, Any]]:
         """The ready-to-run image catalog: ``[{id, name, image, visibility,
         tier, description}]``; a catalog id goes straight into
         :meth:`create_sandbox`."""
-        return _images_of(self._send(_images()))
+        return routes.images_of(self._send(routes.images()))
 
     def list_images(self) -> list[dict[str, Any]]:
         return self.images()
@@ -358,30 +193,30 @@ class GatewayClient(_GatewayClientBase):
         """Bake ``image`` into a template (pro/ent): ``{id, name, image,
         phase, bake_mode}``. Idempotent: the same request names the same id."""
         result: dict[str, Any] = self._send(
-            _create_template(name, image, ready, width, cold_fraction, expected_width)
+            routes.create_template(name, image, ready, width, cold_fraction, expected_width)
         )
         return result
 
     def get_template(self, template_id: str) -> dict[str, Any]:
-        result: dict[str, Any] = self._send(_get_template(template_id))
+        result: dict[str, Any] = self._send(routes.get_template(template_id))
         return result
 
     def list_templates(self) -> list[dict[str, Any]]:
-        return list(self._send(_list_templates()).get("templates") or [])
+        return list(self._send(routes.list_templates()).get("templates") or [])
 
     def delete_template(self, template_id: str) -> dict[str, Any]:
         """``{deleted, id}``; an already-missing template is not an error."""
-        result: dict[str, Any] = self._send(_delete_template(template_id))
+        result: dict[str, Any] = self._send(routes.delete_template(template_id))
         return result
 
     def expect_width(self, template_id: str, width: int) -> dict[str, Any]:
         """Declare how wide the next session is (clamped to the plan)."""
-        result: dict[str, Any] = self._send(_expect(template_id, width))
+        result: dict[str, Any] = self._send(routes.expect(template_id, width))
         return result
 
     def release_template(self, template_id: str) -> dict[str, Any]:
         """End the session: capacity relaxes to baseline now."""
-        result: dict[str, Any] = self._send(_release(template_id))
+        result: dict[str, Any] = self._send(routes.release(template_id))
         return result
 
     # sandboxes
@@ -393,19 +228,19 @@ class GatewayClient(_GatewayClientBase):
         labels: Mapping[str, str] | None = None,
         egress: Mapping[str, Any] | None = None,
     ) -> dict[str, Any]:
-        result: dict[str, Any] = self._send(_create_sandbox(template, label, labels, egress))
+        result: dict[str, Any] = self._send(routes.create_sandbox(template, label, labels, egress))
         return result
 
     def list_sandboxes(self) -> list[dict[str, Any]]:
-        return list(self._send(_list_sandboxes()).get("sandboxes") or [])
+        return list(self._send(routes.list_sandboxes()).get("sandboxes") or [])
 
     def get_sandbox(self, sandbox_id: str) -> dict[str, Any]:
-        result: dict[str, Any] = self._send(_get_sandbox(sandbox_id))
+        result: dict[str, Any] = self._send(routes.get_sandbox(sandbox_id))
         return result
 
     def delete_sandbox(self, sandbox_id: str) -> dict[str, Any]:
         """``{deleted, id}``; an already-missing sandbox is not an error."""
-        result: dict[str, Any] = self._send(_delete_sandbox(sandbox_id))
+        result: dict[str, Any] = self._send(routes.delete_sandbox(sandbox_id))
         return result
 
     def exec(
@@ -419,7 +254,7 @@ class GatewayClient(_GatewayClientBase):
         timeout_seconds: int = DEFAULT_EXEC_TIMEOUT_S,
         seed: str | None = None,
     ) -> dict[str, Any]:
-        body = _exec_body(command, code, commands, files, timeout_seconds, seed)
+        body = routes.exec_body(command, code, commands, files, timeout_seconds, seed)
         call = exec_call(f"/v1/sandboxes/{_seg(sandbox_id)}/exec", body, self.timeout)
         result: dict[str, Any] = self._http.observed(
             lambda: self._send(call), target=sandbox_id, one_shot=False, request=body
@@ -428,20 +263,20 @@ class GatewayClient(_GatewayClientBase):
 
     def fork(self, sandbox_id: str, *, count: int = 1, labels: Any = None) -> dict[str, Any]:
         """Live copy-on-write children: ``{parent, children: [{id, endpoints?}]}``."""
-        result: dict[str, Any] = self._send(_fork(sandbox_id, count, labels))
+        result: dict[str, Any] = self._send(routes.fork(sandbox_id, count, labels))
         return result
 
     def suspend(self, sandbox_id: str) -> dict[str, Any]:
-        result: dict[str, Any] = self._send(_state_change(sandbox_id, "suspend"))
+        result: dict[str, Any] = self._send(routes.state_change(sandbox_id, "suspend"))
         return result
 
     def resume(self, sandbox_id: str) -> dict[str, Any]:
-        result: dict[str, Any] = self._send(_state_change(sandbox_id, "resume"))
+        result: dict[str, Any] = self._send(routes.state_change(sandbox_id, "resume"))
         return result
 
     def usage(self, *, from_ts: str | None = None, to_ts: str | None = None) -> dict[str, Any]:
         """Metered usage between two RFC3339 bounds (default: the last 30 days)."""
-        result: dict[str, Any] = self._send(_usage(from_ts, to_ts))
+        result: dict[str, Any] = self._send(routes.usage(from_ts, to_ts))
         return result
 
     # the daemon-parity session surface
@@ -450,7 +285,7 @@ class GatewayClient(_GatewayClientBase):
     ) -> dict[str, Any]:
         """:meth:`create_sandbox`, answered with the daemon's keys too
         (``session_id``, ``template_id``)."""
-        return _as_session(self.create_sandbox(template_id, egress=egress), template_id)
+        return routes.as_session(self.create_sandbox(template_id, egress=egress), template_id)
 
     def session_exec(
         self,
@@ -474,13 +309,13 @@ class GatewayClient(_GatewayClientBase):
         )
 
     def get_session(self, session_id: str) -> dict[str, Any]:
-        return _as_session(self.get_sandbox(session_id))
+        return routes.as_session(self.get_sandbox(session_id))
 
     def list_sessions(self) -> list[dict[str, Any]]:
-        return [_as_session(sb) for sb in self.list_sandboxes()]
+        return [routes.as_session(sb) for sb in self.list_sandboxes()]
 
     def delete_session(self, session_id: str) -> dict[str, Any]:
-        return _deleted_session(self.delete_sandbox(session_id), session_id)
+        return routes.deleted_session(self.delete_sandbox(session_id), session_id)
 
     def exec_once(
         self,
@@ -495,11 +330,11 @@ class GatewayClient(_GatewayClientBase):
         egress: Mapping[str, Any] | None = None,
     ) -> dict[str, Any]:
         """create -> exec -> delete; the delete happens on every path."""
-        body = _exec_body(command, code, commands, files, timeout_seconds, seed)
+        body = routes.exec_body(command, code, commands, files, timeout_seconds, seed)
 
         def run() -> dict[str, Any]:
-            sandbox = self._send(_create_sandbox(template_id, None, None, egress))
-            sandbox_id = _created_id(sandbox)
+            sandbox = self._send(routes.create_sandbox(template_id, None, None, egress))
+            sandbox_id = routes.created_id(sandbox)
             try:
                 result: dict[str, Any] = self._send(
                     exec_call(f"/v1/sandboxes/{_seg(sandbox_id)}/exec", body, self.timeout)
@@ -518,7 +353,7 @@ class GatewayClient(_GatewayClientBase):
         it must not mask the exec's own outcome (the gateway's idle reaper
         is the backstop)."""
         try:
-            self._send(_delete_sandbox(sandbox_id))
+            self._send(routes.delete_sandbox(sandbox_id))
         except Exception as exc:
             log.warning("could not delete one-shot sandbox %s: %s", sandbox_id, exc)
 
@@ -587,11 +422,11 @@ class AsyncGatewayClient(_GatewayClientBase):
         return await self._http.send(call)
 
     async def health(self) -> dict[str, Any]:
-        result: dict[str, Any] = await self._send(_health())
+        result: dict[str, Any] = await self._send(routes.health())
         return result
 
     async def images(self) -> list[dict[str, Any]]:
-        return _images_of(await self._send(_images()))
+        return routes.images_of(await self._send(routes.images()))
 
     async def list_images(self) -> list[dict[str, Any]]:
         return await self.images()
@@ -607,27 +442,27 @@ class AsyncGatewayClient(_GatewayClientBase):
         expected_width: int | None = None,
     ) -> dict[str, Any]:
         result: dict[str, Any] = await self._send(
-            _create_template(name, image, ready, width, cold_fraction, expected_width)
+            routes.create_template(name, image, ready, width, cold_fraction, expected_width)
         )
         return result
 
     async def get_template(self, template_id: str) -> dict[str, Any]:
-        result: dict[str, Any] = await self._send(_get_template(template_id))
+        result: dict[str, Any] = await self._send(routes.get_template(template_id))
         return result
 
     async def list_templates(self) -> list[dict[str, Any]]:
-        return list((await self._send(_list_templates())).get("templates") or [])
+        return list((await self._send(routes.list_templates())).get("templates") or [])
 
     async def delete_template(self, template_id: str) -> dict[str, Any]:
-        result: dict[str, Any] = await self._send(_delete_template(template_id))
+        result: dict[str, Any] = await self._send(routes.delete_template(template_id))
         return result
 
     async def expect_width(self, template_id: str, width: int) -> dict[str, Any]:
-        result: dict[str, Any] = await self._send(_expect(template_id, width))
+        result: dict[str, Any] = await self._send(routes.expect(template_id, width))
         return result
 
     async def release_template(self, template_id: str) -> dict[str, Any]:
-        result: dict[str, Any] = await self._send(_release(template_id))
+        result: dict[str, Any] = await self._send(routes.release(template_id))
         return result
 
     async def create_sandbox(
@@ -638,18 +473,20 @@ class AsyncGatewayClient(_GatewayClientBase):
         labels: Mapping[str, str] | None = None,
         egress: Mapping[str, Any] | None = None,
     ) -> dict[str, Any]:
-        result: dict[str, Any] = await self._send(_create_sandbox(template, label, labels, egress))
+        result: dict[str, Any] = await self._send(
+            routes.create_sandbox(template, label, labels, egress)
+        )
         return result
 
     async def list_sandboxes(self) -> list[dict[str, Any]]:
-        return list((await self._send(_list_sandboxes())).get("sandboxes") or [])
+        return list((await self._send(routes.list_sandboxes())).get("sandboxes") or [])
 
     async def get_sandbox(self, sandbox_id: str) -> dict[str, Any]:
-        result: dict[str, Any] = await self._send(_get_sandbox(sandbox_id))
+        result: dict[str, Any] = await self._send(routes.get_sandbox(sandbox_id))
         return result
 
     async def delete_sandbox(self, sandbox_id: str) -> dict[str, Any]:
-        result: dict[str, Any] = await self._send(_delete_sandbox(sandbox_id))
+        result: dict[str, Any] = await self._send(routes.delete_sandbox(sandbox_id))
         return result
 
     async def exec(
@@ -663,7 +500,7 @@ class AsyncGatewayClient(_GatewayClientBase):
         timeout_seconds: int = DEFAULT_EXEC_TIMEOUT_S,
         seed: str | None = None,
     ) -> dict[str, Any]:
-        body = _exec_body(command, code, commands, files, timeout_seconds, seed)
+        body = routes.exec_body(command, code, commands, files, timeout_seconds, seed)
         call = exec_call(f"/v1/sandboxes/{_seg(sandbox_id)}/exec", body, self.timeout)
         result: dict[str, Any] = await self._http.observed(
             lambda: self._send(call), target=sandbox_id, one_shot=False, request=body
@@ -671,27 +508,27 @@ class AsyncGatewayClient(_GatewayClientBase):
         return result
 
     async def fork(self, sandbox_id: str, *, count: int = 1, labels: Any = None) -> dict[str, Any]:
-        result: dict[str, Any] = await self._send(_fork(sandbox_id, count, labels))
+        result: dict[str, Any] = await self._send(routes.fork(sandbox_id, count, labels))
         return result
 
     async def suspend(self, sandbox_id: str) -> dict[str, Any]:
-        result: dict[str, Any] = await self._send(_state_change(sandbox_id, "suspend"))
+        result: dict[str, Any] = await self._send(routes.state_change(sandbox_id, "suspend"))
         return result
 
     async def resume(self, sandbox_id: str) -> dict[str, Any]:
-        result: dict[str, Any] = await self._send(_state_change(sandbox_id, "resume"))
+        result: dict[str, Any] = await self._send(routes.state_change(sandbox_id, "resume"))
         return result
 
     async def usage(
         self, *, from_ts: str | None = None, to_ts: str | None = None
     ) -> dict[str, Any]:
-        result: dict[str, Any] = await self._send(_usage(from_ts, to_ts))
+        result: dict[str, Any] = await self._send(routes.usage(from_ts, to_ts))
         return result
 
     async def create_session(
         self, template_id: str, *, egress: Mapping[str, Any] | None = None
     ) -> dict[str, Any]:
-        return _as_session(await self.create_sandbox(template_id, egress=egress), template_id)
+        return routes.as_session(await self.create_sandbox(template_id, egress=egress), template_id)
 
     async def session_exec(
         self,
@@ -715,13 +552,13 @@ class AsyncGatewayClient(_GatewayClientBase):
         )
 
     async def get_session(self, session_id: str) -> dict[str, Any]:
-        return _as_session(await self.get_sandbox(session_id))
+        return routes.as_session(await self.get_sandbox(session_id))
 
     async def list_sessions(self) -> list[dict[str, Any]]:
-        return [_as_session(sb) for sb in await self.list_sandboxes()]
+        return [routes.as_session(sb) for sb in await self.list_sandboxes()]
 
     async def delete_session(self, session_id: str) -> dict[str, Any]:
-        return _deleted_session(await self.delete_sandbox(session_id), session_id)
+        return routes.deleted_session(await self.delete_sandbox(session_id), session_id)
 
     async def exec_once(
         self,
@@ -736,11 +573,11 @@ class AsyncGatewayClient(_GatewayClientBase):
         egress: Mapping[str, Any] | None = None,
     ) -> dict[str, Any]:
         """create -> exec -> delete; the delete survives cancellation."""
-        body = _exec_body(command, code, commands, files, timeout_seconds, seed)
+        body = routes.exec_body(command, code, commands, files, timeout_seconds, seed)
 
         async def run() -> dict[str, Any]:
-            sandbox = await self._send(_create_sandbox(template_id, None, None, egress))
-            sandbox_id = _created_id(sandbox)
+            sandbox = await self._send(routes.create_sandbox(template_id, None, None, egress))
+            sandbox_id = routes.created_id(sandbox)
             try:
                 result: dict[str, Any] = await self._send(
                     exec_call(f"/v1/sandboxes/{_seg(sandbox_id)}/exec", body, self.timeout)
@@ -756,6 +593,6 @@ class AsyncGatewayClient(_GatewayClientBase):
 
     async def _reap(self, sandbox_id: str) -> None:
         try:
-            await self._send(_delete_sandbox(sandbox_id))
+            await self._send(routes.delete_sandbox(sandbox_id))
         except Exception as exc:
             log.warning("could not delete one-shot sandbox %s: %s", sandbox_id, exc)
