@@ -26,6 +26,7 @@ from typing import Literal
 
 from .api import ExecJob, ExecOutcome, TemplateSpec
 from .channel import Channel, ChannelClosed, Message
+from .deadline import within
 from .output import OutputCollector
 from .zygote_process import background
 
@@ -92,7 +93,7 @@ class ForkClone:
 
     async def wait_ready(self, timeout: float) -> None:
         try:
-            msg = await asyncio.wait_for(self._channel.recv(), timeout)
+            msg = await within(timeout, self._channel.recv())
         except (ChannelClosed, asyncio.TimeoutError) as exc:
             raise CloneDied("the clone did not come up") from exc
         if msg.get("op") != "ready":
@@ -143,7 +144,7 @@ class ForkClone:
         msg: Message | None
         try:
             try:
-                msg = await asyncio.wait_for(self._exited(req), job.timeout_s)
+                msg = await within(job.timeout_s, self._exited(req))
             except asyncio.TimeoutError:
                 timed_out = True
                 msg = await self._kill_exec(req)
@@ -185,7 +186,7 @@ class ForkClone:
         self.recyclable = False  # a clone that had to kill is not trusted to be reused
         try:
             self._channel.send({"op": "kill", "req": req})
-            return await asyncio.wait_for(self._exited(req), KILL_GRACE_S)
+            return await within(KILL_GRACE_S, self._exited(req))
         except (ChannelClosed, asyncio.TimeoutError, CloneDied):
             await self.close()
             return None
@@ -206,7 +207,7 @@ class ForkClone:
             try:
                 self._channel.send({"op": "reset", "uid": uid})
                 while True:
-                    msg = await asyncio.wait_for(self._channel.recv(), timeout)
+                    msg = await within(timeout, self._channel.recv())
                     if msg.get("op") in ("ready", "error"):
                         break
             except (ChannelClosed, asyncio.TimeoutError):

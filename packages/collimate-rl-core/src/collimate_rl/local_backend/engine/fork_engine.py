@@ -334,6 +334,8 @@ class ForkEngine:
         task = self._refills.get(key)
         if self._closed or (task is not None and not task.done()):
             return
+        if len(self._pools.get(key, ())) >= self._pool_targets.get(key, 0):
+            return  # full (recycled clones keep it so): no task to find that out
         self._refills[key] = asyncio.ensure_future(self._refill_loop(key))
 
     async def _refill_loop(self, key: PoolKey) -> None:

@@ -49,6 +49,7 @@ class OutputCollector:
 
     async def finish(self, grace_s: float) -> tuple[bytes, bool]:
         """Wait up to ``grace_s`` for EOF, take what was buffered, close the pipe."""
+        self._drain()  # usually EOF is already there, just not yet seen by the loop
         if not self._eof.done():
             with contextlib.suppress(asyncio.TimeoutError):
                 await asyncio.wait_for(asyncio.shield(self._eof), grace_s)
