@@ -1,6 +1,7 @@
 """Released clones are wiped and reused: the next user of a clone finds
 nothing of the last one (files, processes, sockets, System V ipc, uid), and
-a clone that cannot be trusted to be wiped is closed instead."""
+a clone that cannot be wiped (an app server's, a full pool's, process mode's)
+is closed instead."""
 
 from __future__ import annotations
 
@@ -102,19 +103,20 @@ def test_a_reused_python_clone_starts_every_exec_fresh() -> None:
     run([PY], body)
 
 
-def test_a_clone_that_had_to_kill_is_closed_not_reused() -> None:
+def test_a_clone_whose_exec_timed_out_is_wiped_and_reused() -> None:
     async def body(engine: ForkEngine) -> None:
         engine.keep_idle = 4
-        clone = await engine.open_clone(PY, egress=None)
-        out = await clone.run(ExecJob("code", "while True: pass", SEED, 0.5))
-        assert out.timed_out
+        clone = await engine.open_clone(SH, egress=None)
+        out = await _run(clone, "sleep 300 & sleep 300 & while :; do :; done", timeout=0.5)
+        assert out[0] == -1
         await clone.release()
-        assert clone.closed
-        other = await engine.open_clone(PY, egress=None)
-        assert other is not clone
-        await other.close()
+        again = await engine.open_clone(SH, egress=None)
+        assert again is clone and again.generation == 1
+        code, procs = await _run(again, "ps -e -o comm= | grep -c -e sleep -e '^sh$'")
+        assert code == 0 and procs.strip() == "1", procs  # only this exec's own sh
+        await again.close()
 
-    run([PY], body)
+    run([SH], body)
 
 
 def test_a_full_pool_closes_what_it_cannot_keep() -> None:

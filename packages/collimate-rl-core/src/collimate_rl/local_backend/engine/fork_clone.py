@@ -70,7 +70,7 @@ class ForkClone:
         self._on_close = on_close
         self._on_release = on_release
         self.uid = uid  # the unprivileged uid its code runs as (namespaces)
-        # may the engine wipe it for another user? (not after a failed kill, ...)
+        # may the engine wipe it for another user? (namespaced, no app server)
         self.recyclable = mode == "ns" and template.kind != "app" and on_release is not None
         self.generation = 0  # how many resets it went through
         self.pool_key: tuple[str, bool] = (template.id, False)  # set by the engine
@@ -182,8 +182,9 @@ class ForkClone:
                 return msg
 
     async def _kill_exec(self, req: int) -> Message | None:
-        """Ask the clone to kill its exec's whole tree; destroy the clone if it cannot."""
-        self.recyclable = False  # a clone that had to kill is not trusted to be reused
+        """Ask the clone to kill its exec's whole tree; destroy the clone if it
+        cannot. (One that could may be reused: its reset kills again and
+        checks that nothing survived.)"""
         try:
             self._channel.send({"op": "kill", "req": req})
             return await within(KILL_GRACE_S, self._exited(req))
