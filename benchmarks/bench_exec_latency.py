@@ -177,8 +177,14 @@ def pct(samples: list[float], q: float) -> float:
 def main(argv: list[str] | None = None) -> int:
     p = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     p.add_argument("-n", type=int, default=300, help="measured execs per backend (default 300)")
-    p.add_argument("--warmup", type=int, default=20)
-    p.add_argument("--rounds", type=int, default=3, help="alternate the backends this many times")
+    p.add_argument("--warmup", type=int, default=10, help="unmeasured execs per round")
+    p.add_argument(
+        "--rounds",
+        type=int,
+        default=10,
+        help="alternate the backends this many times (short rounds: the machine's drift "
+        "then hits both backends alike)",
+    )
     p.add_argument("--isolation", default="auto", choices=("auto", "namespaces", "process"))
     p.add_argument(
         "--throughput",

@@ -88,6 +88,15 @@ def exec_child(spec: Msg, jobs_fd: int, ack_w: int, forked_at: float) -> NoRetur
         # a full pipe (code writing to it) must not block the end record
         os.set_blocking(high, False)
         reports = Reports(high, -1)
+        # everything that does not depend on the job, before it comes: the
+        # environment (but its seed), stdout's line buffering, and the
+        # copy-on-write faults of the code paths a job takes
+        env = child_env(spec, None)
+        for key, value in env.items():  # the zygote started with an empty one
+            if os.environ.get(key) != value:
+                os.environ[key] = value
+        if isinstance(sys.stdout, io.TextIOWrapper):
+            sys.stdout.reconfigure(line_buffering=True)
         touch_ahead()
         jobs = socket.socket(fileno=high - 1)
         msg, fds = recv(jobs)
@@ -115,7 +124,7 @@ def exec_child(spec: Msg, jobs_fd: int, ack_w: int, forked_at: float) -> NoRetur
             done += len(chunk)
         os.close(job_fd)
         msg.update(json.loads(b"".join(chunks)))
-        env = child_env(spec, msg["seed"])
+        env["COLLIMATE_SEED"] = os.environ["COLLIMATE_SEED"] = msg["seed"]
         err = write_files(spec, msg["files"])
         if err is not None:
             os.write(2, err.encode())
@@ -124,10 +133,6 @@ def exec_child(spec: Msg, jobs_fd: int, ack_w: int, forked_at: float) -> NoRetur
             reports.close()
             signal.signal(signal.SIGPIPE, signal.SIG_DFL)
             os.execve("/bin/sh", ["/bin/sh", "-c", msg["source"]], env)
-        # the zygote started with an empty environment: only ours to add
-        for key, value in env.items():
-            if os.environ.get(key) != value:
-                os.environ[key] = value
         code = run_python(msg, reports)
     except SystemExit as exc:
         code = exit_code_of(exc)
@@ -183,8 +188,6 @@ class Reports:
 def run_python(msg: Msg, reports: Reports) -> int:
     random.seed(int(msg["seed"], 16))
     reports.write("S" + msg["seed"], "S" + msg["seed"] + "\n")
-    if isinstance(sys.stdout, io.TextIOWrapper):
-        sys.stdout.reconfigure(line_buffering=True)
     main = types.ModuleType("__main__")
     main.__dict__["__builtins__"] = builtins
     sys.modules["__main__"] = main

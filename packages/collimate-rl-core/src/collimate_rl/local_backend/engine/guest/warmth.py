@@ -62,3 +62,5 @@ def touch_ahead() -> None:
     code = compile(_WARM_UP_SOURCE, "<string>", "exec")
     exec(code, {"__name__": "__main__", "print": lambda *a: sink.write(repr(a))})
     json.loads(json.dumps({"op": "exec", "req": 1, "kind": "code", "seed": "ab" * 32}))
+    json.loads(json.dumps({"source": "print(1)\n" * 8, "files": [["a.py", "x = 1\n"]]}))
+    random.seed(int("ab" * 32, 16))
