@@ -242,18 +242,22 @@ class BackendService:
         return clone, time.perf_counter() - t0
 
     async def _run(self, clone: Clone, job: ExecJob, *, session: Session | None) -> ExecOutcome:
-        """Run one exec as its own task, so deleting a session can cancel it
-        (the engine kills the process tree) without cancelling the HTTP
-        handler that is waiting for the answer."""
-        task: asyncio.Task[ExecOutcome] = asyncio.ensure_future(clone.run(job))
+        """Run one exec; a session's as a task of its own, so deleting the
+        session can cancel it (the engine kills the process tree) without
+        cancelling the HTTP handler that is waiting for the answer. A
+        one-shot needs no such task: only its own client can cancel it."""
+        run = clone.run(job)
+        task: asyncio.Task[ExecOutcome] | None = None
         if session is not None:
+            task = asyncio.ensure_future(run)
             session.tasks.add(task)
         self.running += 1
         try:
-            return await task
+            return await (task if task is not None else run)
         except asyncio.CancelledError:
             if (
                 session is not None
+                and task is not None
                 and task.cancelled()
                 and not self.sessions.is_live(session.session_id)
             ):
@@ -272,7 +276,7 @@ class BackendService:
             ) from exc
         finally:
             self.running -= 1
-            if session is not None:
+            if session is not None and task is not None:
                 session.tasks.discard(task)
 
     def _track(self, coro: Coroutine[Any, Any, None]) -> asyncio.Task[None]:
