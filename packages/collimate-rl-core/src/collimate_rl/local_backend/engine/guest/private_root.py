@@ -3,9 +3,11 @@ code sees, mounted afresh for every generation (every user of the clone).
 
 The clone stays in its own mount namespace with the host's view (read-only);
 only its exec children enter the private root, by chroot. Its scaffolding is
-a small tmpfs over /tmp that the code never sees: the private root is mounted
-at GEN_ROOT, the writable layer under it lives in the GEN_LAYER tmpfs, and the
-pid namespace's /proc is mounted once at CLONE_PROC.
+a small tmpfs over /tmp that the code never sees. Each generation gets a tmpfs
+at GEN_LAYER holding the overlay's writable layer, and the private root is
+mounted inside it, at GEN_ROOT, so one detach of GEN_LAYER takes a generation
+away whole (one unmount, one RCU grace period). The pid namespace's /proc is
+mounted once at CLONE_PROC.
 """
 
 from __future__ import annotations
@@ -41,8 +43,8 @@ if TYPE_CHECKING:  # never at run time: the zygote stays free of the typing modu
 
     Msg = dict[str, Any]
 
-GEN_ROOT = "/tmp/root"
 GEN_LAYER = "/tmp/gen"
+GEN_ROOT = GEN_LAYER + "/root"
 CLONE_PROC = "/tmp/proc"
 
 
@@ -74,7 +76,7 @@ class PrivateRoot:
         # kept for every generation: the scaffolding hides the host's /tmp
         self.exposed = self.open_exposed()
         mount("tmpfs", "/tmp", "tmpfs", MS_NOSUID | MS_NODEV, "size=1m,mode=700")
-        for path in (GEN_LAYER, GEN_ROOT, CLONE_PROC):
+        for path in (GEN_LAYER, CLONE_PROC):
             os.mkdir(path, 0o700)
         self.stage_exposed()
         mount("proc", CLONE_PROC, "proc", MS_NOSUID | MS_NODEV | MS_NOEXEC, None)
@@ -92,7 +94,7 @@ class PrivateRoot:
         everything the host owns (/etc, /usr, ...) stays unwritable to it."""
         size = self.spec["tmp_bytes"]
         mount("tmpfs", GEN_LAYER, "tmpfs", MS_NOSUID | MS_NODEV, f"size={size},mode=700")
-        for name in ("upper", "work"):
+        for name in ("upper", "work", "root"):
             os.mkdir(f"{GEN_LAYER}/{name}", 0o755)
         if uid is not None:
             os.chown(GEN_LAYER + "/upper", uid, uid)
@@ -115,11 +117,10 @@ class PrivateRoot:
             os.chown(new + self.workdir, uid, uid)
 
     def wipe(self) -> None:
-        """Detach the private root with every mount under it, and its writable
-        layer (the kernel frees them once nothing uses them: the caller made
+        """Detach the writable layer with the private root and every mount in
+        it (the kernel frees them once nothing uses them: the caller made
         sure no process is left), and drop System V ipc objects, which
         outlive their processes, with a new ipc namespace."""
-        detach(GEN_ROOT)
         detach(GEN_LAYER)
         unshare(CLONE_NEWIPC, "unshare(ipc)")
 
