@@ -43,6 +43,16 @@ if TYPE_CHECKING:  # never at run time: the zygote stays free of the typing modu
 
     Msg = dict[str, Any]
 
+def bind_into(source: str, target: str) -> None:
+    """A recursive bind of ``source`` at ``target``, making ``target`` only
+    when it is missing (it rarely is: the mount is tried first)."""
+    try:
+        mount(source, target, None, MS_BIND | MS_REC, None)
+    except FileNotFoundError:
+        os.makedirs(target, exist_ok=True)
+        mount(source, target, None, MS_BIND | MS_REC, None)
+
+
 GEN_LAYER = "/tmp/gen"
 GEN_ROOT = GEN_LAYER + "/root"
 CLONE_PROC = "/tmp/proc"
@@ -55,6 +65,10 @@ class PrivateRoot:
         self.spec = spec
         self.netns_fd = netns_fd  # a recycled, empty net namespace to join
         self.workdir: str = spec["workdir"]
+        # the host's other file systems (their mount points are dirs of the
+        # host root, so of every overlay over it too), looked up once
+        self.binds: list[str] = [m for m in spec.get("binds", []) if os.path.isdir(m)]
+        self.has_dev_shm: bool | None = None  # in the private root: known after the first
         self.exposed: list[tuple[str, list[tuple[str, int]]]] = []
         self.staged: list[tuple[str, str]] = []  # (private dir, its stand-in)
 
@@ -101,14 +115,14 @@ class PrivateRoot:
         new = GEN_ROOT
         layers = f"lowerdir=/,upperdir={GEN_LAYER}/upper,workdir={GEN_LAYER}/work"
         mount("overlay", new, "overlay", MS_NOSUID | MS_NODEV, layers)
-        for mnt in self.spec.get("binds", []):  # other host file systems, read-only
-            if os.path.isdir(mnt):
-                os.makedirs(new + mnt, exist_ok=True)
-                mount(mnt, new + mnt, None, MS_BIND | MS_REC, None)
+        for mnt in self.binds:  # other host file systems, read-only
+            bind_into(mnt, new + mnt)
         tmp_opts = f"size={size},nr_inodes=65536,mode=1777"
         mount("tmpfs", new + "/tmp", "tmpfs", MS_NOSUID | MS_NODEV, tmp_opts)
         self.expose_interpreter(new)
-        if os.path.isdir(new + "/dev/shm"):
+        if self.has_dev_shm is None:
+            self.has_dev_shm = os.path.isdir(new + "/dev/shm")
+        if self.has_dev_shm:
             mount("tmpfs", new + "/dev/shm", "tmpfs", MS_NOSUID | MS_NODEV, "size=64m,mode=1777")
         mount(CLONE_PROC, new + "/proc", None, MS_BIND, None)
         if self.workdir != "/tmp":
@@ -154,7 +168,7 @@ class PrivateRoot:
     def expose_interpreter(self, root: str) -> None:
         """Bind the staged trees (see ``stage_exposed``) into a new root."""
         for private, stage in self.staged:
-            mount(stage, root + private, None, MS_BIND | MS_REC, None)
+            bind_into(stage, root + private)
         for private, trees in self.exposed:
             if private != "/tmp":
                 continue
