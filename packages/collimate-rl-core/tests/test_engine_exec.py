@@ -117,6 +117,28 @@ def test_code_cannot_rewrite_its_seed_record_or_its_exit_code(mode: str) -> None
 
 
 @pytest.mark.parametrize("mode", MODES)
+def test_code_runs_at_the_servers_priority_not_the_idle_class(mode: str) -> None:
+    """Standbys prepare in the idle scheduling class (background work); the
+    code itself must not inherit it."""
+
+    async def body(engine: ForkEngine) -> None:
+        clone = await engine.open_clone(PY, egress=None)
+        try:
+            out = await clone.run(
+                job(
+                    "import os; print(os.sched_getscheduler(0), os.getpriority(os.PRIO_PROCESS, 0))"
+                )
+            )
+        finally:
+            await clone.close()
+        policy, nice = out.output.decode().split()
+        assert int(policy) == os.SCHED_OTHER
+        assert int(nice) == os.getpriority(os.PRIO_PROCESS, 0)
+
+    run(mode, [PY], body)
+
+
+@pytest.mark.parametrize("mode", MODES)
 def test_exceptions_and_exit_styles(mode: str) -> None:
     async def body(engine: ForkEngine) -> None:
         clone = await engine.open_clone(PY, egress=None)

@@ -47,8 +47,14 @@ def child_env(spec: Msg, seed: str | None) -> dict[str, str]:
     return env
 
 
-def prepare_child(spec: Msg, out_fd: int | None, limits: Msg, cpu: bool = True) -> None:
-    """Process-level setup shared by execs and app servers (after fork)."""
+def prepare_child(
+    spec: Msg, out_fd: int | None, limits: Msg, cpu: bool = True, enter: bool = True
+) -> None:
+    """Process-level setup shared by execs and app servers (after fork).
+
+    ``enter=False`` stops short of ``enter_private_root`` (the priority, the
+    private root and the uid), for a standby that prepares further as root
+    in the idle class it was forked in, and enters once it is ready."""
     os.setsid()
     signal.set_wakeup_fd(-1)
     signal.signal(signal.SIGCHLD, signal.SIG_DFL)
@@ -66,6 +72,13 @@ def prepare_child(spec: Msg, out_fd: int | None, limits: Msg, cpu: bool = True) 
     resource.setrlimit(resource.RLIMIT_AS, (limits["memory_bytes"],) * 2)
     resource.setrlimit(resource.RLIMIT_FSIZE, (limits["file_size_bytes"],) * 2)
     resource.setrlimit(resource.RLIMIT_CORE, (0, 0))
+    if enter:
+        enter_private_root(spec, limits)
+
+
+def enter_private_root(spec: Msg, limits: Msg) -> None:
+    """The server's priority, the private root, the unprivileged uid; in that
+    order, as each step needs the privileges the next one drops."""
     normal_priority(spec)  # while still root: the uid below could not
     if spec["mode"] == "ns":
         # into the private root while still root; the code never has

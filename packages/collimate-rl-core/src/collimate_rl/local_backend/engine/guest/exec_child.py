@@ -26,7 +26,7 @@ import time
 import traceback
 import types
 
-from .child_setup import child_env, prepare_child
+from .child_setup import child_env, enter_private_root, prepare_child
 from .kernel import set_process_name
 from .messages import recv
 from .warmth import touch_ahead
@@ -78,7 +78,9 @@ def exec_child(spec: Msg, jobs_fd: int, ack_w: int, forked_at: float) -> NoRetur
     reports = Reports(ack_w, -1)
     try:
         set_process_name(b"collimate-exec")
-        prepare_child(spec, None, spec["limits"])
+        # as root and in the idle class: the standby's preparation is
+        # background work (see the end of it)
+        prepare_child(spec, None, spec["limits"], enter=False)
         soft = resource.getrlimit(resource.RLIMIT_NOFILE)[0]
         high = max(4, min(ACK_FD, soft - 1)) if soft > 0 else ACK_FD
         os.dup2(ack_w, high)
@@ -98,6 +100,9 @@ def exec_child(spec: Msg, jobs_fd: int, ack_w: int, forked_at: float) -> NoRetur
         if isinstance(sys.stdout, io.TextIOWrapper):
             sys.stdout.reconfigure(line_buffering=True)
         touch_ahead()
+        # ready: back to the server's priority for the job, into the private
+        # root, unprivileged, before anything of the job is read
+        enter_private_root(spec, spec["limits"])
         jobs = socket.socket(fileno=high - 1)
         msg, fds = recv(jobs)
         # the code must never see the jobs socket (it could steal a later job)
