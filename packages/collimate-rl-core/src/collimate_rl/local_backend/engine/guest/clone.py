@@ -171,8 +171,9 @@ class CloneServer:
         ack_r, ack_w = os.pipe2(os.O_CLOEXEC)
         os.set_blocking(ack_r, False)
         t0 = time.perf_counter()
-        # ahead-of-time work: it must not delay the engine's answer (see
-        # normal_priority for how the child gets back before it waits)
+        # ahead-of-time work: it must not delay the engine's answer (the
+        # child leaves the idle class just before it waits for its job, see
+        # exec_child and child_setup.enter_private_root)
         idle_priority(self.spec)
         try:
             pid = os.fork()
