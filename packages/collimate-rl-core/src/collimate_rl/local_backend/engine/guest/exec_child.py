@@ -1,9 +1,11 @@
 """The exec child: forked ahead of time by its clone (a "standby"), it waits
 for one job, runs it and reports.
 
-Before any job exists it applies rlimits, enters the private root (chroot,
-while still root), drops to the clone's unprivileged uid, closes stray fds
-and takes its copy-on-write faults ahead of time (``warmth.touch_ahead``).
+Before any job exists, as root and in the idle scheduling class it was
+forked in, it applies rlimits, closes stray fds, sets up the environment and
+takes its copy-on-write faults ahead of time (``warmth.touch_ahead``); then
+it takes the server's priority, enters the private root (chroot, while still
+root) and drops to the clone's unprivileged uid, and only then waits.
 The job comes straight from the engine (no hop through the clone); the child
 puts the job's output pipe on fds 1 and 2, writes ``files``, seeds ``random``
 and runs the code (or ``/bin/sh -c``).
