@@ -8,11 +8,11 @@ and its own client in another process, in the same run, rounds interleaved
 * ours: ``python -m collimate_rl.local_backend`` (namespaced clones) and
   ``grade_batch_async`` with an ``AsyncCollimateClient`` (one event loop, no
   threads); ``grade_batch`` (threads) is reported too; on the built-in ``py``
-  template (``--template``). After the first grade the SDK sends the grader
-  as bytecode only (see ``collimate_rl.rewards.program``). Preloading the
-  runtime module into the template was measured slower here: importing it
-  pulls in the whole ``collimate_rl`` package, and a bigger warm interpreter
-  makes every fork dearer;
+  template (``--template``), which preloads the grader runtime from its
+  file (not the ``collimate_rl`` package: a bigger warm interpreter makes
+  every fork dearer), so after the first grade the SDK sends only the
+  grader's config and the candidate (see ``collimate_rl.rewards.program``).
+  Released clones are wiped and reused between grades;
 * theirs: collimate-rl==0.5.0's ``python -m collimate_rl.local_backend`` and its
   ``grade_batch`` (threads, its default concurrency of 24), from the venv at
   ``--peer`` (default ``/tmp/peer``; created in ``~/.cache`` with pip when
