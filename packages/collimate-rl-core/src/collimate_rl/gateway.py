@@ -21,7 +21,7 @@ import os
 import random
 import re
 import time
-from collections.abc import Awaitable, Callable, Coroutine, Mapping
+from collections.abc import Awaitable, Callable, Coroutine, Mapping, Sequence
 from typing import Any, TypeVar
 
 from .__about__ import __version__
@@ -31,7 +31,7 @@ from ._transport.calls import segment as _seg
 from ._transport.pool import HttpSettings
 from ._transport.send import AsyncHTTP, SyncHTTP
 from .retry import RetryPolicy
-from .wire import DEFAULT_EXEC_TIMEOUT_S
+from .wire import DEFAULT_EXEC_TIMEOUT_S, build_exec_request
 
 __all__ = ["DEFAULT_GATEWAY_URL", "AsyncGatewayClient", "GatewayClient"]
 
@@ -43,8 +43,8 @@ _USER_AGENT = f"collimate-rl/{__version__}"
 
 _G = TypeVar("_G", bound="_GatewayClientBase")
 
-Files = routes.Files
-Argvs = routes.Argvs
+Files = Sequence[Mapping[str, str]]
+Argvs = Sequence[Sequence[str]]
 
 
 def _resolve_key(api_key: str | None) -> str:
@@ -254,7 +254,14 @@ class GatewayClient(_GatewayClientBase):
         timeout_seconds: int = DEFAULT_EXEC_TIMEOUT_S,
         seed: str | None = None,
     ) -> dict[str, Any]:
-        body = routes.exec_body(command, code, commands, files, timeout_seconds, seed)
+        body = build_exec_request(
+            command=command,
+            code=code,
+            commands=commands,
+            files=files,
+            timeout_seconds=timeout_seconds,
+            seed=seed,
+        )
         call = exec_call(f"/v1/sandboxes/{_seg(sandbox_id)}/exec", body, self.timeout)
         result: dict[str, Any] = self._http.observed(
             lambda: self._send(call), target=sandbox_id, one_shot=False, request=body
@@ -330,7 +337,14 @@ class GatewayClient(_GatewayClientBase):
         egress: Mapping[str, Any] | None = None,
     ) -> dict[str, Any]:
         """create -> exec -> delete; the delete happens on every path."""
-        body = routes.exec_body(command, code, commands, files, timeout_seconds, seed)
+        body = build_exec_request(
+            command=command,
+            code=code,
+            commands=commands,
+            files=files,
+            timeout_seconds=timeout_seconds,
+            seed=seed,
+        )
 
         def run() -> dict[str, Any]:
             sandbox = self._send(routes.create_sandbox(template_id, None, None, egress))
@@ -500,7 +514,14 @@ class AsyncGatewayClient(_GatewayClientBase):
         timeout_seconds: int = DEFAULT_EXEC_TIMEOUT_S,
         seed: str | None = None,
     ) -> dict[str, Any]:
-        body = routes.exec_body(command, code, commands, files, timeout_seconds, seed)
+        body = build_exec_request(
+            command=command,
+            code=code,
+            commands=commands,
+            files=files,
+            timeout_seconds=timeout_seconds,
+            seed=seed,
+        )
         call = exec_call(f"/v1/sandboxes/{_seg(sandbox_id)}/exec", body, self.timeout)
         result: dict[str, Any] = await self._http.observed(
             lambda: self._send(call), target=sandbox_id, one_shot=False, request=body
@@ -573,7 +594,14 @@ class AsyncGatewayClient(_GatewayClientBase):
         egress: Mapping[str, Any] | None = None,
     ) -> dict[str, Any]:
         """create -> exec -> delete; the delete survives cancellation."""
-        body = routes.exec_body(command, code, commands, files, timeout_seconds, seed)
+        body = build_exec_request(
+            command=command,
+            code=code,
+            commands=commands,
+            files=files,
+            timeout_seconds=timeout_seconds,
+            seed=seed,
+        )
 
         async def run() -> dict[str, Any]:
             sandbox = await self._send(routes.create_sandbox(template_id, None, None, egress))

@@ -4,15 +4,11 @@ async gateway clients share all of it and differ only in how they send."""
 
 from __future__ import annotations
 
-from collections.abc import Mapping, Sequence
+from collections.abc import Mapping
 from typing import Any
 
 from ..errors import CollimateError
-from ..wire import build_exec_request
 from .calls import Call, delete, get, post, segment
-
-Files = Sequence[Mapping[str, str]]
-Argvs = Sequence[Sequence[str]]
 
 
 def as_session(sandbox: Mapping[str, Any], template_id: str | None = None) -> dict[str, Any]:
@@ -162,21 +158,3 @@ def deleted_session(answer: Mapping[str, Any], session_id: str) -> dict[str, Any
     out["deleted"] = bool(out.get("deleted"))
     out["session_id"] = session_id
     return out
-
-
-def exec_body(
-    command: str | None,
-    code: str | None,
-    commands: Argvs | None,
-    files: Files | None,
-    timeout_seconds: int,
-    seed: str | None,
-) -> dict[str, Any]:
-    return build_exec_request(
-        command=command,
-        code=code,
-        commands=commands,
-        files=files,
-        timeout_seconds=timeout_seconds,
-        seed=seed,
-    )
