@@ -128,10 +128,13 @@ class ForkClone:
                 )
             except OSError as exc:
                 raise ChannelClosed(str(exc)) from exc
-        except ChannelClosed as exc:
+        except BaseException as exc:
+            # the job never left: nothing will read these ends
             os.close(out_r)
             os.close(result_r)
-            raise CloneDied("the clone is gone") from exc
+            if isinstance(exc, ChannelClosed):
+                raise CloneDied("the clone is gone") from exc
+            raise
         finally:
             os.close(out_w)
             os.close(result_w)

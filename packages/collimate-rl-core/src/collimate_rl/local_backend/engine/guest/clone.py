@@ -216,17 +216,24 @@ class CloneServer:
         return int(head[1:]), seed
 
     def reap(self) -> None:
-        while True:
-            try:
-                pid, status, usage = os.wait4(-1, os.WNOHANG)
-            except ChildProcessError:
-                return
-            if pid == 0:
-                return
-            if self.child is not None and pid == self.child[0]:
-                self.finish(status, usage)
-            elif pid == self.app_pid:
-                self.app_pid = None
+        """Every child that has exited, reaped and accounted for."""
+        while self.reap_one() == "reaped":
+            pass
+
+    def reap_one(self) -> str:
+        """Reap one exited child: ``reaped``, ``running`` (children, none
+        exited yet) or ``none`` (no child left)."""
+        try:
+            pid, status, usage = os.wait4(-1, os.WNOHANG)
+        except ChildProcessError:
+            return "none"
+        if pid == 0:
+            return "running"
+        if self.child is not None and pid == self.child[0]:
+            self.finish(status, usage)
+        elif pid == self.app_pid:
+            self.app_pid = None
+        return "reaped"
 
     def finish(self, status: int, usage: resource.struct_rusage) -> None:
         """The exec child was reaped before it reported (killed, os._exit, a shell)."""
@@ -353,20 +360,11 @@ class CloneServer:
         with contextlib.suppress(ProcessLookupError):
             os.kill(-1, signal.SIGKILL)
         deadline = time.monotonic() + 3.0
-        while True:
-            try:
-                pid, status, usage = os.wait4(-1, os.WNOHANG)
-            except ChildProcessError:
-                return
-            if pid == 0:
+        while (state := self.reap_one()) != "none":
+            if state == "running":
                 if time.monotonic() > deadline:
                     return
                 time.sleep(0.0005)
-                continue
-            if self.child is not None and pid == self.child[0]:
-                self.finish(status, usage)
-            elif pid == self.app_pid:
-                self.app_pid = None
 
     def processes(self) -> list[tuple[int, int]]:
         """(pid, session id) of every live process of this clone but itself."""
