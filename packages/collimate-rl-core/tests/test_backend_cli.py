@@ -106,6 +106,7 @@ def test_bad_template_file_exits_2(tmp_path: Path) -> None:
 def test_flags_map_to_config() -> None:
     cfg = config_from_args(build_parser().parse_args([]))
     assert (cfg.host, cfg.port, cfg.socket_path) == ("127.0.0.1", 8080, None)
+    assert cfg.run_slots is None  # one per CPU
     cfg = config_from_args(build_parser().parse_args(["--socket", "/tmp/x.sock"]))
     assert cfg.port is None and cfg.socket_path == "/tmp/x.sock"
     cfg = config_from_args(
@@ -117,6 +118,8 @@ def test_flags_map_to_config() -> None:
                 "/tmp/x.sock",
                 "--max-inflight",
                 "3",
+                "--run-slots",
+                "4",
                 "--session-ttl",
                 "5",
                 "--isolation",
@@ -126,6 +129,7 @@ def test_flags_map_to_config() -> None:
             ]
         )
     )
+    assert cfg.run_slots == 4
     assert (cfg.port, cfg.max_inflight, cfg.session_ttl, cfg.isolation, cfg.host) == (
         9,
         3,

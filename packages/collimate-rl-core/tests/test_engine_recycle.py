@@ -112,8 +112,11 @@ def test_a_clone_whose_exec_timed_out_is_wiped_and_reused() -> None:
         await clone.release()
         again = await engine.open_clone(SH, egress=None)
         assert again is clone and again.generation == 1
-        code, procs = await _run(again, "ps -e -o comm= | grep -c -e sleep -e '^sh$'")
-        assert code == 0 and procs.strip() == "1", procs  # only this exec's own sh
+        # (by command line: a pipeline's shell is briefly "sh" too, before it execs grep)
+        code, procs = await _run(
+            again, "ps -e -o args= | grep -c -e '[s]leep 300' -e '[w]hile :'; :"
+        )
+        assert code == 0 and procs.strip() == "0", procs  # none of the timed-out exec's tree
         await again.close()
 
     run([SH], body)

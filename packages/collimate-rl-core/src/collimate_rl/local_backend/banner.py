@@ -28,7 +28,10 @@ def banner(server: BackendServer) -> str:
     lines.append(f"  templates: {', '.join(sorted(svc.templates))}")
     limit = svc.admission.max_inflight or "unlimited"
     ttl = f"{svc.session_ttl:g}s" if svc.session_ttl else "off"
-    lines.append(f"  max in-flight: {limit}; idle session TTL: {ttl}")
+    slots = svc.run_queue.slots or "unpaced"
+    lines.append(
+        f"  max in-flight: {limit}; one-shots running at once: {slots}; idle session TTL: {ttl}"
+    )
     lines.append(f"  isolation: {svc.engine.isolation} ({svc.engine.isolation_detail})")
     if svc.engine.isolation == "process":
         lines.append(_NOT_A_SANDBOX)

@@ -52,6 +52,13 @@ def build_parser(prog: str = "collimate serve") -> argparse.ArgumentParser:
         f"(0 = unlimited; default {DEFAULT_MAX_INFLIGHT})",
     )
     p.add_argument(
+        "--run-slots",
+        type=int,
+        default=None,
+        help="one-shot execs running at once, the rest queued in arrival order; a CPU "
+        "left idle lets the next one in (0 = no pacing; default: one per CPU)",
+    )
+    p.add_argument(
         "--session-ttl",
         type=float,
         default=DEFAULT_SESSION_TTL_S,
@@ -75,6 +82,7 @@ def config_from_args(args: argparse.Namespace) -> ServerConfig:
         override_templates=args.override_templates,
         isolation=args.isolation,
         max_inflight=args.max_inflight,
+        run_slots=args.run_slots,
         session_ttl=args.session_ttl,
     )
 

@@ -33,6 +33,9 @@ class ServerConfig:
     override_templates: bool = False
     isolation: IsolationSetting = "auto"
     max_inflight: int = DEFAULT_MAX_INFLIGHT
+    # one-shots running at once, the rest queued (see run_queue); None: one
+    # per CPU, 0: no pacing
+    run_slots: int | None = None
     session_ttl: float = DEFAULT_SESSION_TTL_S
     tombstone_ttl: float = DEFAULT_TOMBSTONE_TTL_S
     max_body_bytes: int = 64 * 1024 * 1024
@@ -53,5 +56,7 @@ class ServerConfig:
             raise ValueError(f"port out of range: {self.port}")
         if self.max_inflight < 0:
             raise ValueError("max_inflight must be >= 0 (0 = unlimited)")
+        if self.run_slots is not None and self.run_slots < 0:
+            raise ValueError("run_slots must be >= 0 (0 = no pacing), or None for one per CPU")
         if self.session_ttl < 0 or self.tombstone_ttl < 0:
             raise ValueError("TTLs must be >= 0 (0 = off)")

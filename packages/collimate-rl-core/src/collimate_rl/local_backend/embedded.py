@@ -45,6 +45,7 @@ class LocalCollimateBackend:
         templates_file: str | Path | None = None,
         isolation: IsolationSetting = "auto",
         max_inflight: int = DEFAULT_MAX_INFLIGHT,
+        run_slots: int | None = None,
         session_ttl: float = DEFAULT_SESSION_TTL_S,
         tombstone_ttl: float = 600.0,
         use_plugins: bool = True,
@@ -62,6 +63,7 @@ class LocalCollimateBackend:
             override_templates=override_templates,
             isolation=isolation,
             max_inflight=max_inflight,
+            run_slots=run_slots,
             session_ttl=session_ttl,
             tombstone_ttl=tombstone_ttl,
         )

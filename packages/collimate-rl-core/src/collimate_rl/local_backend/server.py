@@ -24,6 +24,7 @@ from .daemon_wire import build_daemon_router
 from .engine.api import Engine
 from .http_server import HttpServer
 from .routing import Dispatcher
+from .run_queue import RunQueue, usable_cpus
 from .service import BackendService
 from .template_registry import collect_templates
 
@@ -97,6 +98,7 @@ class BackendServer:
             max_inflight=cfg.max_inflight,
             session_ttl=cfg.session_ttl,
             tombstone_ttl=cfg.tombstone_ttl,
+            run_queue=RunQueue(usable_cpus() if cfg.run_slots is None else cfg.run_slots),
         )
         self.service = service
         try:

@@ -23,6 +23,7 @@ from .admission import Admission
 from .egress import EgressDecision, decide_egress
 from .engine.api import Clone, Engine, ExecJob, ExecOutcome, TemplateSpec
 from .exec_request import format_timeout, parse_exec_body
+from .run_queue import RunQueue
 from .sessions import Session, SessionStore, new_session_id
 from .wire_errors import WireError, bad_request
 
@@ -44,14 +45,19 @@ class BackendService:
         max_inflight: int,
         session_ttl: float,
         tombstone_ttl: float = 600.0,
+        run_queue: RunQueue | None = None,
     ) -> None:
         self.engine = engine
         self.templates: dict[str, TemplateSpec] = {t.id: t for t in templates}
         self.admission = Admission(max_inflight)
+        # one-shots take a turn before they take a clone (see run_queue)
+        self.run_queue = run_queue if run_queue is not None else RunQueue(0)
         self.sessions = SessionStore(tombstone_ttl)
         self.session_ttl = session_ttl
         self.running = 0  # execs inside clone.run right now
-        self.queued = 0  # session execs waiting for their session's previous exec
+        # session execs waiting for their session's previous exec (one-shots
+        # waiting for a turn are the run queue's)
+        self.queued = 0
         self._background: set[asyncio.Task[None]] = set()
         self._reaper: asyncio.Task[None] | None = None
         self._closed = False
@@ -98,10 +104,11 @@ class BackendService:
             "sessions": len(self.sessions),
             "running": self.running,
             "max_inflight": self.admission.max_inflight,
-            "queued": self.queued,
+            "queued": self.queued + self.run_queue.waiting,
             "templates": sorted(self.templates),
             "version": __version__,
             "inflight": self.admission.inflight,
+            "run_slots": self.run_queue.slots,
             "isolation": self.engine.isolation,
             "isolation_detail": self.engine.isolation_detail,
             "sandbox": self.engine.isolation == "namespaces",
@@ -204,17 +211,15 @@ class BackendService:
         started = time.perf_counter()
         self.admission.acquire()
         try:
-            clone, fork_s = await self._open(spec, egress)
+            async with self.run_queue.turn():
+                clone, fork_s = await self._open(spec, egress)
+                try:
+                    outcome = await self._run(clone, job, session=None)
+                except BaseException:
+                    await self._close_clone(clone)
+                    raise
         except BaseException:
             self.admission.release()
-            raise
-        try:
-            outcome = await self._run(clone, job, session=None)
-        except BaseException:
-            try:
-                await self._close_clone(clone)
-            finally:
-                self.admission.release()
             raise
         # The answer does not wait for the teardown: the clone is released
         # (wiped for reuse, or closed) in the background, and its in-flight
