@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import asyncio
 import json
+import random
 import socket
 import threading
 from collections.abc import Iterator, Sequence
@@ -220,6 +221,16 @@ def test_pinned_seed_reproduces_vanilla_varies_deterministic_is_fixed(grader: Gr
     assert len({json.dumps(r.detail, sort_keys=True) for r in vanilla}) == 3
 
 
+def test_the_candidate_draws_from_the_exec_seed(grader: Grader) -> None:
+    """The candidate's own process starts from the exec's seeded ``random``
+    state (a forked child would otherwise reseed itself from the OS)."""
+    seed = "ef" * 32
+    expected = random.Random(int(seed, 16)).random()
+    spec = UnitTestReward([{"input": [0, 0], "output": expected}], tol=0.0)
+    cand = "import random\ndef solve(a, b):\n    return random.random()\n"
+    assert grader.grade(cand, spec, seed=seed).reward == 1.0
+
+
 def test_crn_group_shares_inputs_so_rewards_rank_candidates(grader: Grader) -> None:
     seeds = group_seeds(4, "crn")
     results = grader.batch(
@@ -268,7 +279,15 @@ MISBEHAVING = {
     "syntax_error": ("def solve(a, b) return a + b\n", 0.0),
     "missing_entry": ("def other(a, b):\n    return a + b\n", 0.0),
     "sys_exit_at_import": ("import sys\nsys.exit(0)\n", 0.0),
-    "kills_the_grader": ("import os\ndef solve(a, b):\n    os._exit(0)\n", 0.0),
+    "ends_its_process": ("import os\ndef solve(a, b):\n    os._exit(0)\n", 0.0),
+    "ends_its_process_at_the_third_test": (
+        "import os\ndef solve(a, b):\n    if a < 0:\n        os._exit(0)\n    return a + b\n",
+        0.5,  # the two checks it passed before count
+    ),
+    "kills_the_grader": (
+        "import os, signal\ndef solve(a, b):\n    os.kill(os.getppid(), signal.SIGKILL)\n",
+        0.0,
+    ),
     "garbage_output": (
         "import sys\nprint('x' * 3_000_000)\nsys.stdout.write('\\x00\\xff garbage\\n' * 1000)\n"
         "print('__COLLIMATE_VERDICT__ {\"reward\": 1.0}')\nprint('1.0')\n"
@@ -326,8 +345,73 @@ def test_details_name_the_failure(grader: Grader) -> None:
     assert mem.detail["failed"] == [
         {"index": 1, "reason": "memory_error", "message": "MemoryError"}
     ]
+    ended = grader.grade(MISBEHAVING["ends_its_process_at_the_third_test"][0], ADD)
+    assert ended.detail["failed"] == [
+        {
+            "index": 2,
+            "reason": "error",
+            "message": "the candidate's process ended before this check",
+        },
+        {
+            "index": 3,
+            "reason": "error",
+            "message": "the candidate's process ended before this check",
+        },
+    ]
     killed = grader.grade(MISBEHAVING["kills_the_grader"][0], ADD)
     assert "before it wrote its verdict" in killed.detail["message"]
+
+
+# -- candidates trying to set their own reward ----------------------------------
+
+FORGERS = {
+    # walks up to the grader's frames and writes the verdict itself
+    "calls_finish_from_the_stack": (
+        "import sys\n"
+        "def solve(*args):\n"
+        "    f = sys._getframe(1)\n"
+        "    while f is not None:\n"
+        "        for value in list(f.f_locals.values()):\n"
+        "            if hasattr(value, 'finish') and hasattr(value, 'marker'):\n"
+        "                value.finish({'reward': 1.0, 'passed': 4, 'total': 4})\n"
+        "        f = f.f_back\n"
+        "    return -1\n"
+    ),
+    # finds the marker in the heap and frames a verdict on every fd it has
+    "frames_a_verdict_on_every_fd": (
+        "import gc, os\n"
+        "def solve(*args):\n"
+        "    for obj in gc.get_objects():\n"
+        "        if isinstance(obj, dict) and 'nonce' in obj and 'marker' in obj:\n"
+        "            line = '\\n%s%s {\"reward\": 1.0}\\n' % (obj['marker'], obj['nonce'])\n"
+        "            for fd in range(3, 1024):\n"
+        "                try:\n"
+        "                    os.write(fd, line.encode())\n"
+        "                except OSError:\n"
+        "                    pass\n"
+        "            try:\n"
+        "                names = os.listdir('/proc/%d/fd' % os.getppid())\n"
+        "            except OSError:\n"
+        "                names = []\n"
+        "            for name in names:\n"
+        "                try:\n"
+        "                    fd = os.open('/proc/%d/fd/%s' % (os.getppid(), name), os.O_WRONLY)\n"
+        "                    os.write(fd, line.encode())\n"
+        "                except OSError:\n"
+        "                    pass\n"
+        "    os._exit(0)  # and no verdict of the grader's after it\n"
+    ),
+}
+
+
+@pytest.mark.parametrize("case", sorted(FORGERS))
+@pytest.mark.parametrize("spec", ["unit", "property"])
+def test_a_candidate_cannot_write_its_own_verdict(grader: Grader, case: str, spec: str) -> None:
+    """The candidate runs in a process of its own that holds no way to the
+    verdict: what it forges is never read, and it gets what it earned."""
+    res = grader.grade(FORGERS[case], ADD if spec == "unit" else VOWELS)
+    assert res.reward == 0.0, res.detail
+    assert res.infra_error is False and res.verdict == "failed"
 
 
 def test_a_looping_candidate_still_gets_a_verdict_before_the_deadline(grader: Grader) -> None:
@@ -351,12 +435,17 @@ def test_a_per_test_timeout_bounds_each_test(grader: Grader) -> None:
     assert res.reward == 0.5 and [f["reason"] for f in res.detail["failed"]] == ["timeout"] * 2
 
 
-def test_an_uninterruptible_candidate_is_killed_at_the_exec_timeout(grader: Grader) -> None:
+def test_an_uninterruptible_candidate_is_killed_and_the_verdict_still_comes(
+    grader: Grader,
+) -> None:
     # one long C call (sum over a range) never returns to the signal handler
+    # of the candidate's process; the grader, in a process of its own, kills
+    # it when the budget runs out and still writes its verdict
     cand = "def solve(a, b):\n    return sum(range(10 ** 13))\n"
     res = grader.grade(cand, ADD, timeout_seconds=2)
     assert res.reward == 0.0 and res.infra_error is False and res.verdict == "failed"
-    assert res.exit_code == -1 and res.detail["timeout"] is True
+    assert res.exit_code == 0 and res.detail["timeout"] is True
+    assert [f["reason"] for f in res.detail["failed"]] == ["timeout"] * 4
 
 
 # -- infrastructure failures: flagged, never a silent 0.0 ----------------------------

@@ -24,10 +24,17 @@ Why it looks the way it does:
   leaves with ``os._exit`` (no atexit, no interpreter-shutdown noise). While
   the candidate runs, fds 0/1/2 point at ``/dev/null``: its prints can neither
   fill the 16 MiB output cap before the verdict nor forge a frame line.
+* **The candidate runs in a process of its own** (``_in_own_process``),
+  forked without the verdict's fd, and sends the grader each check's raw
+  result; the grader compares. Code that walks the stack or the heap for
+  the grader's frame, its nonce or its fd finds nothing it can write a
+  verdict with, and ``os._exit`` or a crash costs only the checks not yet
+  reported. (It can still read the tests in its memory: the answers are
+  not secret, the verdict is.)
 * **A "hello" frame is written before the candidate is even read.** No hello
   means the grader never ran (wrong interpreter, broken guest): an
   infrastructure failure, not the candidate's. Hello without a verdict means
-  the candidate killed the grader (``os._exit``, a segfault): its failure.
+  the candidate killed the grader (a signal to its parent): its failure.
 * **Delivery is verified.** The candidate arrives as a text ``files`` entry;
   its size and a polynomial checksum (:func:`checksum`, no import needed)
   are checked before it runs, so a mangled delivery is
@@ -62,6 +69,7 @@ if TYPE_CHECKING:  # pragma: no cover - typing only, never imported in the guest
 _PLAIN = (type(None), bool, int, float, complex, str, bytes, list, tuple, dict, set, frozenset)
 _MAX_FAILURES = 10
 _MSG = 160
+_MAX_RECORD = 1 << 24  # one check's result from the candidate's process, at most
 
 
 _CHECKSUM_MOD = (1 << 61) - 1
@@ -221,6 +229,7 @@ class _Budget:
         self.deadline = start + float(cfg["budget"])
         limit = cfg.get("test_timeout")
         self.per_check = float(limit) if limit else None
+        self.private_fds: list[int] = []  # closed in the candidate's process
         signal.signal(signal.SIGALRM, _on_alarm)
         # captured before the candidate runs, so it cannot fake them
         self._access = os.access
@@ -309,6 +318,151 @@ class _Tally:
         }
 
 
+class _Results:
+    """What the candidate's process reported: ``load`` (why the module did
+    not load, or None), ``checks`` (index -> (reason, value or message)),
+    and for the checks it never reported, the reason and message to count."""
+
+    def __init__(self) -> None:
+        self.load: str | None = None
+        self.checks: dict[int, tuple[str, Any]] = {}
+        self.missing = ("error", "the candidate's process ended before this check")
+
+    def get(self, index: int) -> tuple[str, Any]:
+        return self.checks.get(index, self.missing)
+
+
+class _Outbox:
+    """The candidate's process's side of the pipe: one length-prefixed
+    marshal record per check, sent as soon as it is known, so a candidate
+    that crashes or hangs later keeps what it already earned."""
+
+    def __init__(self, fd: int) -> None:
+        import marshal
+
+        self.fd = fd
+        self._dumps = marshal.dumps  # captured before the candidate runs
+        self._write = os.write
+
+    def put(self, record: Any) -> None:
+        try:
+            data = self._dumps(record)
+        except (ValueError, TypeError, RecursionError):
+            # not plain builtin data: it travels as its repr, marked ``unplain``
+            index, _reason, value = record
+            try:
+                text = repr(value)[:_MSG]
+            except Exception:
+                text = "<%s>" % type(value).__name__
+            data = self._dumps((index, "unplain", text))
+        view = memoryview(len(data).to_bytes(4, "big") + data)
+        while view:
+            view = view[self._write(self.fd, view) :]
+
+
+def _in_own_process(work: Callable[[Callable[[Any], None]], None], budget: _Budget) -> _Results:
+    """Run ``work`` (everything the candidate's code touches) in a forked
+    process of its own, and collect what it reports.
+
+    The candidate never shares a process with the grader: code that walks
+    the stack or the heap finds no verdict channel to forge (its process
+    closed it), and crashing, ``os._exit`` or a segfault cost it only the
+    checks it had not reported yet. The grader compares what it is sent;
+    the candidate cannot reach the grader's memory (the backend's
+    unprivileged uid drop leaves it non-dumpable, so ``/proc/<ppid>`` and
+    ptrace are closed to the same uid).
+    """
+    import marshal
+    import random
+
+    state = random.getstate()
+    read_fd, write_fd = os.pipe()
+    pid = os.fork()
+    if pid == 0:  # the candidate's process
+        try:
+            os.close(read_fd)
+            for fd in budget.private_fds:
+                os.close(fd)
+            # random reseeds itself from the OS in a forked child: the
+            # candidate gets the exec's seeded state, as it would unforked
+            random.setstate(state)
+            outbox = _Outbox(write_fd)
+            work(outbox.put)
+            outbox.put(("done",))
+        except BaseException:
+            pass
+        os._exit(0)
+    os.close(write_fd)
+    results = _Results()
+    buf = b""
+    left = budget.left()
+    try:
+        if left <= 0:
+            raise _Abort()
+        signal.setitimer(signal.ITIMER_REAL, left)
+        try:
+            done = False
+            while not done:
+                chunk = os.read(read_fd, 1 << 16)
+                if not chunk:
+                    break  # every holder of the pipe is gone
+                buf += chunk
+                while len(buf) >= 4:
+                    size = int.from_bytes(buf[:4], "big")
+                    if size > _MAX_RECORD:
+                        raise ValueError("a record of %d bytes" % size)
+                    if len(buf) < 4 + size:
+                        break
+                    record, buf = marshal.loads(buf[4 : 4 + size]), buf[4 + size :]
+                    done = _take(results, record)
+                    if done:
+                        break
+        finally:
+            signal.setitimer(signal.ITIMER_REAL, 0)
+    except _Abort:
+        results.missing = ("timeout", "the exec budget ran out")
+    except Exception as exc:  # (marshal's errors on bytes it did not write)
+        results.missing = ("error", "the candidate's process sent garbage: %s" % exc)
+    finally:
+        os.close(read_fd)
+        try:
+            os.kill(pid, signal.SIGKILL)  # done or not: nothing of it runs on
+        except OSError:
+            pass
+        _, status = os.waitpid(pid, 0)
+    if results.missing[0] == "error" and os.WIFSIGNALED(status):
+        sig = os.WTERMSIG(status)
+        if sig != signal.SIGKILL or not results.checks:
+            results.missing = ("error", "the candidate's process died of signal %d" % sig)
+    return results
+
+
+def _take(results: _Results, record: Any) -> bool:
+    """File one record; True once the candidate's process said it is done."""
+    if record == ("done",):
+        return True
+    if type(record) is tuple and len(record) == 2 and record[0] == "load":
+        results.load = str(record[1])
+    elif type(record) is tuple and len(record) == 3 and type(record[0]) is int:
+        if record[0] not in results.checks:  # the first word on a check stands
+            results.checks[record[0]] = (str(record[1]), record[2])
+    else:
+        raise ValueError("an unknown record")
+    return False
+
+
+def _judge(tally: _Tally, index: int, reason: str, got: Any, want: Any, tol: float) -> None:
+    """Count one check the candidate's process reported."""
+    if reason == "unplain":
+        tally.add(index, "wrong_answer", "got %s" % got)
+    elif reason != "ok":
+        tally.add(index, reason, str(got))
+    elif same(got, want, tol):
+        tally.add(index, None)
+    else:
+        tally.add(index, "wrong_answer", "got %.150r" % (got,))
+
+
 def _read_candidate(cfg: dict[str, Any]) -> bytes | str:
     """The delivered candidate bytes, or a message saying why delivery failed."""
     path = cfg["path"]
@@ -359,19 +513,23 @@ def _load_error(tally: _Tally, message: str) -> dict[str, Any]:
 
 def _grade_unit(cfg: dict[str, Any], data: bytes, budget: _Budget) -> dict[str, Any]:
     tests = cfg["tests"]
-    tol = cfg["tol"]
     tally = _Tally(len(tests))
-    fn, error = _load_module(cfg, data, budget)
-    if error is not None:
-        return _load_error(tally, error)
-    for i, (args, kwargs, want) in enumerate(tests):
-        reason, got = budget.run(fn, *args, **kwargs)
-        if reason != "ok":
-            tally.add(i, reason, got)
-        elif same(got, want, tol):
-            tally.add(i, None)
-        else:
-            tally.add(i, "wrong_answer", "got %.150r" % (got,))
+
+    def work(emit: Callable[[Any], None]) -> None:  # in the candidate's process
+        fn, error = _load_module(cfg, data, budget)
+        if error is not None:
+            emit(("load", error))
+            return
+        for i, (args, kwargs, _want) in enumerate(tests):
+            reason, got = budget.run(fn, *args, **kwargs)
+            emit((i, reason, got))
+
+    results = _in_own_process(work, budget)
+    if results.load is not None:
+        return _load_error(tally, results.load)
+    for i, (_args, _kwargs, want) in enumerate(tests):
+        reason, got = results.get(i)
+        _judge(tally, i, reason, got, want, cfg["tol"])
     return tally.verdict()
 
 
@@ -433,19 +591,29 @@ def _grade_property(cfg: dict[str, Any], data: bytes, budget: _Budget, rng: Any)
         cfg["reference"], "_reference", "x", namespace, (cfg["entry"], "reference", "ref")
     )
     gen = _callable_from(cfg["generator"], "_generate", "", namespace, ("generate", "generator"))
-    fn, error = _load_module(cfg, data, budget)
-    if error is not None:
-        return _load_error(tally, error)
-    for i in range(k):
+    cases = []
+    for _ in range(k):  # (drawn as a plain seeded grader would: CRN hold)
         x = gen()
-        want = ref(x)
-        reason, got = budget.run(fn, x)
-        if reason != "ok":
-            tally.add(i, reason, got)
-        elif same(got, want, tol):
-            tally.add(i, None)
-        else:
+        cases.append((x, ref(x)))
+
+    def work(emit: Callable[[Any], None]) -> None:  # in the candidate's process
+        fn, error = _load_module(cfg, data, budget)
+        if error is not None:
+            emit(("load", error))
+            return
+        for i, (x, _want) in enumerate(cases):
+            reason, got = budget.run(fn, x)
+            emit((i, reason, got))
+
+    results = _in_own_process(work, budget)
+    if results.load is not None:
+        return _load_error(tally, results.load)
+    for i, (x, want) in enumerate(cases):
+        reason, got = results.get(i)
+        if reason == "ok" and not same(got, want, tol):
             tally.add(i, "wrong_answer", "input %.80r: got %.80r" % (x, got))
+        else:
+            _judge(tally, i, reason, got, want, tol)
     return tally.verdict()
 
 
@@ -461,53 +629,72 @@ def _scratch(path: str, content: bytes) -> int:
 
 
 def _grade_stdio(cfg: dict[str, Any], data: bytes, budget: _Budget) -> dict[str, Any]:
-    """Run the candidate as a program once per test, in this process, with
-    fds 0 and 1 on real files (so ``input()``, ``sys.stdin.buffer``,
-    ``open(0)`` and ``os.write(1, ...)`` all behave as under a judge)."""
+    """Run the candidate as a program once per test (in its own process, see
+    ``_in_own_process``), with fds 0 and 1 on real files (so ``input()``,
+    ``sys.stdin.buffer``, ``open(0)`` and ``os.write(1, ...)`` all behave as
+    under a judge)."""
     tests = cfg["tests"]
     tally = _Tally(len(tests))
-    reason, code = budget.run(lambda: compile(data, cfg["path"], "exec"))
-    if reason != "ok":
-        return _load_error(tally, "%s while compiling the candidate: %s" % (reason, code))
-    real_in, real_out = sys.stdin, sys.stdout
-    null = os.open(os.devnull, os.O_RDWR)
-    for i, (given, want) in enumerate(tests):
-        fd_in = _scratch(cfg["path"] + ".stdin", given.encode("utf-8"))
-        fd_out = _scratch(cfg["path"] + ".stdout", b"")
-        os.dup2(fd_in, 0)
-        os.dup2(fd_out, 1)
-        os.close(fd_in)
-        sys.stdin = open(0, encoding="utf-8", closefd=False)  # noqa: SIM115
-        sys.stdout = open(1, "w", encoding="utf-8", closefd=False)  # noqa: SIM115
-        opened = sys.stdout
-        namespace = {"__name__": "__main__", "__file__": cfg["path"], "__builtins__": __builtins__}
-        try:
-            reason, message = budget.run(exec, code, namespace)
-            for stream in (sys.stdout, opened):
-                try:
-                    stream.flush()
-                except Exception:
-                    pass
-        finally:
-            sys.stdin, sys.stdout = real_in, real_out
-            os.dup2(null, 0)
-            os.dup2(null, 1)
-        os.lseek(fd_out, 0, 0)
-        chunks = []
-        while True:
-            chunk = os.read(fd_out, 1 << 20)
-            if not chunk:
-                break
-            chunks.append(chunk)
-        os.close(fd_out)
-        got = b"".join(chunks).decode("utf-8", "replace")
+
+    def work(emit: Callable[[Any], None]) -> None:  # in the candidate's process
+        reason, code = budget.run(lambda: compile(data, cfg["path"], "exec"))
         if reason != "ok":
-            tally.add(i, reason, message)
-        elif same_tokens(got, want, cfg["tol"]):
+            emit(("load", "%s while compiling the candidate: %s" % (reason, code)))
+            return
+        for i, (given, _want) in enumerate(tests):
+            emit((i, *_run_program(cfg, code, given, budget)))
+
+    results = _in_own_process(work, budget)
+    if results.load is not None:
+        return _load_error(tally, results.load)
+    for i, (_given, want) in enumerate(tests):
+        reason, got = results.get(i)
+        if reason != "ok":
+            tally.add(i, reason, str(got))
+        elif same_tokens(str(got), want, cfg["tol"]):
             tally.add(i, None)
         else:
-            tally.add(i, "wrong_answer", "got %.150r" % (got[:150],))
+            tally.add(i, "wrong_answer", "got %.150r" % (str(got)[:150],))
     return tally.verdict()
+
+
+def _run_program(cfg: dict[str, Any], code: Any, given: str, budget: _Budget) -> tuple[str, str]:
+    """One run of the compiled program on ``given``: (reason, its output or
+    why it failed)."""
+    real_in, real_out = sys.stdin, sys.stdout
+    null = os.open(os.devnull, os.O_RDWR)
+    fd_in = _scratch(cfg["path"] + ".stdin", given.encode("utf-8"))
+    fd_out = _scratch(cfg["path"] + ".stdout", b"")
+    os.dup2(fd_in, 0)
+    os.dup2(fd_out, 1)
+    os.close(fd_in)
+    sys.stdin = open(0, encoding="utf-8", closefd=False)  # noqa: SIM115
+    sys.stdout = open(1, "w", encoding="utf-8", closefd=False)  # noqa: SIM115
+    opened = sys.stdout
+    namespace = {"__name__": "__main__", "__file__": cfg["path"], "__builtins__": __builtins__}
+    try:
+        reason, message = budget.run(exec, code, namespace)
+        for stream in (sys.stdout, opened):
+            try:
+                stream.flush()
+            except Exception:
+                pass
+    finally:
+        sys.stdin, sys.stdout = real_in, real_out
+        os.dup2(null, 0)
+        os.dup2(null, 1)
+        os.close(null)
+    os.lseek(fd_out, 0, 0)
+    chunks = []
+    while True:
+        chunk = os.read(fd_out, 1 << 20)
+        if not chunk:
+            break
+        chunks.append(chunk)
+    os.close(fd_out)
+    if reason != "ok":
+        return reason, str(message)
+    return "ok", b"".join(chunks).decode("utf-8", "replace")
 
 
 def main(cfg: dict[str, Any], how: str = "source") -> NoReturn:
@@ -526,6 +713,7 @@ def main(cfg: dict[str, Any], how: str = "source") -> NoReturn:
         rng.setstate(random.getstate())  # the backend seeded the global state
     _mute()
     budget = _Budget(cfg, start)
+    budget.private_fds.append(frame.fd)  # the verdict's way out: never the candidate's
     data = _read_candidate(cfg)
     if isinstance(data, str):
         frame.finish({"reward": 0.0, "delivery_error": data})

@@ -29,7 +29,7 @@ import traceback
 import types
 
 from .child_setup import child_env, enter_private_root, prepare_child
-from .kernel import set_process_name
+from .kernel import make_undumpable, set_process_name
 from .messages import recv
 from .warmth import touch_ahead
 
@@ -105,6 +105,10 @@ def exec_child(spec: Msg, jobs_fd: int, ack_w: int, forked_at: float) -> NoRetur
         # ready: back to the server's priority for the job, into the private
         # root, unprivileged, before anything of the job is read
         enter_private_root(spec, spec["limits"])
+        # nothing else of its uid (a process the code forks included) may read
+        # its memory or reach its fds through /proc: the SDK's grader runs the
+        # candidate in such a process, and its verdict pipe must stay its own
+        make_undumpable()
         jobs = socket.socket(fileno=high - 1)
         msg, fds = recv(jobs)
         # the code must never see the jobs socket (it could steal a later job)

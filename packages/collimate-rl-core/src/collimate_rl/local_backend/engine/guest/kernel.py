@@ -27,6 +27,7 @@ SYS_MOUNT_SETATTR = 442  # the same number on every architecture (new-style sysc
 PR_SET_PDEATHSIG = 1
 PR_SET_CHILD_SUBREAPER = 36
 PR_SET_NAME = 15
+PR_SET_DUMPABLE = 4
 SIOCSIFFLAGS = 0x8914
 IFF_UP_LOOPBACK_RUNNING = 0x1 | 0x8 | 0x40
 
@@ -83,6 +84,12 @@ def set_process_name(name: bytes) -> None:
     """Name this process's role in ps/top/perf (a forked child keeps its
     parent's name otherwise, and every role would read "python")."""
     libc.prctl(PR_SET_NAME, ctypes.c_char_p(name), 0, 0, 0)
+
+
+def make_undumpable() -> None:
+    """No other process of our uid may read our memory or open our fds
+    through /proc, or ptrace us (and no core dumps). Inherited by forks."""
+    check(libc.prctl(PR_SET_DUMPABLE, 0, 0, 0, 0), "prctl(PR_SET_DUMPABLE)")
 
 
 def set_child_subreaper() -> None:
