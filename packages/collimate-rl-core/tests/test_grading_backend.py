@@ -284,6 +284,18 @@ MISBEHAVING = {
         "import os\ndef solve(a, b):\n    if a < 0:\n        os._exit(0)\n    return a + b\n",
         0.5,  # the two checks it passed before count
     ),
+    "floods_every_fd_it_has": (
+        "import os\n"
+        "blob = b'\\0garbage' * (1 << 17)\n"
+        "for fd in range(3, 64):\n"
+        "    for _ in range(17):\n"
+        "        try:\n"
+        "            os.write(fd, blob)\n"
+        "        except OSError:\n"
+        "            break\n"
+        "def solve(a, b):\n    return a + b\n",
+        0.0,
+    ),
     "kills_the_grader": (
         "import os, signal\ndef solve(a, b):\n    os.kill(os.getppid(), signal.SIGKILL)\n",
         0.0,
@@ -360,6 +372,10 @@ def test_details_name_the_failure(grader: Grader) -> None:
     ]
     killed = grader.grade(MISBEHAVING["kills_the_grader"][0], ADD)
     assert "before it wrote its verdict" in killed.detail["message"]
+    flood = grader.grade(MISBEHAVING["floods_every_fd_it_has"][0], ADD)
+    assert {f["message"] for f in flood.detail["failed"]} == {
+        "the candidate's process sent over 16777216 bytes"
+    }
 
 
 # -- candidates trying to set their own reward ----------------------------------
