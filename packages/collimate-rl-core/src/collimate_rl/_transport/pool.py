@@ -15,7 +15,9 @@ builds complete requests itself and needs none of ``httpx.Client``'s layers
 (URL merging, cookies, redirects, auth flows), which cost about 100 us of
 CPU per request, a real share of a grade on a 2-core box. The one exception
 is the gateway without an injected transport, which goes through an
-``httpx.Client`` so that ``HTTPS_PROXY`` / ``NO_PROXY`` are honoured.
+``httpx.Client`` so that ``HTTPS_PROXY`` / ``NO_PROXY`` are honoured. The
+async client over plain HTTP (the daemon) goes lighter still: its own
+HTTP/1.1 connections (``h1``).
 """
 
 from __future__ import annotations
@@ -31,6 +33,8 @@ from dataclasses import dataclass, field
 from typing import Any
 
 import httpx
+
+from .h1 import H1Pool
 
 __all__ = ["AsyncPool", "HttpSettings", "SyncPool"]
 
@@ -158,13 +162,13 @@ class AsyncPool:
 
     def __init__(self, settings: HttpSettings) -> None:
         self.settings = settings
-        self._pool: httpx.AsyncBaseTransport | httpx.AsyncClient | _Lanes | None = None
+        self._pool: httpx.AsyncBaseTransport | httpx.AsyncClient | _Lanes | H1Pool | None = None
         self._pid = os.getpid()
         self._loop: weakref.ReferenceType[asyncio.AbstractEventLoop] | None = None
 
     async def send(self, request: httpx.Request) -> httpx.Response:
         pool = self._current()
-        if isinstance(pool, _Lanes):
+        if isinstance(pool, (_Lanes, H1Pool)):
             return await pool.send(request)
         if isinstance(pool, httpx.AsyncClient):
             return await pool.send(request)
@@ -175,7 +179,7 @@ class AsyncPool:
             await response.aclose()
         return response
 
-    def _current(self) -> httpx.AsyncBaseTransport | httpx.AsyncClient | _Lanes:
+    def _current(self) -> httpx.AsyncBaseTransport | httpx.AsyncClient | _Lanes | H1Pool:
         # No lock: the event loop runs this without interleaving.
         loop = _running_loop()
         pool = self._pool
@@ -191,13 +195,15 @@ class AsyncPool:
             return loop is None and self._loop is None
         return self._loop() is loop
 
-    def _build(self) -> httpx.AsyncBaseTransport | httpx.AsyncClient | _Lanes:
+    def _build(self) -> httpx.AsyncBaseTransport | httpx.AsyncClient | _Lanes | H1Pool:
         s = self.settings
         if s.httpx_transport is not None:
             transport: httpx.AsyncBaseTransport = s.httpx_transport
             return transport
         if s.via_client:
             return httpx.AsyncClient(trust_env=True, limits=_LIMITS, follow_redirects=False)
+        if s.base_url.startswith("http://"):
+            return H1Pool(s.base_url, s.unix_socket)  # plain HTTP: the lean client
         return _Lanes(s)
 
     async def aclose(self) -> None:

@@ -1,0 +1,263 @@
+"""A lean HTTP/1.1 client for the async SDK over plain connections.
+
+The daemon wire is plain HTTP/1.1 on loopback or a unix socket, and a GRPO
+group sends hundreds of small requests on it at once. Through httpx's own
+transport each one passes httpcore's connection state machine, anyio's
+stream wrappers and h11's event objects: about a millisecond of CPU per
+request here, in the trainer's process, as much as the server spends on it.
+This module writes a request in one ``write`` on an asyncio stream and reads
+the answer with a few ``readuntil``/``readexactly`` calls, behind the same
+interface (an ``httpx.Request`` in, an ``httpx.Response`` out) and with the
+same failures (``httpx.ConnectError`` when nothing was sent, read and write
+timeouts, ``RemoteProtocolError``), so retries and errors do not change.
+
+Only for ``http://`` and unix sockets without proxies: TLS, proxies and
+anything unusual stay on httpx (see ``pool.AsyncPool``). Keep-alive
+connections are reused; one that the server closed is noticed before reuse.
+Bodies with ``Content-Length``, chunked bodies and bodies that end with the
+connection are all read.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+import socket
+import sys
+from urllib.parse import urlsplit
+
+import httpx
+
+__all__ = ["H1Pool"]
+
+_MAX_HEAD = 1 << 20  # a response's status line and headers, at most
+_KEEP_IDLE = 128  # idle connections kept per client
+
+if sys.version_info >= (3, 11):
+    _timeout = asyncio.timeout
+else:  # pragma: no cover - 3.10
+
+    @contextlib.asynccontextmanager
+    async def _timeout(delay: float | None):  # type: ignore[no-untyped-def]
+        loop = asyncio.get_running_loop()
+        task = asyncio.current_task()
+        assert task is not None
+        fired = False
+
+        def cancel() -> None:
+            nonlocal fired
+            fired = True
+            task.cancel()
+
+        handle = loop.call_later(delay, cancel) if delay is not None else None
+        try:
+            yield
+        except asyncio.CancelledError:
+            if fired:
+                raise TimeoutError from None
+            raise
+        finally:
+            if handle is not None:
+                handle.cancel()
+
+
+class _Connection:
+    """One keep-alive connection: a stream reader over a bare transport.
+
+    No ``asyncio.StreamWriter``: a collected one closes its transport, which
+    unregisters the socket from the event loop's epoll instance, and after
+    ``os.fork`` that instance is shared with the parent: a child that drops
+    (or exits with) an inherited client would silence the parent's
+    connections. A collected transport only closes its own fd."""
+
+    __slots__ = ("reader", "transport")
+
+    def __init__(self, reader: asyncio.StreamReader, transport: asyncio.Transport) -> None:
+        self.reader = reader
+        self.transport = transport
+
+    @property
+    def usable(self) -> bool:
+        """Still open on both sides, with nothing unread (a server that
+        closed an idle connection shows as EOF or buffered bytes)."""
+        unread = getattr(self.reader, "_buffer", b"")
+        return not self.transport.is_closing() and not self.reader.at_eof() and not unread
+
+    def close(self) -> None:
+        with contextlib.suppress(Exception):
+            self.transport.close()
+
+
+class H1Pool:
+    """Keep-alive HTTP/1.1 connections to one plain-HTTP server (TCP or a
+    unix socket), for one event loop."""
+
+    def __init__(self, base_url: str, unix_socket: str | None = None) -> None:
+        parts = urlsplit(base_url)
+        if parts.scheme != "http":
+            raise ValueError(f"H1Pool speaks plain http only, not {parts.scheme!r}")
+        self.host = parts.hostname or "localhost"
+        self.port = parts.port or 80
+        self.unix_socket = unix_socket
+        self._idle: list[_Connection] = []
+        self._open: set[_Connection] = set()
+
+    async def send(self, request: httpx.Request) -> httpx.Response:
+        timeouts = request.extensions.get("timeout", {})
+        conn = self._take_idle()
+        if conn is None:
+            conn = await self._connect(request, timeouts.get("connect"))
+        try:
+            # (no drain: requests are whole in memory already, and a server
+            # that does not read them is caught by the read timeout)
+            conn.transport.write(_head(request) + request.content)
+            try:
+                async with _timeout(timeouts.get("read")):
+                    status, headers, body, keep = await _read_response(conn.reader, request)
+            except TimeoutError as exc:
+                raise httpx.ReadTimeout(
+                    "timed out waiting for the answer", request=request
+                ) from exc
+            except (asyncio.IncompleteReadError, ConnectionError) as exc:
+                raise httpx.RemoteProtocolError(
+                    "the server closed the connection before it answered", request=request
+                ) from exc
+            except asyncio.LimitOverrunError as exc:
+                raise httpx.RemoteProtocolError(
+                    "the answer's headers are too large", request=request
+                ) from exc
+            except OSError as exc:
+                raise httpx.ReadError(str(exc) or type(exc).__name__, request=request) from exc
+        except BaseException:
+            self._drop(conn)  # (cancelled too: the answer may still be on its way)
+            raise
+        if keep and conn in self._open and len(self._idle) < _KEEP_IDLE:
+            self._idle.append(conn)
+        else:
+            self._drop(conn)
+        return httpx.Response(status, headers=headers, content=body, request=request)
+
+    def _take_idle(self) -> _Connection | None:
+        while self._idle:
+            conn = self._idle.pop()
+            if conn.usable:
+                return conn
+            self._drop(conn)
+        return None
+
+    async def _connect(self, request: httpx.Request, timeout: float | None) -> _Connection:
+        loop = asyncio.get_running_loop()
+        reader = asyncio.StreamReader(limit=_MAX_HEAD)
+        protocol = asyncio.StreamReaderProtocol(reader)
+        transport: asyncio.BaseTransport
+        try:
+            async with _timeout(timeout):
+                if self.unix_socket is not None:
+                    transport, _ = await loop.create_unix_connection(
+                        lambda: protocol, self.unix_socket
+                    )
+                else:
+                    transport, _ = await loop.create_connection(
+                        lambda: protocol, self.host, self.port
+                    )
+                    sock = transport.get_extra_info("socket")
+                    if sock is not None:
+                        sock.setsockopt(socket.IPPROTO_TCP, socket.TCP_NODELAY, 1)
+        except TimeoutError as exc:
+            raise httpx.ConnectTimeout("timed out connecting", request=request) from exc
+        except OSError as exc:
+            raise httpx.ConnectError(str(exc) or type(exc).__name__, request=request) from exc
+        assert isinstance(transport, asyncio.Transport)
+        conn = _Connection(reader, transport)
+        self._open.add(conn)
+        return conn
+
+    def _drop(self, conn: _Connection) -> None:
+        self._open.discard(conn)
+        conn.close()
+
+    async def aclose(self) -> None:
+        conns, self._open, self._idle = self._open, set(), []
+        for conn in conns:
+            conn.close()
+        await asyncio.sleep(0)  # (let the transports finish closing)
+
+
+def _head(request: httpx.Request) -> bytes:
+    url = request.url
+    target = url.raw_path  # path and query, already encoded
+    lines = [b"%s %s HTTP/1.1" % (request.method.encode("ascii"), target)]
+    for name, value in request.headers.raw:
+        lines.append(name + b": " + value)
+    lines.append(b"")
+    lines.append(b"")
+    return b"\r\n".join(lines)
+
+
+async def _read_response(
+    reader: asyncio.StreamReader, request: httpx.Request
+) -> tuple[int, list[tuple[bytes, bytes]], bytes, bool]:
+    """Status, headers, body, and whether the connection may be reused."""
+    while True:
+        head = await reader.readuntil(b"\r\n\r\n")
+        lines = head[:-4].split(b"\r\n")
+        version, _, rest = lines[0].partition(b" ")
+        code = rest[:3]
+        if not version.startswith(b"HTTP/1.") or not code.isdigit():
+            raise httpx.RemoteProtocolError(
+                f"not an HTTP/1.x answer: {lines[0][:80]!r}", request=request
+            )
+        status = int(code)
+        if status >= 200 or status == 101:
+            break  # (1xx interim answers are skipped)
+    headers: list[tuple[bytes, bytes]] = []
+    length: int | None = None
+    chunked = False
+    close = version == b"HTTP/1.0"
+    for line in lines[1:]:
+        name, sep, value = line.partition(b":")
+        if not sep:
+            raise httpx.RemoteProtocolError(f"a malformed header: {line[:80]!r}", request=request)
+        value = value.strip()
+        headers.append((name, value))
+        lowered = name.strip().lower()
+        if lowered == b"content-length":
+            if not value.isdigit():
+                raise httpx.RemoteProtocolError("a malformed Content-Length", request=request)
+            length = int(value)
+        elif lowered == b"transfer-encoding":
+            chunked = value.lower().endswith(b"chunked")
+        elif lowered == b"connection":
+            tokens = {t.strip().lower() for t in value.split(b",")}
+            close = b"close" in tokens or (close and b"keep-alive" not in tokens)
+    if request.method == "HEAD" or status in (204, 304) or 100 <= status < 200:
+        return status, headers, b"", not close
+    if chunked:
+        body = await _read_chunked(reader, request)
+        # (drop Transfer-Encoding: the content handed on is decoded)
+        headers = [(n, v) for n, v in headers if n.strip().lower() != b"transfer-encoding"]
+    elif length is not None:
+        body = await reader.readexactly(length)
+    else:
+        body = await reader.read()  # to the end of the connection
+        close = True
+    return status, headers, body, not close
+
+
+async def _read_chunked(reader: asyncio.StreamReader, request: httpx.Request) -> bytes:
+    parts: list[bytes] = []
+    while True:
+        line = await reader.readuntil(b"\r\n")
+        size_text = line.split(b";", 1)[0].strip()
+        try:
+            size = int(size_text, 16)
+        except ValueError:
+            raise httpx.RemoteProtocolError(
+                f"a malformed chunk size: {size_text[:40]!r}", request=request
+            ) from None
+        if size == 0:
+            while (await reader.readuntil(b"\r\n")) != b"\r\n":  # trailers
+                pass
+            return b"".join(parts)
+        parts.append(await reader.readexactly(size))
+        await reader.readexactly(2)
