@@ -12,7 +12,11 @@ and its own client in another process, in the same run, rounds interleaved
   file (not the ``collimate_rl`` package: a bigger warm interpreter makes
   every fork dearer), so after the first grade the SDK sends only the
   grader's config and the candidate (see ``collimate_rl.rewards.program``).
-  Released clones are wiped and reused between grades;
+  Released clones are wiped and reused between grades; the server paces
+  one-shots to the CPUs (``--run-slots``, one per CPU); in the guest each
+  candidate runs in a process of its own, apart from the grader (so it
+  cannot write its own verdict: one more fork per grade than 0.5.0's
+  in-process grader pays);
 * theirs: collimate-rl==0.5.0's ``python -m collimate_rl.local_backend`` and its
   ``grade_batch`` (threads, its default concurrency of 24), from the venv at
   ``--peer`` (default ``/tmp/peer``; created in ``~/.cache`` with pip when
