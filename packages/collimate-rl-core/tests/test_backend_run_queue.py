@@ -186,25 +186,36 @@ def _wait_for(pred: Callable[[], bool], timeout_s: float = 30.0) -> bool:
     return False
 
 
+def _three_sleepers(backend: LocalCollimateBackend, seconds: float) -> Callable[[], None]:
+    """Start three one-shots that sleep, then print ok; returns a function
+    that waits for their answers and checks them."""
+    url = backend.base_url + "/v1/exec"
+    code = f"import time; time.sleep({seconds}); print('ok')"
+    out: list[httpx.Response] = []
+    threads = [_post(url, {"template_id": "py", "code": code}, out) for _ in range(3)]
+
+    def finish() -> None:
+        for thread in threads:
+            thread.join(60)
+        assert [r.json()["stdout"] for r in out] == ["ok\n"] * 3
+
+    return finish
+
+
 def test_health_shows_the_slots_and_the_one_shots_waiting() -> None:
     with LocalCollimateBackend(run_slots=1) as backend:
         assert backend.health()["run_slots"] == 1
         service = backend._require().service
         assert service is not None
         service.run_queue._load = BUSY  # as if every CPU were taken
-        url = backend.base_url + "/v1/exec"
-        out: list[httpx.Response] = []
-        threads = [
-            _post(
-                url, {"template_id": "py", "code": "import time; time.sleep(1); print('ok')"}, out
-            )
-            for _ in range(3)
-        ]
-        assert _wait_for(lambda: backend.health()["queued"] == 2)
-        assert backend.health()["running"] == 1
-        for thread in threads:
-            thread.join(60)
-        assert [r.json()["stdout"] for r in out] == ["ok\n"] * 3
+        finish = _three_sleepers(backend, 1)
+
+        def one_runs_two_wait() -> bool:
+            health = backend.health()  # (the first takes its clone before it runs)
+            return (health["running"], health["queued"]) == (1, 2)
+
+        assert _wait_for(one_runs_two_wait)
+        finish()
         # (a one-shot's in-flight slot is held until its clone is wiped, after the answer)
         assert _wait_for(lambda: backend.health()["inflight"] == 0)
         assert (backend.health()["queued"], backend.health()["running"]) == (0, 0)
@@ -214,18 +225,9 @@ def test_code_that_sleeps_does_not_hold_the_others_back() -> None:
     """Work-conserving: with one slot, three one-shots that only sleep still
     run side by side, since the CPUs idle."""
     with LocalCollimateBackend(run_slots=1) as backend:
-        url = backend.base_url + "/v1/exec"
-        out: list[httpx.Response] = []
-        threads = [
-            _post(
-                url, {"template_id": "py", "code": "import time; time.sleep(2); print('ok')"}, out
-            )
-            for _ in range(3)
-        ]
+        finish = _three_sleepers(backend, 2)
         assert _wait_for(lambda: backend.health()["running"] == 3)
-        for thread in threads:
-            thread.join(60)
-        assert [r.json()["stdout"] for r in out] == ["ok\n"] * 3
+        finish()
 
 
 def test_a_client_gone_while_waiting_leaves_nothing_behind() -> None:

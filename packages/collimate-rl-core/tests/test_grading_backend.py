@@ -381,6 +381,19 @@ def test_details_name_the_failure(grader: Grader) -> None:
 # -- candidates trying to set their own reward ----------------------------------
 
 FORGERS = {
+    # reports a broken guest for every check: an infra error is skipped, not scored 0
+    "claims_a_broken_guest": (
+        "import gc, os\n"
+        "def solve(*args):\n"
+        "    for obj in gc.get_objects():\n"
+        "        if hasattr(obj, 'put') and hasattr(obj, 'fd'):\n"
+        "            for i in range(16):\n"
+        "                obj.put((i, 'environment', 'the guest is broken, honest'))\n"
+        "            obj.put(('load', 'environment: the guest is broken'))\n"
+        "            obj.put(('done',))\n"
+        "            os._exit(0)\n"
+        "    return -1\n"
+    ),
     # walks up to the grader's frames and writes the verdict itself
     "calls_finish_from_the_stack": (
         "import sys\n"

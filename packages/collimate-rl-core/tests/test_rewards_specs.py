@@ -553,6 +553,27 @@ def test_a_standard_module_the_guest_cannot_read_is_an_environment_fault() -> No
     assert budget.environment_fault(ImportError("x", name="heapq")) is None
 
 
+def test_a_broken_guest_is_believed_only_when_the_grader_sees_it_too() -> None:
+    from collimate_rl.rewards.guest_runtime import _Budget, _Results
+
+    def claimed() -> _Results:
+        results = _Results()
+        results.load = "environment: no stdlib"
+        results.checks = {0: ("environment", "no stdlib"), 1: ("ok", 2)}
+        return results
+
+    budget = _Budget({"budget": 5}, 0.0)
+    healthy = claimed()
+    healthy.vouch(budget)  # this machine reads its stdlib: a false claim
+    assert healthy.load == "error: no stdlib"
+    assert healthy.checks == {0: ("error", "no stdlib"), 1: ("ok", 2)}
+    budget._access = lambda path, mode: False  # a guest that truly cannot
+    broken = claimed()
+    broken.vouch(budget)
+    assert broken.load == "environment: no stdlib"
+    assert broken.checks[0] == ("environment", "no stdlib")
+
+
 def test_a_missing_platform_module_stays_the_candidates_fault() -> None:
     spec = UnitTestReward([{"input": [1], "output": 1}])
     outcome, _ = run_locally(spec, "import msvcrt\ndef solve(x):\n    return x\n")

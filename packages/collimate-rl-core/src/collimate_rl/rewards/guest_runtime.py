@@ -256,6 +256,11 @@ class _Budget:
     def left(self) -> float:
         return self.deadline - time.monotonic()
 
+    def guest_is_broken(self) -> bool:
+        """What ``environment_fault`` blames: a standard library this
+        process cannot read."""
+        return self._stdlib_names is not None and not self._access(self._stdlib, os.R_OK | os.X_OK)
+
     def run(self, fn: Callable[..., Any], /, *args: Any, **kwargs: Any) -> tuple[str, Any]:
         """``("ok", value)`` or ``(reason, message)``; reason is one of
         ``timeout`` / ``memory_error`` / ``error``."""
@@ -331,6 +336,18 @@ class _Results:
     def get(self, index: int) -> tuple[str, Any]:
         return self.checks.get(index, self.missing)
 
+    def vouch(self, budget: _Budget) -> None:
+        """A broken guest is an infrastructure failure (the group skips the
+        grade instead of scoring it 0), so the candidate's process claiming
+        one is believed only if the grader sees the same broken guest."""
+        if budget.guest_is_broken():
+            return
+        if self.load is not None and self.load.startswith("environment"):
+            self.load = "error" + self.load[len("environment") :]
+        for index, (reason, value) in list(self.checks.items()):
+            if reason == "environment":
+                self.checks[index] = ("error", value)
+
 
 class _Outbox:
     """The candidate's process's side of the pipe: one length-prefixed
@@ -377,10 +394,11 @@ def _in_own_process(work: Callable[[Callable[[Any], None]], None], budget: _Budg
     The candidate never shares a process with the grader: code that walks
     the stack or the heap finds no verdict channel to forge (its process
     closed it), and crashing, ``os._exit`` or a segfault cost it only the
-    checks it had not reported yet. The grader compares what it is sent;
-    the candidate cannot reach the grader's memory (the backend's
-    unprivileged uid drop leaves it non-dumpable, so ``/proc/<ppid>`` and
-    ptrace are closed to the same uid).
+    checks it had not reported yet. The grader compares what it is sent,
+    and believes a claim of a broken guest only if it sees one too. The
+    candidate cannot reach the grader's memory or fds where the grader is
+    not dumpable (the local backend makes every exec child so: then
+    ``/proc/<ppid>`` and ptrace are closed to the same uid).
     """
     import random
 
@@ -457,6 +475,7 @@ def _in_own_process(work: Callable[[Callable[[Any], None]], None], budget: _Budg
             "error",
             "the candidate's process died of signal %d" % os.WTERMSIG(status),
         )
+    results.vouch(budget)
     return results
 
 
