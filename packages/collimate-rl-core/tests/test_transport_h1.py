@@ -1,4 +1,5 @@
-"""The async SDK's own HTTP/1.1 client (``_transport.h1``) against raw
+"""The SDK's own HTTP/1.1 clients (``_transport.h1``, async, and
+``h1_sync``, blocking) against raw
 servers on loopback and unix sockets that answer exactly as scripted:
 framing (length, chunked, to the end), keep-alive and its loss, timeouts,
 failures mapped to httpx's errors, cancellation."""
@@ -6,16 +7,21 @@ failures mapped to httpx's errors, cancellation."""
 from __future__ import annotations
 
 import asyncio
+import contextlib
 import os
 import socket
 import tempfile
+import threading
+import time
 from collections.abc import Awaitable, Callable
+from typing import Any
 
 import httpx
 import pytest
 
-from collimate_rl import AsyncCollimateClient
+from collimate_rl import AsyncCollimateClient, CollimateClient
 from collimate_rl._transport.h1 import H1Pool
+from collimate_rl._transport.h1_sync import H1SyncPool
 
 Script = Callable[[asyncio.StreamReader, asyncio.StreamWriter, int], Awaitable[None]]
 
@@ -232,3 +238,170 @@ def _refusing_url() -> str:
         s.bind(("127.0.0.1", 0))
         port = s.getsockname()[1]
     return f"http://127.0.0.1:{port}"
+
+
+# -- the blocking twin (h1_sync), against a threaded raw server -------------------
+
+
+class ThreadedRawServer:
+    """A blocking raw server: ``script(rfile, sock, connection_number)`` per
+    connection, each on a thread of its own."""
+
+    def __init__(self, script: Callable[[Any, socket.socket, int], None]) -> None:
+        self.script = script
+        self.connections = 0
+        self.listener = socket.socket()
+        self.listener.bind(("127.0.0.1", 0))
+        self.listener.listen(64)
+        self.url = f"http://127.0.0.1:{self.listener.getsockname()[1]}"
+        threading.Thread(target=self._accept, daemon=True).start()
+
+    def _accept(self) -> None:
+        while True:
+            try:
+                sock, _ = self.listener.accept()
+            except OSError:
+                return
+            self.connections += 1
+            threading.Thread(target=self._serve, args=(sock, self.connections), daemon=True).start()
+
+    def _serve(self, sock: socket.socket, n: int) -> None:
+        with sock, sock.makefile("rb") as rfile, contextlib.suppress(OSError, ValueError):
+            self.script(rfile, sock, n)
+
+    def close(self) -> None:
+        self.listener.close()
+
+
+def _read_request_blocking(rfile: Any) -> bytes:
+    head = b""
+    while not head.endswith(b"\r\n\r\n"):
+        line = rfile.readline()
+        if not line:
+            raise ValueError("closed")
+        head += line
+    length = 0
+    for line in head.split(b"\r\n"):
+        if line.lower().startswith(b"content-length:"):
+            length = int(line.split(b":", 1)[1])
+    return bytes(rfile.read(length))
+
+
+def test_blocking_bodies_keep_alive_and_close() -> None:
+    def script(rfile: Any, sock: socket.socket, n: int) -> None:
+        _read_request_blocking(rfile)
+        sock.sendall(_answer("200 OK", b'{"a":1}', "Content-Length: 7"))
+        _read_request_blocking(rfile)
+        sock.sendall(
+            _answer("200 OK", b"", "Transfer-Encoding: chunked")
+            + b'4\r\n{"b"\r\n3\r\n:2}\r\n0\r\n\r\n'
+        )
+        _read_request_blocking(rfile)
+        sock.sendall(_answer("200 OK", b'{"c":3}', "Connection: close"))
+
+    srv = ThreadedRawServer(script)
+    pool = H1SyncPool(srv.url)
+    try:
+        got = [pool.send(_get(srv.url)).json() for _ in range(3)]
+        assert got == [{"a": 1}, {"b": 2}, {"c": 3}] and srv.connections == 1
+        assert pool.send(_get(srv.url)).json() == {"a": 1}  # a new connection
+        assert srv.connections == 2
+    finally:
+        pool.close()
+        srv.close()
+
+
+def test_blocking_failures_map_to_httpx_errors() -> None:
+    def script(rfile: Any, sock: socket.socket, n: int) -> None:
+        _read_request_blocking(rfile)
+        if n == 1:
+            sock.sendall(b"HTTP/1.1 200 OK\r\nContent-Length: 10\r\n\r\nshort")
+        elif n == 2:
+            sock.sendall(b"SMTP ready\r\n\r\n")
+        elif n == 3:
+            time.sleep(2)  # never answers in time
+        else:
+            sock.sendall(_answer("200 OK", b"{}", "Content-Length: 2"))
+            time.sleep(0.05)  # then closes while the client holds it idle
+
+    srv = ThreadedRawServer(script)
+    pool = H1SyncPool(srv.url)
+    try:
+        with pytest.raises(httpx.RemoteProtocolError, match="closed the connection"):
+            pool.send(_get(srv.url))
+        with pytest.raises(httpx.RemoteProtocolError, match="not an HTTP"):
+            pool.send(_get(srv.url))
+        with pytest.raises(httpx.ReadTimeout):
+            pool.send(_get(srv.url, timeout=0.2))
+        assert pool._idle == []
+        assert pool.send(_get(srv.url)).status_code == 200
+        time.sleep(0.2)
+        assert pool.send(_get(srv.url)).status_code == 200  # not the closed one
+        assert srv.connections == 5
+        dead = _refusing_url()
+        with pytest.raises(httpx.ConnectError):
+            H1SyncPool(dead).send(_get(dead))
+    finally:
+        pool.close()
+        srv.close()
+
+
+def test_threads_share_the_blocking_pool() -> None:
+    def script(rfile: Any, sock: socket.socket, n: int) -> None:
+        while True:
+            body = _read_request_blocking(rfile)
+            sock.sendall(_answer("200 OK", body, f"Content-Length: {len(body)}"))
+
+    srv = ThreadedRawServer(script)
+    pool = H1SyncPool(srv.url)
+    answers: list[bytes] = []
+    lock = threading.Lock()
+
+    def worker(i: int) -> None:
+        for j in range(5):
+            payload = b'{"i":%d,"j":%d}' % (i, j)
+            request = httpx.Request(
+                "POST", srv.url + "/v1/exec", content=payload, extensions={"timeout": {}}
+            )
+            content = pool.send(request).content
+            with lock:
+                answers.append(content)
+
+    try:
+        threads = [threading.Thread(target=worker, args=(i,)) for i in range(8)]
+        for t in threads:
+            t.start()
+        for t in threads:
+            t.join(30)
+        assert sorted(answers) == sorted(
+            b'{"i":%d,"j":%d}' % (i, j) for i in range(8) for j in range(5)
+        )
+        assert srv.connections <= 8  # reused, never one per request
+    finally:
+        pool.close()
+        srv.close()
+
+
+def test_the_sync_client_talks_over_a_unix_socket(tmp_path: Any) -> None:
+    path = str(tmp_path / "d.sock")
+    listener = socket.socket(socket.AF_UNIX, socket.SOCK_STREAM)
+    listener.bind(path)
+    listener.listen(8)
+    seen: list[bytes] = []
+
+    def serve() -> None:
+        sock, _ = listener.accept()
+        with sock, sock.makefile("rb") as rfile, contextlib.suppress(OSError, ValueError):
+            while True:
+                _read_request_blocking(rfile)
+                seen.append(b"request")
+                sock.sendall(_answer("200 OK", b'{"status":"ok"}', "Content-Length: 15"))
+
+    threading.Thread(target=serve, daemon=True).start()
+    try:
+        with CollimateClient(unix_socket=path) as client:
+            for _ in range(3):
+                assert client.health()["status"] == "ok"
+        assert len(seen) == 3  # all on the one connection the server accepted
+    finally:
+        listener.close()

@@ -24,6 +24,7 @@ import asyncio
 import contextlib
 import socket
 import sys
+from collections.abc import Generator
 from urllib.parse import urlsplit
 
 import httpx
@@ -194,12 +195,18 @@ def _head(request: httpx.Request) -> bytes:
     return b"\r\n".join(lines)
 
 
-async def _read_response(
-    reader: asyncio.StreamReader, request: httpx.Request
-) -> tuple[int, list[tuple[bytes, bytes]], bytes, bool]:
-    """Status, headers, body, and whether the connection may be reused."""
+#: What the parser asks its driver for: bytes up to and including a
+#: separator, exactly n bytes, or everything to the end of the connection.
+Need = tuple[str, "bytes | int | None"]
+Answer = tuple[int, list[tuple[bytes, bytes]], bytes, bool]
+
+
+def parse_response(request: httpx.Request) -> Generator[Need, bytes, Answer]:
+    """The answer to ``request``, parsed without doing any I/O (the async
+    and the blocking pools drive it): status, headers, body, and whether
+    the connection may be reused."""
     while True:
-        head = await reader.readuntil(b"\r\n\r\n")
+        head = yield ("until", b"\r\n\r\n")
         lines = head[:-4].split(b"\r\n")
         version, _, rest = lines[0].partition(b" ")
         code = rest[:3]
@@ -233,21 +240,21 @@ async def _read_response(
     if request.method == "HEAD" or status in (204, 304) or 100 <= status < 200:
         return status, headers, b"", not close
     if chunked:
-        body = await _read_chunked(reader, request)
+        body = yield from _parse_chunked(request)
         # (drop Transfer-Encoding: the content handed on is decoded)
         headers = [(n, v) for n, v in headers if n.strip().lower() != b"transfer-encoding"]
     elif length is not None:
-        body = await reader.readexactly(length)
+        body = yield ("exactly", length)
     else:
-        body = await reader.read()  # to the end of the connection
+        body = yield ("all", None)  # to the end of the connection
         close = True
     return status, headers, body, not close
 
 
-async def _read_chunked(reader: asyncio.StreamReader, request: httpx.Request) -> bytes:
+def _parse_chunked(request: httpx.Request) -> Generator[Need, bytes, bytes]:
     parts: list[bytes] = []
     while True:
-        line = await reader.readuntil(b"\r\n")
+        line = yield ("until", b"\r\n")
         size_text = line.split(b";", 1)[0].strip()
         try:
             size = int(size_text, 16)
@@ -256,8 +263,28 @@ async def _read_chunked(reader: asyncio.StreamReader, request: httpx.Request) ->
                 f"a malformed chunk size: {size_text[:40]!r}", request=request
             ) from None
         if size == 0:
-            while (await reader.readuntil(b"\r\n")) != b"\r\n":  # trailers
+            while (yield ("until", b"\r\n")) != b"\r\n":  # trailers
                 pass
             return b"".join(parts)
-        parts.append(await reader.readexactly(size))
-        await reader.readexactly(2)
+        parts.append((yield ("exactly", size)))
+        yield ("exactly", 2)
+
+
+async def _read_response(reader: asyncio.StreamReader, request: httpx.Request) -> Answer:
+    parser = parse_response(request)
+    need = next(parser)
+    while True:
+        kind, arg = need
+        if kind == "until":
+            assert isinstance(arg, bytes)
+            data = await reader.readuntil(arg)
+        elif kind == "exactly":
+            assert isinstance(arg, int)
+            data = await reader.readexactly(arg)
+        else:
+            data = await reader.read()
+        try:
+            need = parser.send(data)
+        except StopIteration as done:
+            answer: Answer = done.value
+            return answer

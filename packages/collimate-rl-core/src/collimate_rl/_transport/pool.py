@@ -16,8 +16,8 @@ builds complete requests itself and needs none of ``httpx.Client``'s layers
 CPU per request, a real share of a grade on a 2-core box. The one exception
 is the gateway without an injected transport, which goes through an
 ``httpx.Client`` so that ``HTTPS_PROXY`` / ``NO_PROXY`` are honoured. The
-async client over plain HTTP (the daemon) goes lighter still: its own
-HTTP/1.1 connections (``h1``).
+clients over plain HTTP (the daemon) go lighter still: their own HTTP/1.1
+connections (``h1``, ``h1_sync``).
 """
 
 from __future__ import annotations
@@ -35,6 +35,7 @@ from typing import Any
 import httpx
 
 from .h1 import H1Pool
+from .h1_sync import H1SyncPool
 
 __all__ = ["AsyncPool", "HttpSettings", "SyncPool"]
 
@@ -95,14 +96,14 @@ class SyncPool:
 
     def __init__(self, settings: HttpSettings) -> None:
         self.settings = settings
-        self._pool: httpx.BaseTransport | httpx.Client | None = None
+        self._pool: httpx.BaseTransport | httpx.Client | H1SyncPool | None = None
         self._pid = os.getpid()
         self._lock = threading.Lock()
 
     def send(self, request: httpx.Request) -> httpx.Response:
         """Send and read the whole answer (the connection returns to the pool)."""
         pool = self._current()
-        if isinstance(pool, httpx.Client):
+        if isinstance(pool, (httpx.Client, H1SyncPool)):
             return pool.send(request)
         response = pool.handle_request(request)
         try:
@@ -111,7 +112,7 @@ class SyncPool:
             response.close()
         return response
 
-    def _current(self) -> httpx.BaseTransport | httpx.Client:
+    def _current(self) -> httpx.BaseTransport | httpx.Client | H1SyncPool:
         pool = self._pool
         if pool is not None and self._pid == os.getpid():
             return pool
@@ -125,13 +126,15 @@ class SyncPool:
                 self._pool = self._build()
             return self._pool
 
-    def _build(self) -> httpx.BaseTransport | httpx.Client:
+    def _build(self) -> httpx.BaseTransport | httpx.Client | H1SyncPool:
         s = self.settings
         if s.httpx_transport is not None:
             transport: httpx.BaseTransport = s.httpx_transport
             return transport
         if s.via_client:
             return httpx.Client(trust_env=True, limits=_LIMITS, follow_redirects=False)
+        if s.base_url.startswith("http://"):
+            return H1SyncPool(s.base_url, s.unix_socket)  # plain HTTP: the lean client
         return httpx.HTTPTransport(
             uds=s.unix_socket, limits=_LIMITS, socket_options=s._socket_options()
         )
