@@ -200,8 +200,9 @@ def test_a_cancelled_request_drops_its_connection() -> None:
 
 
 def test_only_plain_http_is_spoken() -> None:
-    with pytest.raises(ValueError, match="plain http"):
-        H1Pool("https://example.invalid")
+    for pool in (H1Pool, H1SyncPool):
+        with pytest.raises(ValueError, match="plain http"):
+            pool("https://example.invalid")
 
 
 def test_the_async_client_talks_over_a_unix_socket() -> None:

@@ -89,16 +89,20 @@ class _Connection:
             self.transport.close()
 
 
+def plain_http_address(base_url: str) -> tuple[str, int]:
+    """(host, port) of an ``http://`` URL; anything else is refused."""
+    parts = urlsplit(base_url)
+    if parts.scheme != "http":
+        raise ValueError(f"the lean HTTP/1.1 client speaks plain http only, not {parts.scheme!r}")
+    return parts.hostname or "localhost", parts.port or 80
+
+
 class H1Pool:
     """Keep-alive HTTP/1.1 connections to one plain-HTTP server (TCP or a
     unix socket), for one event loop."""
 
     def __init__(self, base_url: str, unix_socket: str | None = None) -> None:
-        parts = urlsplit(base_url)
-        if parts.scheme != "http":
-            raise ValueError(f"H1Pool speaks plain http only, not {parts.scheme!r}")
-        self.host = parts.hostname or "localhost"
-        self.port = parts.port or 80
+        self.host, self.port = plain_http_address(base_url)
         self.unix_socket = unix_socket
         self._idle: list[_Connection] = []
         self._open: set[_Connection] = set()

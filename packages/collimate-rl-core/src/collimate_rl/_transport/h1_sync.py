@@ -15,11 +15,10 @@ from __future__ import annotations
 import contextlib
 import socket
 import threading
-from urllib.parse import urlsplit
 
 import httpx
 
-from .h1 import _MAX_HEAD, Answer, _head, parse_response
+from .h1 import _MAX_HEAD, Answer, _head, parse_response, plain_http_address
 
 __all__ = ["H1SyncPool"]
 
@@ -118,11 +117,7 @@ class H1SyncPool:
     the threads of one process."""
 
     def __init__(self, base_url: str, unix_socket: str | None = None) -> None:
-        parts = urlsplit(base_url)
-        if parts.scheme != "http":
-            raise ValueError(f"H1SyncPool speaks plain http only, not {parts.scheme!r}")
-        self.host = parts.hostname or "localhost"
-        self.port = parts.port or 80
+        self.host, self.port = plain_http_address(base_url)
         self.unix_socket = unix_socket
         self._idle: list[_SyncConnection] = []
         self._lock = threading.Lock()
