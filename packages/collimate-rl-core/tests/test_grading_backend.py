@@ -221,6 +221,23 @@ def test_pinned_seed_reproduces_vanilla_varies_deterministic_is_fixed(grader: Gr
     assert len({json.dumps(r.detail, sort_keys=True) for r in vanilla}) == 3
 
 
+def test_results_that_are_not_plain_data_are_judged_by_repr(grader: Grader) -> None:
+    """A reference returning a Fraction: the candidate's Fraction cannot
+    travel as data, so its repr is compared; a float still compares by value."""
+    spec = PropertyReward(
+        reference="def ref(x):\n    from fractions import Fraction\n    return Fraction(len(x), 2)",
+        generator="''.join(random.choice('ab') for _ in range(random.randint(1, 9)))",
+        k=8,
+    )
+    right = "from fractions import Fraction\ndef solve(x):\n    return Fraction(len(x), 2)\n"
+    as_float = "def solve(x):\n    return len(x) / 2\n"
+    wrong = "from fractions import Fraction\ndef solve(x):\n    return Fraction(len(x), 3)\n"
+    assert grader.grade(right, spec).reward == 1.0
+    assert grader.grade(as_float, spec).reward == 1.0
+    res = grader.grade(wrong, spec)
+    assert res.reward == 0.0 and res.detail["failed"][0]["reason"] == "wrong_answer"
+
+
 def test_the_candidate_draws_from_the_exec_seed(grader: Grader) -> None:
     """The candidate's own process starts from the exec's seeded ``random``
     state (a forked child would otherwise reseed itself from the OS)."""
