@@ -581,3 +581,25 @@ def test_a_missing_platform_module_stays_the_candidates_fault() -> None:
     faked = "def solve(x):\n    raise ModuleNotFoundError('fake', name='heapq')\n"
     outcome, _ = run_locally(spec, faked)  # a candidate cannot fake an infra error
     assert outcome.verdict == "failed" and outcome.detail["failed"][0]["reason"] == "error"
+
+
+def test_a_new_plugin_manager_never_gets_an_old_ones_registry() -> None:
+    """The registry cache is per manager object: one built later at the
+    same address (ids are reused) with as many plugins builds its own."""
+    from collimate_rl.rewards.registry import reward_kind_registry
+
+    for _ in range(20):  # freed managers' addresses come back quickly
+        first = new_plugin_manager(load_entrypoints=False)
+        first.register(_KindsPlugin(), name="test-kinds")
+        assert "always" in reward_kind_registry(first)
+        del first
+        second = new_plugin_manager(load_entrypoints=False)
+
+        class Other:
+            @hookimpl
+            def collimate_rl_reward_kinds(self) -> Mapping[str, Any]:
+                return {"other": lambda gt, entry: _Always(0.0)}
+
+        second.register(Other(), name="other")
+        kinds = reward_kind_registry(second)
+        assert "other" in kinds and "always" not in kinds

@@ -25,6 +25,7 @@ through unchanged.
 from __future__ import annotations
 
 import json
+import weakref
 from collections.abc import Mapping
 from typing import Any
 
@@ -35,7 +36,12 @@ from .spec import RewardSpec
 
 __all__ = ["infer_kind", "reward_kind_registry", "reward_spec_from_ground_truth"]
 
-_cache: dict[int, tuple[int, dict[str, RewardFactory]]] = {}
+# Per manager (held weakly: a key by id() could be reused by a later manager
+# at the same address and hand it a stale registry), for the set of plugins
+# registered when it was built (live plugins have distinct ids).
+_cache: weakref.WeakKeyDictionary[
+    pluggy.PluginManager, tuple[frozenset[int], dict[str, RewardFactory]]
+] = weakref.WeakKeyDictionary()
 
 
 def reward_kind_registry(pm: pluggy.PluginManager | None = None) -> dict[str, RewardFactory]:
@@ -44,12 +50,12 @@ def reward_kind_registry(pm: pluggy.PluginManager | None = None) -> dict[str, Re
     from ..plugins import get_plugin_manager, reward_kinds
 
     manager = pm if pm is not None else get_plugin_manager()
-    stamp = len(manager.get_plugins())
-    cached = _cache.get(id(manager))
+    stamp = frozenset(id(plugin) for plugin in manager.get_plugins())
+    cached = _cache.get(manager)
     if cached is not None and cached[0] == stamp:
         return cached[1]
     kinds = reward_kinds(manager)
-    _cache[id(manager)] = (stamp, kinds)
+    _cache[manager] = (stamp, kinds)
     return kinds
 
 
