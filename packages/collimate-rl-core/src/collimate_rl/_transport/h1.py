@@ -89,6 +89,34 @@ class _Connection:
             self.transport.close()
 
 
+class ClosedEarly(Exception):
+    """The server closed the connection before the answer was complete."""
+
+
+#: What reading an answer can fail with, for ``read_failure``.
+READ_FAILURES = (OSError, ClosedEarly, asyncio.IncompleteReadError, asyncio.LimitOverrunError)
+
+
+def read_failure(exc: BaseException, request: httpx.Request) -> httpx.TransportError:
+    """The httpx error the retry policy knows for a failed read (both pools)."""
+    if isinstance(exc, TimeoutError):
+        return httpx.ReadTimeout("timed out waiting for the answer", request=request)
+    if isinstance(exc, (ClosedEarly, asyncio.IncompleteReadError, ConnectionError)):
+        return httpx.RemoteProtocolError(
+            "the server closed the connection before it answered", request=request
+        )
+    if isinstance(exc, asyncio.LimitOverrunError):
+        return httpx.RemoteProtocolError("the answer's headers are too large", request=request)
+    return httpx.ReadError(str(exc) or type(exc).__name__, request=request)
+
+
+def connect_failure(exc: OSError, request: httpx.Request) -> httpx.TransportError:
+    """The httpx error for a failed connect: nothing was sent (both pools)."""
+    if isinstance(exc, TimeoutError):
+        return httpx.ConnectTimeout("timed out connecting", request=request)
+    return httpx.ConnectError(str(exc) or type(exc).__name__, request=request)
+
+
 def plain_http_address(base_url: str) -> tuple[str, int]:
     """(host, port) of an ``http://`` URL; anything else is refused."""
     parts = urlsplit(base_url)
@@ -119,20 +147,8 @@ class H1Pool:
             try:
                 async with _timeout(timeouts.get("read")):
                     status, headers, body, keep = await _read_response(conn.reader, request)
-            except TimeoutError as exc:
-                raise httpx.ReadTimeout(
-                    "timed out waiting for the answer", request=request
-                ) from exc
-            except (asyncio.IncompleteReadError, ConnectionError) as exc:
-                raise httpx.RemoteProtocolError(
-                    "the server closed the connection before it answered", request=request
-                ) from exc
-            except asyncio.LimitOverrunError as exc:
-                raise httpx.RemoteProtocolError(
-                    "the answer's headers are too large", request=request
-                ) from exc
-            except OSError as exc:
-                raise httpx.ReadError(str(exc) or type(exc).__name__, request=request) from exc
+            except READ_FAILURES as exc:
+                raise read_failure(exc, request) from exc
         except BaseException:
             self._drop(conn)  # (cancelled too: the answer may still be on its way)
             raise
@@ -168,10 +184,8 @@ class H1Pool:
                     sock = transport.get_extra_info("socket")
                     if sock is not None:
                         sock.setsockopt(socket.IPPROTO_TCP, socket.TCP_NODELAY, 1)
-        except TimeoutError as exc:
-            raise httpx.ConnectTimeout("timed out connecting", request=request) from exc
         except OSError as exc:
-            raise httpx.ConnectError(str(exc) or type(exc).__name__, request=request) from exc
+            raise connect_failure(exc, request) from exc
         assert isinstance(transport, asyncio.Transport)
         conn = _Connection(reader, transport)
         self._open.add(conn)

@@ -18,16 +18,22 @@ import threading
 
 import httpx
 
-from .h1 import _MAX_HEAD, Answer, _head, parse_response, plain_http_address
+from .h1 import (
+    _MAX_HEAD,
+    READ_FAILURES,
+    Answer,
+    ClosedEarly,
+    _head,
+    connect_failure,
+    parse_response,
+    plain_http_address,
+    read_failure,
+)
 
 __all__ = ["H1SyncPool"]
 
 _KEEP_IDLE = 128  # idle connections kept per client
 _RECV = 1 << 16
-
-
-class _Closed(Exception):
-    """The server closed the connection before the answer was complete."""
 
 
 class _SyncConnection:
@@ -71,12 +77,12 @@ class _SyncConnection:
                 raise httpx.RemoteProtocolError("the answer's headers are too large")
             start = max(0, len(self.buffer) - len(sep) + 1)
             if not self._fill():
-                raise _Closed
+                raise ClosedEarly
 
     def read_exactly(self, size: int) -> bytes:
         while len(self.buffer) < size:
             if not self._fill():
-                raise _Closed
+                raise ClosedEarly
         data = bytes(self.buffer[:size])
         del self.buffer[:size]
         return data
@@ -139,16 +145,8 @@ class H1SyncPool:
             try:
                 conn.sock.settimeout(timeouts.get("read"))
                 status, headers, body, keep = conn.read_answer(request)
-            except TimeoutError as exc:
-                raise httpx.ReadTimeout(
-                    "timed out waiting for the answer", request=request
-                ) from exc
-            except (_Closed, ConnectionError) as exc:
-                raise httpx.RemoteProtocolError(
-                    "the server closed the connection before it answered", request=request
-                ) from exc
-            except OSError as exc:
-                raise httpx.ReadError(str(exc) or type(exc).__name__, request=request) from exc
+            except READ_FAILURES as exc:
+                raise read_failure(exc, request) from exc
         except BaseException:
             conn.close()
             raise
@@ -183,10 +181,8 @@ class H1SyncPool:
             else:
                 sock = socket.create_connection((self.host, self.port), timeout=timeout)
                 sock.setsockopt(socket.IPPROTO_TCP, socket.TCP_NODELAY, 1)
-        except TimeoutError as exc:
-            raise httpx.ConnectTimeout("timed out connecting", request=request) from exc
         except OSError as exc:
-            raise httpx.ConnectError(str(exc) or type(exc).__name__, request=request) from exc
+            raise connect_failure(exc, request) from exc
         return _SyncConnection(sock)
 
     def close(self) -> None:
