@@ -508,11 +508,20 @@ def _take(results: _Results, record: Any) -> bool:
     return False
 
 
-def _judge(tally: _Tally, index: int, reason: str, got: Any, want: Any, tol: float) -> None:
-    """Count one check the candidate's process reported. A value that could
-    not travel (``unplain``: its repr came instead) can only match an
-    expected value that is not plain data either (a reference returning a
-    ``Fraction``), by repr."""
+def _judge(
+    tally: _Tally,
+    index: int,
+    reason: str,
+    got: Any,
+    want: Any,
+    tol: float,
+    shown: tuple[Any, ...] = (),
+) -> None:
+    """Count one check the candidate's process reported (``shown``: the
+    input, named in a wrong answer's message). A value that could not travel
+    (``unplain``: its repr came instead) can only match an expected value
+    that is not plain data either (a reference returning a ``Fraction``), by
+    repr."""
     if reason == "unplain":
         if type(want) not in _PLAIN and got == repr(want):
             tally.add(index, None)
@@ -522,6 +531,8 @@ def _judge(tally: _Tally, index: int, reason: str, got: Any, want: Any, tol: flo
         tally.add(index, reason, str(got))
     elif same(got, want, tol):
         tally.add(index, None)
+    elif shown:
+        tally.add(index, "wrong_answer", "input %.80r: got %.80r" % (shown[0], got))
     else:
         tally.add(index, "wrong_answer", "got %.150r" % (got,))
 
@@ -673,10 +684,7 @@ def _grade_property(cfg: dict[str, Any], data: bytes, budget: _Budget, rng: Any)
         return _load_error(tally, results.load)
     for i, (x, want) in enumerate(cases):
         reason, got = results.get(i)
-        if reason == "ok" and not same(got, want, tol):
-            tally.add(i, "wrong_answer", "input %.80r: got %.80r" % (x, got))
-        else:
-            _judge(tally, i, reason, got, want, tol)
+        _judge(tally, i, reason, got, want, tol, shown=(x,))
     return tally.verdict()
 
 
