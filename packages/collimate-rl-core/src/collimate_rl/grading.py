@@ -20,6 +20,7 @@ from __future__ import annotations
 
 import asyncio
 import concurrent.futures
+import logging
 import secrets
 import threading
 from collections.abc import Callable, Iterator, Mapping, Sequence
@@ -28,8 +29,9 @@ from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any, Final, Literal
 
 from .errors import CollimateError
+from .packing import PackedGrade, PreparedPack, check_pack, pack_units, prepare_pack, read_pack
 from .rewards.program import FORM_FOR_HOW, NEED_FULL, RuntimeForm
-from .rewards.spec import GradeContext, RewardSpec, candidate_context, delivered_text
+from .rewards.spec import GradeContext, GuestReward, RewardSpec, candidate_context, delivered_text
 from .rewards.verdict import asked_for_full
 from .seeds import is_valid_seed
 
@@ -54,6 +56,8 @@ __all__ = [
 OnInfraError = Literal["raise", "zero", "skip"]
 INFRA_ERROR_MODES: Final = ("raise", "zero", "skip")
 ResultCallback = Callable[[int, "GradeResult"], None]
+Finished = list[tuple[int, "GradeResult | BaseException"]]
+_log = logging.getLogger("collimate_rl.grading")
 
 
 @dataclass
@@ -329,6 +333,137 @@ async def _grade_one_async(
     return _raise_if_infra(result)
 
 
+#: Targets whose guest cannot run a pack (said so once): their packs go alone.
+_unpackable: set[tuple[str, str]] = set()
+
+
+def _pack_needs_full(prepared: PreparedPack, response: Mapping[str, Any]) -> bool:
+    stdout = response.get("stdout")
+    form = prepared.contexts[0].form
+    return (
+        form != "full"
+        and isinstance(stdout, str)
+        and asked_for_full(stdout, prepared.nonce, NEED_FULL)
+    )
+
+
+def _packed_result(
+    grade: PackedGrade, prepared: PreparedPack, response: Mapping[str, Any]
+) -> GradeResult:
+    outcome = grade.outcome
+    raw = dict(response)
+    raw["stdout"] = grade.stdout
+    raw["pack"] = {"nonce": prepared.nonce, "size": len(prepared.indices)}
+    return GradeResult(
+        reward=outcome.reward,
+        seed=grade.seed,
+        seed_ack="verified" if grade.seed_echo == grade.seed else "no-ack",
+        exit_code=0,
+        fork_time_ms=_float_or_none(response.get("fork_time_ms")),
+        exec_time_ms=grade.elapsed_ms,
+        raw=raw,
+        verdict=outcome.verdict,
+        detail=outcome.detail,
+        index=grade.index,
+    )
+
+
+def _take_pack(
+    spec: GuestReward,
+    key: tuple[str, str],
+    prepared: PreparedPack,
+    response: Mapping[str, Any],
+) -> tuple[Finished, list[int]]:
+    """The results a pack wrote, and the indices to grade alone: those it
+    did not write, and those whose verdict blames the infrastructure (alone,
+    they meet the lone grade's failure semantics exactly)."""
+    stdout = response.get("stdout")
+    grades, note = read_pack(spec, prepared, stdout if isinstance(stdout, str) else "")
+    done: Finished = []
+    for grade in grades:
+        if grade.outcome.verdict != "infra_error":
+            result = _packed_result(grade, prepared, response)
+            runtime_forms.learn(key, result)
+            done.append((grade.index, result))
+    if note is not None and not grades and key not in _unpackable:
+        _unpackable.add(key)
+        _log.warning("%s cannot grade packs (%s): grading its candidates alone", key[1], note)
+    finished = {index for index, _ in done}
+    return done, [i for i in prepared.indices if i not in finished]
+
+
+def _grade_pack(
+    client: SessionClient,
+    template_id: str,
+    spec: GuestReward,
+    candidates: Sequence[str],
+    seeds: Sequence[str | None],
+    unit: list[int],
+    timeout_seconds: int,
+) -> tuple[Finished, list[int]]:
+    """Grade the candidates at ``unit`` in one exec: (finished, still to grade alone)."""
+    key = runtime_forms.key(client, template_id, None)
+    if key in _unpackable:
+        return [], unit
+
+    def prepared_for(form: RuntimeForm) -> PreparedPack:
+        return prepare_pack(
+            spec,
+            [candidates[i] for i in unit],
+            [seeds[i] for i in unit],
+            unit,
+            timeout_seconds=timeout_seconds,
+            form=form,
+        )
+
+    prepared = prepared_for(runtime_forms.get(key))
+    try:
+        response = client.exec_once(template_id, **prepared.exec_kwargs)
+        if _pack_needs_full(prepared, response):
+            runtime_forms.forget(key)
+            prepared = prepared_for("full")
+            response = client.exec_once(template_id, **prepared.exec_kwargs)
+    except CollimateError:
+        return [], unit  # alone, each meets the failure as a lone grade would
+    return _take_pack(spec, key, prepared, response)
+
+
+async def _grade_pack_async(
+    client: AsyncSessionClient,
+    template_id: str,
+    spec: GuestReward,
+    candidates: Sequence[str],
+    seeds: Sequence[str | None],
+    unit: list[int],
+    timeout_seconds: int,
+) -> tuple[Finished, list[int]]:
+    """:func:`_grade_pack` with an async client."""
+    key = runtime_forms.key(client, template_id, None)
+    if key in _unpackable:
+        return [], unit
+
+    def prepared_for(form: RuntimeForm) -> PreparedPack:
+        return prepare_pack(
+            spec,
+            [candidates[i] for i in unit],
+            [seeds[i] for i in unit],
+            unit,
+            timeout_seconds=timeout_seconds,
+            form=form,
+        )
+
+    prepared = prepared_for(runtime_forms.get(key))
+    try:
+        response = await client.exec_once(template_id, **prepared.exec_kwargs)
+        if _pack_needs_full(prepared, response):
+            runtime_forms.forget(key)
+            prepared = prepared_for("full")
+            response = await client.exec_once(template_id, **prepared.exec_kwargs)
+    except CollimateError:
+        return [], unit
+    return _take_pack(spec, key, prepared, response)
+
+
 def grade(
     client: SessionClient,
     template_id: str,
@@ -467,6 +602,19 @@ class _Collector:
         return out
 
 
+def _units(
+    candidates: Sequence[str],
+    spec: RewardSpec,
+    pack: int | None,
+    session_id: str | None,
+    timeout_seconds: int,
+) -> list[list[int]]:
+    size = check_pack(pack, spec, session_id)
+    if size == 1:
+        return [[i] for i in range(len(candidates))]
+    return pack_units(len(candidates), size, timeout_seconds)
+
+
 def grade_batch(
     client: SessionClient,
     template_id: str,
@@ -480,8 +628,9 @@ def grade_batch(
     progress: bool = False,
     on_result: ResultCallback | None = None,
     session_id: str | None = None,
+    pack: int | None = None,
 ) -> list[GradeResult]:
-    """Grade a group of candidates, at most ``concurrency`` at a time.
+    """Grade a group of candidates, at most ``concurrency`` execs at a time.
 
     Results are positional (``results[i]`` is ``candidates[i]``) except with
     ``on_infra_error="skip"``, which drops infra failures (each result keeps
@@ -491,10 +640,16 @@ def grade_batch(
     the grades in flight have finished. ``on_result(index, result)`` and
     the ``collimate_rl_after_grade`` hook run on the calling thread as
     results arrive; ``progress=True`` draws a Rich bar when Rich is installed.
+
+    ``pack=N`` grades up to ``N`` candidates per exec, one after another
+    with a sweep between two (built-in reward kinds, one-shot grades only;
+    see :mod:`collimate_rl.packing`): far fewer execs for the same rewards.
+    A candidate the pack did not grade is graded alone.
     """
     _check_batch_args(on_infra_error, concurrency)
     _check_timeout(timeout_seconds)
     per_seed = _batch_seeds(candidates, seeds)
+    units = _units(candidates, spec, pack, session_id, timeout_seconds)
     collector = _Collector(
         candidates, per_seed, on_infra_error, on_result, _Progress(progress, len(candidates))
     )
@@ -502,9 +657,7 @@ def grade_batch(
         return []
     stop = threading.Event()
 
-    def work(i: int) -> GradeResult | BaseException | None:
-        if stop.is_set():
-            return None
+    def alone(i: int) -> GradeResult | BaseException:
         try:
             return _grade_one(
                 client,
@@ -521,18 +674,35 @@ def grade_batch(
                 stop.set()
             return exc
 
-    workers = min(concurrency, len(candidates))
+    def work(unit: list[int]) -> Finished:
+        finished: Finished = []
+        rest = unit
+        if len(unit) > 1 and not stop.is_set():
+            assert isinstance(spec, GuestReward)  # check_pack made sure
+            try:
+                finished, rest = _grade_pack(
+                    client, template_id, spec, candidates, per_seed, unit, timeout_seconds
+                )
+            except Exception as exc:  # not the backend's: a lone grade would stop too
+                stop.set()
+                return [(unit[0], exc)]
+        for i in rest:
+            if stop.is_set():
+                break
+            finished.append((i, alone(i)))
+        return finished
+
+    workers = min(concurrency, len(units))
     with (
         collector.progress.running(),
         concurrent.futures.ThreadPoolExecutor(
             workers, thread_name_prefix="collimate-grade"
         ) as pool,
     ):
-        futures = {pool.submit(work, i): i for i in range(len(candidates))}
+        futures = [pool.submit(work, unit) for unit in units]
         for fut in concurrent.futures.as_completed(futures):
-            outcome = fut.result()
-            if outcome is not None:
-                collector.done(futures[fut], outcome)
+            for i, outcome in fut.result():
+                collector.done(i, outcome)
     return collector.final()
 
 
@@ -549,44 +719,65 @@ async def grade_batch_async(
     progress: bool = False,
     on_result: ResultCallback | None = None,
     session_id: str | None = None,
+    pack: int | None = None,
 ) -> list[GradeResult]:
     """:func:`grade_batch` on one event loop with an async client: no
-    threads, ``concurrency`` grades in flight. With ``"raise"`` the grades
+    threads, ``concurrency`` execs in flight. With ``"raise"`` the grades
     still in flight are cancelled at the first backend error, which is then
     re-raised."""
     _check_batch_args(on_infra_error, concurrency)
     _check_timeout(timeout_seconds)
     per_seed = _batch_seeds(candidates, seeds)
+    units = _units(candidates, spec, pack, session_id, timeout_seconds)
     collector = _Collector(
         candidates, per_seed, on_infra_error, on_result, _Progress(progress, len(candidates))
     )
     if not candidates:
         return []
     gate = asyncio.Semaphore(concurrency)
+    failed = asyncio.Event()
 
-    async def work(i: int) -> tuple[int, GradeResult | BaseException]:
+    async def alone(i: int) -> GradeResult | BaseException:
+        try:
+            return await _grade_one_async(
+                client,
+                template_id,
+                candidates[i],
+                spec,
+                per_seed[i],
+                timeout_seconds,
+                session_id,
+                i,
+            )
+        except Exception as exc:
+            if on_infra_error == "raise" or not isinstance(exc, CollimateError):
+                failed.set()
+            return exc
+
+    async def work(unit: list[int]) -> Finished:
         async with gate:
-            try:
-                result = await _grade_one_async(
-                    client,
-                    template_id,
-                    candidates[i],
-                    spec,
-                    per_seed[i],
-                    timeout_seconds,
-                    session_id,
-                    i,
-                )
-            except Exception as exc:
-                return i, exc
-            return i, result
+            finished: Finished = []
+            rest = unit
+            if len(unit) > 1:
+                assert isinstance(spec, GuestReward)  # check_pack made sure
+                try:
+                    finished, rest = await _grade_pack_async(
+                        client, template_id, spec, candidates, per_seed, unit, timeout_seconds
+                    )
+                except Exception as exc:
+                    return [(unit[0], exc)]
+            for i in rest:
+                if failed.is_set():
+                    break
+                finished.append((i, await alone(i)))
+            return finished
 
-    tasks = [asyncio.ensure_future(work(i)) for i in range(len(candidates))]
+    tasks = [asyncio.ensure_future(work(unit)) for unit in units]
     try:
         with collector.progress.running():
             for next_done in asyncio.as_completed(tasks):
-                i, outcome = await next_done
-                collector.done(i, outcome)
+                for i, outcome in await next_done:
+                    collector.done(i, outcome)
                 if collector.first_error is not None:
                     break
     finally:

@@ -200,8 +200,9 @@ class _Frame:
         self._write = os.write
         self._exit = os._exit
 
-    def line(self, text: str) -> None:
-        data = ("\n" + self.marker + " " + text + "\n").encode("utf-8", "backslashreplace")
+    def line(self, text: str, marker: str | None = None) -> None:
+        head = self.marker if marker is None else marker
+        data = ("\n" + head + " " + text + "\n").encode("utf-8", "backslashreplace")
         while data:
             data = data[self._write(self.fd, data) :]
 
@@ -414,13 +415,27 @@ def _in_own_process(work: Callable[[Callable[[Any], None]], None], budget: _Budg
             # random reseeds itself from the OS in a forked child: the
             # candidate gets the exec's seeded state, as it would unforked
             random.setstate(state)
-            outbox = _Outbox(write_fd)
-            work(outbox.put)
-            outbox.put(("done",))
         except BaseException:
-            pass
-        os._exit(0)
+            os._exit(0)
+        _report(work, write_fd)
     os.close(write_fd)
+    return _collect(read_fd, pid, budget, lambda: os.waitpid(pid, 0)[1])
+
+
+def _report(work: Callable[[Callable[[Any], None]], None], fd: int) -> NoReturn:
+    """The candidate's process: run ``work``, sending each record on ``fd``."""
+    try:
+        outbox = _Outbox(fd)
+        work(outbox.put)
+        outbox.put(("done",))
+    except BaseException:
+        pass
+    os._exit(0)
+
+
+def _collect(read_fd: int, pid: int, budget: _Budget, reap: Callable[[], int]) -> _Results:
+    """What the candidate's process ``pid`` reports on ``read_fd``, within the
+    budget; then it is killed, and ``reap`` returns its wait status."""
     results = _Results()
     # Only gather bytes until the "done" record (or the end, or the budget),
     # and read them once the candidate's process is gone: the grader does
@@ -459,7 +474,7 @@ def _in_own_process(work: Callable[[Callable[[Any], None]], None], budget: _Budg
             os.kill(pid, signal.SIGKILL)  # done or not: nothing of it runs on
         except OSError:
             pass
-        _, status = os.waitpid(pid, 0)
+        status = reap()
     try:
         _parse(results, b"".join(chunks))
     except Exception as exc:  # bytes marshal did not write, or cut short
@@ -585,26 +600,36 @@ def _load_error(tally: _Tally, message: str) -> dict[str, Any]:
     return verdict
 
 
-def _grade_unit(cfg: dict[str, Any], data: bytes, budget: _Budget) -> dict[str, Any]:
+def _grade_unit(
+    cfg: dict[str, Any], data: bytes, budget: _Budget, run: Any = None
+) -> dict[str, Any]:
     tests = cfg["tests"]
     tally = _Tally(len(tests))
-
-    def work(emit: Callable[[Any], None]) -> None:  # in the candidate's process
-        fn, error = _load_module(cfg, data, budget)
-        if error is not None:
-            emit(("load", error))
-            return
-        for i, (args, kwargs, _want) in enumerate(tests):
-            reason, got = budget.run(fn, *args, **kwargs)
-            emit((i, reason, got))
-
-    results = _in_own_process(work, budget)
+    results = (run or _in_own_process)(_unit_work(cfg, data, budget, None), budget)
     if results.load is not None:
         return _load_error(tally, results.load)
     for i, (_args, _kwargs, want) in enumerate(tests):
         reason, got = results.get(i)
         _judge(tally, i, reason, got, want, cfg["tol"])
     return tally.verdict()
+
+
+def _unit_work(
+    cfg: dict[str, Any], data: bytes, budget: _Budget, cases: Any
+) -> Callable[[Callable[[Any], None]], None]:
+    """What the candidate's process does for unit tests (``_<kind>_work``
+    builders are looked up by name by a pack's spawner)."""
+
+    def work(emit: Callable[[Any], None]) -> None:  # in the candidate's process
+        fn, error = _load_module(cfg, data, budget)
+        if error is not None:
+            emit(("load", error))
+            return
+        for i, (args, kwargs, _want) in enumerate(cfg["tests"]):
+            reason, got = budget.run(fn, *args, **kwargs)
+            emit((i, reason, got))
+
+    return work
 
 
 class _RandomView:
@@ -646,13 +671,50 @@ def _callable_from(
     return namespace[name]
 
 
-def _grade_property(cfg: dict[str, Any], data: bytes, budget: _Budget, rng: Any) -> dict[str, Any]:
+def _grade_property(
+    cfg: dict[str, Any],
+    data: bytes,
+    budget: _Budget,
+    rng: Any,
+    cases: Any = None,
+    run: Any = None,
+) -> dict[str, Any]:
+    """``cases`` (inputs with their expected outputs) are drawn from ``rng``
+    unless given: a pack draws them once per seed (``_pack``)."""
+    tol = cfg["tol"]
+    if cases is None:
+        cases = _property_cases(cfg, rng)
+    tally = _Tally(len(cases))
+    results = (run or _in_own_process)(_property_work(cfg, data, budget, cases), budget)
+    if results.load is not None:
+        return _load_error(tally, results.load)
+    for i, (x, want) in enumerate(cases):
+        reason, got = results.get(i)
+        _judge(tally, i, reason, got, want, tol, shown=(x,))
+    return tally.verdict()
+
+
+def _property_work(
+    cfg: dict[str, Any], data: bytes, budget: _Budget, cases: Any
+) -> Callable[[Callable[[Any], None]], None]:
+    def work(emit: Callable[[Any], None]) -> None:  # in the candidate's process
+        fn, error = _load_module(cfg, data, budget)
+        if error is not None:
+            emit(("load", error))
+            return
+        for i, (x, _want) in enumerate(cases):
+            reason, got = budget.run(fn, x)
+            emit((i, reason, got))
+
+    return work
+
+
+def _property_cases(cfg: dict[str, Any], rng: Any) -> list[tuple[Any, Any]]:
+    """``k`` inputs from the generator and the reference's output for each."""
     import math
     import random
 
     k = int(cfg["k"])
-    tol = cfg["tol"]
-    tally = _Tally(k)
     namespace: dict[str, Any] = {"random": _RandomView(rng, random), "math": math}
     if "string" in cfg["reference"] + cfg["generator"]:  # a failed import costs ~0.3 ms
         try:
@@ -669,23 +731,7 @@ def _grade_property(cfg: dict[str, Any], data: bytes, budget: _Budget, rng: Any)
     for _ in range(k):  # (drawn as a plain seeded grader would: CRN hold)
         x = gen()
         cases.append((x, ref(x)))
-
-    def work(emit: Callable[[Any], None]) -> None:  # in the candidate's process
-        fn, error = _load_module(cfg, data, budget)
-        if error is not None:
-            emit(("load", error))
-            return
-        for i, (x, _want) in enumerate(cases):
-            reason, got = budget.run(fn, x)
-            emit((i, reason, got))
-
-    results = _in_own_process(work, budget)
-    if results.load is not None:
-        return _load_error(tally, results.load)
-    for i, (x, want) in enumerate(cases):
-        reason, got = results.get(i)
-        _judge(tally, i, reason, got, want, tol, shown=(x,))
-    return tally.verdict()
+    return cases
 
 
 def _scratch(path: str, content: bytes) -> int:
@@ -699,23 +745,16 @@ def _scratch(path: str, content: bytes) -> int:
     return fd
 
 
-def _grade_stdio(cfg: dict[str, Any], data: bytes, budget: _Budget) -> dict[str, Any]:
+def _grade_stdio(
+    cfg: dict[str, Any], data: bytes, budget: _Budget, run: Any = None
+) -> dict[str, Any]:
     """Run the candidate as a program once per test (in its own process, see
     ``_in_own_process``), with fds 0 and 1 on real files (so ``input()``,
     ``sys.stdin.buffer``, ``open(0)`` and ``os.write(1, ...)`` all behave as
     under a judge)."""
     tests = cfg["tests"]
     tally = _Tally(len(tests))
-
-    def work(emit: Callable[[Any], None]) -> None:  # in the candidate's process
-        reason, code = budget.run(lambda: compile(data, cfg["path"], "exec"))
-        if reason != "ok":
-            emit(("load", "%s while compiling the candidate: %s" % (reason, code)))
-            return
-        for i, (given, _want) in enumerate(tests):
-            emit((i, *_run_program(cfg, code, given, budget)))
-
-    results = _in_own_process(work, budget)
+    results = (run or _in_own_process)(_stdio_work(cfg, data, budget, None), budget)
     if results.load is not None:
         return _load_error(tally, results.load)
     for i, (_given, want) in enumerate(tests):
@@ -727,6 +766,20 @@ def _grade_stdio(cfg: dict[str, Any], data: bytes, budget: _Budget) -> dict[str,
         else:
             tally.add(i, "wrong_answer", "got %.150r" % (str(got)[:150],))
     return tally.verdict()
+
+
+def _stdio_work(
+    cfg: dict[str, Any], data: bytes, budget: _Budget, cases: Any
+) -> Callable[[Callable[[Any], None]], None]:
+    def work(emit: Callable[[Any], None]) -> None:  # in the candidate's process
+        reason, code = budget.run(lambda: compile(data, cfg["path"], "exec"))
+        if reason != "ok":
+            emit(("load", "%s while compiling the candidate: %s" % (reason, code)))
+            return
+        for i, (given, _want) in enumerate(cfg["tests"]):
+            emit((i, *_run_program(cfg, code, given, budget)))
+
+    return work
 
 
 def _run_program(cfg: dict[str, Any], code: Any, given: str, budget: _Budget) -> tuple[str, str]:
@@ -772,36 +825,404 @@ def main(cfg: dict[str, Any], how: str = "source") -> NoReturn:
     """Grade the delivered candidate as ``cfg`` says, write the verdict frame,
     and leave without running any shutdown code. ``how`` says how this
     runtime was loaded (``preloaded`` / ``bytecode`` / ``source``); the
-    verdict reports it so the SDK can send less next time."""
+    verdict reports it so the SDK can send less next time. A ``pack`` in
+    ``cfg`` grades several candidates, one after another (``_pack``)."""
+    if cfg.get("pack") is not None:
+        # looked up by name: only a pack's program ships it (see program.py)
+        globals()["_pack"](cfg, how)
     start = time.monotonic()
     frame = _Frame(cfg["marker"] + cfg["nonce"])
     frame.line("hello")
-    rng = None
-    if cfg["kind"] == "property":
-        import random
-
-        rng = random.Random()
-        rng.setstate(random.getstate())  # the backend seeded the global state
+    rng = _private_rng(cfg)
     _mute()
     budget = _Budget(cfg, start)
     budget.private_fds.append(frame.fd)  # the verdict's way out: never the candidate's
     data = _read_candidate(cfg)
     if isinstance(data, str):
         frame.finish({"reward": 0.0, "delivery_error": data})
+    verdict = _verdict(cfg, data, budget, rng)
+    verdict["runtime"] = how
+    frame.finish(verdict)
+
+
+def _private_rng(cfg: dict[str, Any]) -> Any:
+    """For a property: a private copy of the seeded global ``random`` state
+    (the backend, or ``_pack``, seeded it), so the candidate cannot shift
+    its inputs."""
+    if cfg["kind"] != "property":
+        return None
+    import random
+
+    rng = random.Random()
+    rng.setstate(random.getstate())
+    return rng
+
+
+def _verdict(
+    cfg: dict[str, Any],
+    data: bytes,
+    budget: _Budget,
+    rng: Any,
+    drawn: Any = None,
+    run: Any = None,
+) -> dict[str, Any]:
+    """One candidate's verdict, by the grader of its kind (``drawn``: a
+    property's cases, already drawn for this seed by ``_pack``; ``run``:
+    how the candidate's process runs, ``_in_own_process`` unless given)."""
     grader = globals().get("_grade_" + cfg["kind"])  # looked up by name: see program.py
     try:
         if grader is None:
-            verdict = {"reward": 0.0, "grader_error": "unknown kind %r" % cfg["kind"]}
-        elif cfg["kind"] == "property":
-            verdict = grader(cfg, data, budget, rng)
-        else:
-            verdict = grader(cfg, data, budget)
+            return {"reward": 0.0, "grader_error": "unknown kind %r" % cfg["kind"]}
+        if cfg["kind"] == "property":
+            if isinstance(drawn, BaseException):
+                raise drawn
+            return grader(cfg, data, budget, rng, drawn, run)  # type: ignore[no-any-return]
+        return grader(cfg, data, budget, run)  # type: ignore[no-any-return]
+    except _SpawnerGone:
+        raise
     except _Abort:
-        verdict = {"reward": 0.0, "timeout": True, "load_error": "the exec budget ran out"}
+        return {"reward": 0.0, "timeout": True, "load_error": "the exec budget ran out"}
     except BaseException as exc:  # a broken reference/generator: the grader's fault
-        verdict = {"reward": 0.0, "grader_error": (type(exc).__name__ + ": " + str(exc))[:_MSG]}
-    verdict["runtime"] = how
-    frame.finish(verdict)
+        return {"reward": 0.0, "grader_error": (type(exc).__name__ + ": " + str(exc))[:_MSG]}
+
+
+def _drawn_once(memo: dict[str, Any], cfg: dict[str, Any], seed: str, rng: Any) -> Any:
+    """A property's cases for ``seed``, drawn once per pack (or the error
+    drawing them raised): the same seed draws the same cases, so common
+    random numbers cost one draw per group."""
+    if cfg["kind"] != "property":
+        return None
+    if seed not in memo:
+        try:
+            memo[seed] = _property_cases(cfg, rng)
+        except BaseException as exc:  # reported by _verdict, as a lone grade would
+            memo[seed] = exc
+    return memo[seed]
+
+
+# Where code of the guest's uid can leave files: what a pack's sweep watches.
+_WATCHED = ("/", "/tmp", "/var/tmp", "/dev/shm")
+_SYSV = ("/proc/sysvipc/shm", "/proc/sysvipc/msg", "/proc/sysvipc/sem")
+_PR_SET_CHILD_SUBREAPER = 36
+
+
+def _pack(cfg: dict[str, Any], how: str) -> NoReturn:
+    """Grade ``cfg["pack"]``'s candidates one after another, each as a lone
+    grade would be (its seed, its budget, its own process), and frame each
+    verdict with the candidate's own nonce as soon as it is known.
+
+    The candidates' processes are forked by a spawner (``_Spawner``), a
+    process forked once with everything they need, so the grader never
+    forks again and its own work copies no pages. Between two candidates
+    everything the last one left is swept away: its processes (the spawner
+    is their child subreaper, so even a daemonised one comes back to it)
+    and the files it made where the guest's uid can write (``_Files``).
+    What cannot be undone (a file that was there before and is gone or
+    replaced, a System V object) ends the pack with an ``unpacked`` frame:
+    the SDK grades every candidate without a verdict alone, in a clone of
+    its own, as it does when the pack dies (a candidate killing the grader
+    or the spawner) or cannot start (a shared guest, no subreaper)."""
+    import random
+
+    frame = _Frame(cfg["marker"] + cfg["nonce"])
+    frame.line("hello")
+    items = cfg["pack"]
+    # every candidate is read (and unlinked) before any runs: none can touch another's
+    jobs = []
+    drawn: dict[str, Any] = {}
+    for item in items:
+        item_cfg = dict(cfg, path=item["path"], size=item["size"], crc=item["crc"], pack=None)
+        data = _read_candidate(item_cfg)
+        random.seed(int(item["seed"], 16))  # as the backend seeds a lone grade's exec
+        rng = _private_rng(item_cfg)
+        cases = _drawn_once(drawn, item_cfg, item["seed"], rng)
+        jobs.append((item, item_cfg, data, rng, cases))
+    _mute()
+    why = _not_dedicated()
+    files = _Files()
+    spawner = None if why is not None else _Spawner(jobs, frame.fd)
+    if spawner is not None:
+        why = spawner.broken
+    if why is not None:
+        frame.line("unpacked " + why)
+        frame._exit(0)
+    for index, (item, item_cfg, data, rng, cases) in enumerate(jobs):
+        start = time.monotonic()
+        budget = _Budget(item_cfg, start)
+
+        def run(work: Any, budget: _Budget, index: int = index) -> _Results:
+            return spawner.run(index, budget)  # type: ignore[union-attr]
+
+        try:
+            if isinstance(data, str):
+                verdict = {"reward": 0.0, "delivery_error": data}
+            else:
+                verdict = _verdict(item_cfg, data, budget, rng, cases, run)
+        except _SpawnerGone:
+            frame.line("unpacked the spawner is gone (a candidate killed it)")
+            break
+        left_behind = spawner.left_behind or files.sweep()  # type: ignore[union-attr]
+        verdict["runtime"] = how
+        verdict["seed"] = item["seed"]
+        verdict["ms"] = (time.monotonic() - start) * 1000.0
+        marker = cfg["marker"] + item["nonce"]
+        frame.line("hello\n" + marker + " " + to_json(verdict), marker)
+        if left_behind is not None:
+            frame.line("unpacked " + left_behind)
+            break
+    frame._exit(0)
+
+
+class _SpawnerGone(Exception):
+    """The spawner stopped answering: a candidate killed it."""
+
+
+class _Spawner:
+    """Forks the candidates' processes of a pack, on the grader's word.
+
+    Forked once, with every candidate's job in its memory, it answers two
+    requests on a socket: ``r<index>`` with a pipe's write end (fork that
+    candidate's process, reply its pid) and ``w<pid>`` (kill it, reap it,
+    kill whatever it left below the spawner; reply the wait status and what
+    could not be killed). ``_verdict`` runs in the grader with ``run`` in
+    place of ``_in_own_process``: the spawner builds the same work from the
+    same job (``_<kind>_work``) and the grader collects it (``_collect``)."""
+
+    def __init__(self, jobs: list[Any], private_fd: int) -> None:
+        import socket
+
+        self.left_behind: str | None = None
+        self.broken: str | None = None
+        if not hasattr(socket, "send_fds"):
+            self.broken = "this guest's Python cannot pass file descriptors"
+            return
+        ours, theirs = socket.socketpair()
+        pid = os.fork()
+        if pid == 0:
+            try:
+                ours.close()
+                os.close(private_fd)
+            except BaseException:
+                os._exit(0)
+            _spawn_loop(theirs, jobs)
+        theirs.close()
+        self.sock = ours
+        hello = ours.recv(4096).decode("utf-8", "replace")
+        if hello != "ok":
+            self.broken = hello or "the spawner did not start"
+
+    def run(self, index: int, budget: _Budget) -> _Results:
+        import socket
+
+        read_fd, write_fd = os.pipe()
+        try:
+            socket.send_fds(self.sock, [b"r%d" % index], [write_fd])
+            reply = self.sock.recv(64)
+        except OSError:
+            reply = b""
+        finally:
+            os.close(write_fd)
+        if not reply.isdigit():
+            os.close(read_fd)
+            raise _SpawnerGone()
+        pid = int(reply)
+        return _collect(read_fd, pid, budget, lambda: self.reap(pid))
+
+    def reap(self, pid: int) -> int:
+        try:
+            self.sock.send(b"w%d" % pid)
+            reply = self.sock.recv(4096).decode("utf-8", "replace")
+        except OSError:
+            reply = ""
+        status, sep, why = reply.partition(" ")
+        if not sep or not status.lstrip("-").isdigit():
+            raise _SpawnerGone()
+        self.left_behind = why or None
+        return int(status)
+
+
+def _spawn_loop(sock: Any, jobs: list[Any]) -> NoReturn:
+    """The spawner's life (see ``_Spawner``)."""
+    import random
+    import socket
+
+    why = _become_subreaper()
+    sock.send((why or "ok").encode())
+    while why is None:
+        msg, fds, _flags, _addr = socket.recv_fds(sock, 64, 1)
+        if not msg:
+            break
+        if msg[:1] == b"r" and fds:
+            item, item_cfg, data, _rng, cases = jobs[int(msg[1:])]
+            random.seed(int(item["seed"], 16))
+            state = random.getstate()
+            os.environ["COLLIMATE_SEED"] = item["seed"]
+            budget = _Budget(item_cfg, time.monotonic())
+            build = globals().get("_%s_work" % item_cfg["kind"])
+            work = build(item_cfg, data, budget, cases)  # type: ignore[misc]
+            pid = os.fork()
+            if pid == 0:
+                try:
+                    sock.close()
+                    # random reseeds itself from the OS in a forked child
+                    random.setstate(state)
+                except BaseException:
+                    os._exit(0)
+                _report(work, fds[0])
+            os.close(fds[0])
+            sock.send(b"%d" % pid)
+        elif msg[:1] == b"w":
+            pid = int(msg[1:])
+            try:
+                os.kill(pid, signal.SIGKILL)
+            except OSError:
+                pass
+            try:
+                status = os.waitpid(pid, 0)[1]
+            except OSError:
+                status = 0
+            left = _kill_descendants()
+            sock.send(("%d %s" % (status, left or "")).encode())
+        else:
+            for fd in fds:
+                os.close(fd)
+    os._exit(0)
+
+
+class _Files:
+    """What the guest's uid can write, as the pack found it: new entries are
+    removed between two candidates, a missing or replaced one ends the pack."""
+
+    def __init__(self) -> None:
+        self.listings: dict[str, dict[str, int]] = {}
+        for path in (*_WATCHED, os.getcwd()):
+            try:
+                self.listings.setdefault(path, _listing(path))
+            except OSError:
+                pass
+        self.ipc = _sysv_objects()
+
+    def sweep(self) -> str | None:
+        """None when the guest is as before; else what could not be undone."""
+        for path, before in self.listings.items():
+            try:
+                now = _listing(path)
+            except OSError as exc:
+                return "%s: %s" % (path, exc)
+            for name in now:
+                if name not in before:
+                    full = os.path.join(path, name)
+                    if not _remove(full):
+                        return "could not remove %s" % full
+            for name, inode in before.items():
+                if now.get(name) != inode:
+                    return "%s was removed or replaced" % os.path.join(path, name)
+        if _sysv_objects() != self.ipc:
+            return "System V ipc objects were left behind"
+        return None
+
+
+def _not_dedicated() -> str | None:
+    """Why this guest may be shared (then sweeping it could remove what
+    others make): run as root, or with another process of the same uid in
+    sight (a process-mode backend, a developer's machine). A namespaced
+    clone shows its pid 1 (root) and the grader, whose ``/proc`` entry is
+    root's too once it is not dumpable."""
+    uid = os.getuid()
+    if uid == 0:
+        return "the grader runs as root"
+    me = os.getpid()
+    for name in os.listdir("/proc"):
+        if name.isdigit() and int(name) != me:
+            try:
+                if os.stat("/proc/" + name).st_uid == uid:
+                    return "process %s of uid %d shares this guest" % (name, uid)
+            except OSError:
+                pass
+    return None
+
+
+def _become_subreaper() -> str | None:
+    try:
+        import ctypes
+
+        libc = ctypes.CDLL(None, use_errno=True)
+        if libc.prctl(_PR_SET_CHILD_SUBREAPER, 1, 0, 0, 0) != 0:
+            return "prctl(PR_SET_CHILD_SUBREAPER) failed (errno %d)" % ctypes.get_errno()
+    except Exception as exc:  # no ctypes in this guest
+        return "cannot become a child subreaper: %s" % exc
+    if not os.path.exists("/proc/self/task/%d/children" % os.getpid()):
+        return "this guest's /proc lists no children"
+    return None
+
+
+def _kill_descendants() -> str | None:
+    """SIGKILL every process below the grader until none is left (the
+    children of a killed one come back to the grader, its subreaper)."""
+    for _ in range(1000):
+        kids: list[int] = []
+        for tid in os.listdir("/proc/self/task"):
+            try:
+                with open("/proc/self/task/%s/children" % tid) as fh:
+                    kids.extend(int(pid) for pid in fh.read().split())
+            except OSError:
+                pass
+        if not kids:
+            return None
+        for pid in kids:
+            try:
+                os.kill(pid, signal.SIGKILL)
+            except OSError:
+                pass
+        for pid in kids:
+            try:
+                os.waitpid(pid, 0)
+            except OSError:
+                pass
+    return "processes kept coming back"
+
+
+def _listing(path: str) -> dict[str, int]:
+    with os.scandir(path) as entries:
+        return {entry.name: entry.inode() for entry in entries}
+
+
+def _remove(path: str) -> bool:
+    """Remove ``path`` (a whole tree for a directory, never following a
+    link); False when something stays."""
+    try:
+        if os.path.isdir(path) and not os.path.islink(path):
+            try:
+                os.chmod(path, 0o700)  # the code may have locked its own directory
+            except OSError:
+                pass
+            with os.scandir(path) as entries:
+                names = [entry.name for entry in entries]
+            for name in names:
+                if not _remove(os.path.join(path, name)):
+                    return False
+            os.rmdir(path)
+        else:
+            os.unlink(path)
+    except FileNotFoundError:
+        pass
+    except OSError:
+        return False
+    return True
+
+
+def _sysv_objects() -> list[str]:
+    """The ids of every System V ipc object this guest can see."""
+    ids: list[str] = []
+    for path in _SYSV:
+        try:
+            with open(path) as fh:
+                ids.extend(
+                    path[-3:] + line.split()[1] for line in fh.readlines()[1:] if line.split()
+                )
+        except OSError:
+            pass
+    return ids
 
 
 def _own_id() -> str | None:

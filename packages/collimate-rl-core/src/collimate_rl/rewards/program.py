@@ -144,18 +144,20 @@ def _tree_shake(tree: ast.Module, roots: set[str]) -> ast.Module:
 _BUILD_LOCK = threading.RLock()
 
 
-def runtime_source(kind: str | None = None) -> str:
+def runtime_source(kind: str | None = None, packed: bool = False) -> str:
     """The shipped runtime: shrunk, and for a ``kind`` only the code that
-    kind reaches (``main`` dispatches to ``_grade_<kind>`` by name)."""
+    kind reaches (``main`` dispatches to ``_grade_<kind>`` by name, and to
+    ``_pack`` only in a pack's program: ``packed``)."""
     with _BUILD_LOCK:
-        return _runtime_source(kind)
+        return _runtime_source(kind, packed)
 
 
 @functools.cache
-def _runtime_source(kind: str | None) -> str:
+def _runtime_source(kind: str | None, packed: bool = False) -> str:
     tree = _Shrink().visit(ast.parse(_RUNTIME_FILE.read_text(encoding="utf-8")))
     if kind is not None:
-        tree = _tree_shake(tree, {"main", f"_grade_{kind}"})
+        roots = {"main", f"_grade_{kind}"} | ({"_pack"} if packed else set())
+        tree = _tree_shake(tree, roots)
     return ast.unparse(ast.fix_missing_locations(tree))
 
 
@@ -198,14 +200,14 @@ def runtime_id() -> str:
     return hashlib.sha256(_RUNTIME_FILE.read_bytes()).hexdigest()[:16]
 
 
-def _runtime_block(kind: str, form: str) -> str:
+def _runtime_block(kind: str, form: str, packed: bool) -> str:
     with _BUILD_LOCK:
-        return _build_runtime_block(kind, form)
+        return _build_runtime_block(kind, form, packed)
 
 
 @functools.cache
-def _build_runtime_block(kind: str, form: str) -> str:
-    source = _runtime_source(kind)
+def _build_runtime_block(kind: str, form: str, packed: bool) -> str:
+    source = _runtime_source(kind, packed)
     payload = marshal.dumps(compile(source, "<collimate-grader>", "exec"))
     s_part = repr(source) if form == "full" else "None"
     b_part = f"bytes.fromhex({payload.hex()!r})" if form != "preloaded" else "None"
@@ -244,10 +246,12 @@ def guest_program(config: Mapping[str, Any], *, form: RuntimeForm = "full") -> s
     ``config["kind"]`` in ``form``, and the boot that runs it."""
     if form not in RUNTIME_FORMS:
         raise ValueError(f"form must be one of {RUNTIME_FORMS}, got {form!r}")
-    return f"C = {py_literal(config)}\n{_runtime_block(str(config['kind']), form)}"
+    packed = config.get("pack") is not None
+    return f"C = {py_literal(config)}\n{_runtime_block(str(config['kind']), form, packed)}"
 
 
 def source_only_program(config: Mapping[str, Any]) -> str:
     """The runtime as plain source and a direct call (no bytecode, no boot):
     what any Python >= 3.8 can run, and what a human can read."""
-    return f"{runtime_source(str(config['kind']))}\nmain({py_literal(config)})\n"
+    packed = config.get("pack") is not None
+    return f"{runtime_source(str(config['kind']), packed)}\nmain({py_literal(config)})\n"

@@ -15,7 +15,7 @@ a time budget and per-test detail without changing the seed's contract.
 from __future__ import annotations
 
 import abc
-from collections.abc import Mapping
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any, Final, Literal
 
@@ -152,6 +152,32 @@ class GuestReward(RewardSpec):
         """Kind-specific, JSON-like data for the guest runtime."""
 
     def program(self, ctx: GradeContext) -> str:
+        return guest_program(self._config(ctx), form=ctx.form)
+
+    def pack_program(
+        self, nonce: str, items: Sequence[tuple[GradeContext, str]], form: RuntimeForm = "full"
+    ) -> str:
+        """One program grading several candidates, one after another: each
+        ``(context, seed)`` is graded as :meth:`program` would grade it alone
+        with that exec seed, and framed with its own nonce (see
+        ``guest_runtime._pack``); ``nonce`` frames the pack's own lines."""
+        if not items:
+            raise ValueError("a pack needs at least one candidate")
+        config = self._config(items[0][0])
+        config["nonce"] = nonce
+        config["pack"] = [
+            {
+                "nonce": ctx.nonce,
+                "path": ctx.candidate_path,
+                "size": ctx.candidate_size,
+                "crc": ctx.candidate_crc,
+                "seed": seed,
+            }
+            for ctx, seed in items
+        ]
+        return guest_program(config, form=form)
+
+    def _config(self, ctx: GradeContext) -> dict[str, Any]:
         config: dict[str, Any] = {
             "kind": self.kind,
             "marker": VERDICT_MARKER,
@@ -166,7 +192,7 @@ class GuestReward(RewardSpec):
             "tol": self.tol,
         }
         config.update(self.guest_config())
-        return guest_program(config, form=ctx.form)
+        return config
 
     def build(self, candidate_path: str) -> str:
         """A self-contained grader (no delivery check, 30 s budget)."""

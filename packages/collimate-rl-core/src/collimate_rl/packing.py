@@ -1,0 +1,162 @@
+"""Packing: several candidates of a group graded by one exec.
+
+A lone grade pays for a whole exec: a request, a clone wiped and forked, a
+grader started. ``grade_batch(..., pack=N)`` sends up to ``N`` candidates in
+one exec instead; the in-guest grader (``guest_runtime._pack``) grades them
+one after another, each exactly as it would be graded alone (its own exec
+seed, time budget and process), and sweeps the guest between two (see its
+docstring for what the sweep kills, removes and refuses).
+
+The rule that keeps packing safe is on this side: **a candidate's reward is
+taken from a pack only if the pack wrote that candidate's verdict.** Every
+other candidate of the pack (the pack failed, timed out, was killed by a
+candidate, found a trace it could not sweep, or cannot run in this guest) is
+graded again alone, so it meets exactly the failure semantics of a lone
+grade. Packing never turns an infrastructure failure into a reward.
+
+This module holds the pure steps; :mod:`collimate_rl.grading` sends them.
+"""
+
+from __future__ import annotations
+
+import secrets
+from collections.abc import Sequence
+from dataclasses import dataclass
+from typing import Any, Final
+
+from .rewards.program import RuntimeForm
+from .rewards.spec import (
+    GradeContext,
+    GuestReward,
+    Outcome,
+    RewardSpec,
+    candidate_context,
+    delivered_text,
+)
+from .rewards.verdict import VERDICT_MARKER, read_frames
+from .seeds import fresh_seed
+
+__all__ = [
+    "MAX_PACK_SECONDS",
+    "PackedGrade",
+    "PreparedPack",
+    "check_pack",
+    "pack_units",
+    "prepare_pack",
+    "read_pack",
+]
+
+#: The longest exec the wire allows (``timeout_seconds`` max): a pack's
+#: timeout is the sum of its candidates' and must fit.
+MAX_PACK_SECONDS: Final = 3600
+_UNPACKED = "unpacked "
+
+
+def check_pack(pack: int | None, spec: RewardSpec, session_id: str | None) -> int:
+    """The pack size to use (1: each candidate alone). ``pack`` is validated;
+    it is a request, not an order: a custom :class:`RewardSpec` (its program
+    grades one candidate) and a warm session (the sweep between candidates
+    would remove its other execs' files) grade alone."""
+    if pack is None:
+        return 1
+    if isinstance(pack, bool) or not isinstance(pack, int) or pack < 1:
+        raise ValueError(f"pack must be an int >= 1 or None, got {pack!r}")
+    if not isinstance(spec, GuestReward) or session_id is not None:
+        return 1
+    return pack
+
+
+def pack_units(total: int, pack: int, timeout_seconds: float) -> list[list[int]]:
+    """Candidate indices in execs of at most ``pack`` (fewer when their
+    timeouts would add up past :data:`MAX_PACK_SECONDS`), in order."""
+    size = max(1, min(pack, int(MAX_PACK_SECONDS // max(timeout_seconds, 1))))
+    return [list(range(at, min(at + size, total))) for at in range(0, total, size)]
+
+
+@dataclass(frozen=True)
+class PreparedPack:
+    """One pack ready to send: per candidate its batch index, context and
+    seed (drawn here when the caller gave none, so every result can say
+    which seed it was graded with), and the exec's keyword arguments."""
+
+    nonce: str
+    indices: tuple[int, ...]
+    contexts: tuple[GradeContext, ...]
+    seeds: tuple[str, ...]
+    exec_kwargs: dict[str, Any]
+
+
+def prepare_pack(
+    spec: GuestReward,
+    candidates: Sequence[str],
+    seeds: Sequence[str | None],
+    indices: Sequence[int],
+    *,
+    timeout_seconds: int,
+    form: RuntimeForm = "full",
+) -> PreparedPack:
+    """The exec grading ``candidates`` (``indices`` are their places in the batch)."""
+    for candidate in candidates:
+        if not isinstance(candidate, str):
+            raise TypeError(f"candidate must be str, got {type(candidate).__name__}")
+    contexts = tuple(
+        candidate_context(c, secrets.token_hex(12), timeout_seconds, form) for c in candidates
+    )
+    drawn = tuple(s if s is not None else fresh_seed() for s in seeds)
+    nonce = secrets.token_hex(12)
+    kwargs: dict[str, Any] = {
+        "code": spec.pack_program(nonce, list(zip(contexts, drawn, strict=True)), form),
+        "files": [
+            {"path": ctx.candidate_path, "content": delivered_text(c)}
+            for ctx, c in zip(contexts, candidates, strict=True)
+        ],
+        "timeout_seconds": min(MAX_PACK_SECONDS, timeout_seconds * len(candidates)),
+        "seed": drawn[0],
+    }
+    return PreparedPack(nonce, tuple(indices), contexts, drawn, kwargs)
+
+
+@dataclass(frozen=True)
+class PackedGrade:
+    """One candidate's grade as its pack wrote it."""
+
+    index: int
+    seed: str
+    outcome: Outcome
+    #: the seed the grader says it graded with (None: it did not say)
+    seed_echo: str | None
+    #: the grader's own time for this candidate
+    elapsed_ms: float | None
+    #: the candidate's own frame lines
+    stdout: str
+
+
+def read_pack(
+    spec: GuestReward, prepared: PreparedPack, stdout: str
+) -> tuple[list[PackedGrade], str | None]:
+    """The grades a pack wrote, and why it stopped early (None: it did not
+    say). Candidates missing from the list must be graded alone."""
+    lines = [line for line in stdout.splitlines() if line.startswith(VERDICT_MARKER)]
+    grades: list[PackedGrade] = []
+    for index, ctx, seed in zip(prepared.indices, prepared.contexts, prepared.seeds, strict=True):
+        head = f"{VERDICT_MARKER}{ctx.nonce} "
+        own = "\n".join(line for line in lines if line.startswith(head))
+        if read_frames(own, ctx.nonce).verdict is None:
+            continue
+        outcome = spec.outcome(own, 0, ctx)
+        detail = dict(outcome.detail)
+        echo = detail.pop("seed", None)
+        elapsed = detail.pop("ms", None)
+        grades.append(
+            PackedGrade(
+                index,
+                seed,
+                Outcome(outcome.reward, outcome.verdict, detail, outcome.infra_message),
+                echo if isinstance(echo, str) else None,
+                float(elapsed) if isinstance(elapsed, (int, float)) else None,
+                own,
+            )
+        )
+    head = f"{VERDICT_MARKER}{prepared.nonce} {_UNPACKED}"
+    note = next((line[len(head) :] for line in lines if line.startswith(head)), None)
+    return grades, note

@@ -1,0 +1,246 @@
+"""Packed grading (``grade_batch(..., pack=N)``) against the REAL local backend.
+
+The promise under test: a candidate graded in a pack gets exactly the
+reward it gets alone, a pack-mate cannot reach it, and whatever goes wrong
+with a pack sends its unfinished candidates to be graded alone.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import logging
+from collections.abc import Iterator, Sequence
+from typing import Any
+
+import pytest
+
+from collimate_rl import (
+    AsyncCollimateClient,
+    CollimateClient,
+    GradeResult,
+    PropertyReward,
+    RewardSpec,
+    StdioReward,
+    UnitTestReward,
+    fresh_seed,
+    grade,
+    grade_batch,
+    grade_batch_async,
+)
+from collimate_rl.local_backend import LocalCollimateBackend
+from collimate_rl.packing import pack_units
+
+TEMPLATE = "py"
+SEEDED = UnitTestReward([{"input": [i], "output": i % 3} for i in range(8)])
+DRAWS = "import random\ndef solve(i):\n    return random.randint(0, 2)\n"
+VOWELS = PropertyReward(
+    reference="    return sum(c in 'aeiouAEIOU' for c in x)",
+    generator="''.join(random.choice('abcdEIOUxyz') for _ in range(8))",
+    k=16,
+)
+ECHO = StdioReward([{"input": "3 4\n", "output": "7"}, {"input": "1 1\n", "output": "2"}])
+
+
+@pytest.fixture(scope="module")
+def backend() -> Iterator[LocalCollimateBackend]:
+    with LocalCollimateBackend() as b:
+        yield b
+
+
+def batch(
+    mode: str, url: str, candidates: Sequence[str], spec: RewardSpec, **kw: Any
+) -> list[GradeResult]:
+    if mode == "sync":
+        with CollimateClient(url, retries=0) as c:
+            return grade_batch(c, TEMPLATE, candidates, spec, **kw)
+
+    async def run() -> list[GradeResult]:
+        async with AsyncCollimateClient(url, retries=0) as c:
+            return await grade_batch_async(c, TEMPLATE, candidates, spec, **kw)
+
+    return asyncio.run(run())
+
+
+def alone(url: str, candidate: str, spec: RewardSpec, seed: str | None) -> GradeResult:
+    with CollimateClient(url, retries=0) as c:
+        return grade(c, TEMPLATE, candidate, spec, seed=seed)
+
+
+def distinct(n: int) -> list[str | None]:
+    return [fresh_seed() for _ in range(n)]
+
+
+def packed(result: GradeResult) -> bool:
+    return "pack" in result.raw
+
+
+def same_grade(a: GradeResult, b: GradeResult) -> None:
+    assert (a.reward, a.verdict, a.seed) == (b.reward, b.verdict, b.seed)
+    for key in ("passed", "total", "failed_indices", "timeout"):
+        assert a.detail.get(key) == b.detail.get(key), key
+    # (a load error names the file, whose name carries the grade's own nonce)
+    assert (
+        str(a.detail.get("load_error")).split("(")[0]
+        == str(b.detail.get("load_error")).split("(")[0]
+    )
+
+
+@pytest.mark.parametrize("mode", ["sync", "async"])
+def test_a_pack_grades_every_candidate_as_it_would_be_graded_alone(
+    mode: str, backend: LocalCollimateBackend
+) -> None:
+    url = backend.base_url
+    cases: list[tuple[RewardSpec, list[str]]] = [
+        (SEEDED, [DRAWS] * 5),  # rewards that depend on each candidate's own seed
+        (
+            VOWELS,
+            [
+                "def solve(x):\n    return sum(c in 'aeiou' for c in x)\n",
+                "def solve(x):\n    return sum(c in 'aeiouAEIOU' for c in x)\n",
+                "def solve(x):\n    raise ValueError(x)\n",
+                "def solve(x)\n",
+                "import random\ndef solve(x):\n    return random.randint(0, 3)\n",
+            ],
+        ),
+        (ECHO, ["a, b = map(int, input().split())\nprint(a + b)\n", "print(7)\n"]),
+    ]
+    for spec, candidates in cases:
+        seeds = distinct(len(candidates))
+        results = batch(mode, url, candidates, spec, seeds=seeds, pack=3, concurrency=2)
+        assert all(packed(r) for r in results)  # (no unit of one: it would go alone)
+        assert [r.seed for r in results] == seeds
+        assert {r.seed_ack for r in results} == {"verified"}
+        for result, candidate, seed in zip(results, candidates, seeds, strict=True):
+            same_grade(result, alone(url, candidate, spec, seed))
+    # seeds drawn for the caller are echoed too, and differ
+    drawn = batch(mode, url, [DRAWS] * 4, SEEDED, pack=4)
+    assert all(packed(r) for r in drawn) and len({r.seed for r in drawn}) == 4
+
+
+# Leaves a file in every place its uid can write and a daemon that keeps
+# planting one and listens on a port; the pack-mate after it looks for all.
+PLANTER = """
+import os, socket, time
+def solve(i):
+    if i == 0:
+        for d in ("/tmp", "/dev/shm", os.getcwd(), "/"):
+            try:
+                open(os.path.join(d, "planted"), "w").write("x")
+            except OSError:
+                pass
+        if os.fork() == 0:
+            try:
+                os.setsid()
+                if os.fork() == 0:
+                    s = socket.socket()
+                    s.bind(("127.0.0.1", 47321))
+                    s.listen()
+                    while True:
+                        open("/tmp/planted", "w").write("x")
+                        time.sleep(0.005)
+            finally:
+                os._exit(0)
+        time.sleep(0.1)
+    return i % 3
+"""
+FINDER = """
+import os, socket
+def solve(i):
+    for d in ("/tmp", "/dev/shm", os.getcwd(), "/"):
+        if os.path.exists(os.path.join(d, "planted")):
+            return "found a file in " + d
+    try:
+        socket.create_connection(("127.0.0.1", 47321), timeout=1).close()
+        return "found the daemon"
+    except OSError:
+        return i % 3
+"""
+
+
+@pytest.mark.parametrize("mode", ["sync", "async"])
+def test_a_candidate_leaves_nothing_its_pack_mates_can_find(
+    mode: str, backend: LocalCollimateBackend
+) -> None:
+    results = batch(mode, backend.base_url, [PLANTER, FINDER, FINDER], SEEDED, pack=3)
+    assert all(packed(r) for r in results)  # swept, not a reason to stop the pack
+    assert [r.reward for r in results] == [1.0, 1.0, 1.0], [r.detail for r in results]
+
+
+# System V objects outlive their processes and are not the sweep's to remove
+IPC_LEAVER = """
+import ctypes
+def solve(i):
+    ctypes.CDLL(None).shmget(0, 4096, 0o1000 | 0o600)
+    return i % 3
+"""
+
+
+@pytest.mark.parametrize("mode", ["sync", "async"])
+def test_a_trace_the_sweep_cannot_undo_sends_the_rest_of_the_pack_alone(
+    mode: str, backend: LocalCollimateBackend
+) -> None:
+    candidates = [IPC_LEAVER, FINDER, DRAWS]
+    seeds = distinct(3)
+    results = batch(mode, backend.base_url, candidates, SEEDED, seeds=seeds, pack=3)
+    assert [packed(r) for r in results] == [True, False, False]
+    assert results[0].reward == results[1].reward == 1.0
+    same_grade(results[2], alone(backend.base_url, DRAWS, SEEDED, seeds[2]))
+
+
+@pytest.mark.parametrize("victim", ["os.getppid()", "os.getppid() - 1"])
+def test_a_candidate_that_kills_the_pack_only_costs_it_its_speed(
+    victim: str, backend: LocalCollimateBackend
+) -> None:
+    """Killing the spawner (its parent) or the grader (the spawner's parent):
+    every candidate without a verdict is graded alone, as a lone grade."""
+    killer = (
+        f"import os, signal\ndef solve(i):\n    os.kill({victim}, signal.SIGKILL)\n"
+        "    return i % 3\n"
+    )
+    candidates = [DRAWS, killer, DRAWS, "def solve(i):\n    return i % 3\n"]
+    seeds = distinct(4)
+    results = batch("async", backend.base_url, candidates, SEEDED, seeds=seeds, pack=4)
+    assert packed(results[0]) and not any(packed(r) for r in results[1:])
+    for result, candidate, seed in zip(results, candidates, seeds, strict=True):
+        same_grade(result, alone(backend.base_url, candidate, SEEDED, seed))
+    assert results[3].reward == 1.0 and not any(r.infra_error for r in results)
+
+
+def test_packs_are_graded_alone_where_the_guest_is_shared(
+    caplog: pytest.LogCaptureFixture,
+) -> None:
+    """Process mode shares the host (the server's uid, the host's /tmp): a
+    pack must not sweep it, so it says why and its candidates go alone."""
+    with (
+        LocalCollimateBackend(isolation="process") as shared,
+        caplog.at_level(logging.WARNING, logger="collimate_rl.grading"),
+    ):
+        results = batch("sync", shared.base_url, [DRAWS] * 4, SEEDED, pack=4)
+        again = batch("sync", shared.base_url, [DRAWS] * 2, SEEDED, pack=2)
+    assert not any(packed(r) for r in results + again)
+    assert all(r.verdict != "infra_error" for r in results + again)
+    warnings = [r.message for r in caplog.records if "cannot grade packs" in r.message]
+    assert len(warnings) == 1  # said once per target, then not tried again
+
+
+def test_the_pack_argument_is_checked(backend: LocalCollimateBackend) -> None:
+    url = backend.base_url
+    for bad in (0, -2, True, "4", 2.0):
+        with pytest.raises(ValueError, match="pack must be"):
+            batch("sync", url, [DRAWS], SEEDED, pack=bad)
+
+    class LastLine(RewardSpec):
+        def build(self, candidate_path: str) -> str:
+            return "print(1.0)"
+
+    # a custom spec grades one candidate per program: alone, whatever pack says
+    results = batch("sync", url, ["x = 1\n"] * 3, LastLine(), pack=3)
+    assert [r.reward for r in results] == [1.0] * 3 and not any(packed(r) for r in results)
+
+
+def test_pack_units_fit_the_longest_exec() -> None:
+    assert pack_units(5, 2, 30) == [[0, 1], [2, 3], [4]]
+    assert pack_units(3, 1, 30) == [[0], [1], [2]]
+    # 3600 s at most per exec: 1000 s timeouts fit three to a pack
+    assert pack_units(7, 64, 1000) == [[0, 1, 2], [3, 4, 5], [6]]
+    assert pack_units(0, 4, 30) == []
