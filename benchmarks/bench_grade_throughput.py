@@ -157,15 +157,30 @@ def peer_python(peer: Path) -> Path:
 
 
 def ours_async(
-    url: str, cands: list[str], spec: PropertyReward, concurrency: int, template: str
+    url: str,
+    cands: list[str],
+    spec: PropertyReward,
+    concurrency: int,
+    template: str,
+    pack: int | None = None,
 ) -> tuple[float, list[float]]:
     async def run() -> tuple[float, list[float]]:
         async with AsyncCollimateClient(url) as client:
-            await grade_batch_async(client, template, cands[:16], spec, seeds=[SEED] * 16)
+            await grade_batch_async(
+                client, template, cands[:16], spec, seeds=[SEED] * 16, pack=pack
+            )
             t0 = time.perf_counter()
             res = await grade_batch_async(
-                client, template, cands, spec, seeds=[SEED] * len(cands), concurrency=concurrency
+                client,
+                template,
+                cands,
+                spec,
+                seeds=[SEED] * len(cands),
+                concurrency=concurrency,
+                pack=pack,
             )
+            if pack is not None and not all("pack" in r.raw for r in res):
+                raise RuntimeError("some candidates were not graded in a pack")
             return time.perf_counter() - t0, [r.reward for r in res]
 
     return asyncio.run(run())
@@ -225,6 +240,8 @@ def main(argv: list[str]) -> int:
     ap.add_argument("--peer", type=Path, default=Path("/tmp/peer"))
     ap.add_argument("--peer-concurrency", type=int, default=24)
     ap.add_argument("--no-sync", action="store_true", help="skip the threaded grade_batch")
+    ap.add_argument("--pack", type=int, default=32, help="ours, packed: candidates per exec")
+    ap.add_argument("--pack-concurrency", type=int, default=4, help="ours, packed: execs")
     args, _ = ap.parse_known_args(argv)
 
     spec = PropertyReward(reference=REFERENCE, generator=GENERATOR, k=args.k)
@@ -234,7 +251,8 @@ def main(argv: list[str]) -> int:
         sys.executable, "-m", "collimate_rl.local_backend", "--host", "127.0.0.1",
     ]  # fmt: skip
     peer_cmd = [str(python), "-m", "collimate_rl.local_backend", "--template", "py"]
-    rates: dict[str, list[float]] = {"ours async": [], "ours sync": [], "0.5.0": []}
+    packed = f"ours async pack={args.pack}"
+    rates: dict[str, list[float]] = {"ours async": [], "ours sync": [], packed: [], "0.5.0": []}
     rewards: dict[str, list[float]] = {}
     p_ours, p_peer = free_port(), free_port()
     print(f"{args.n} candidates, PropertyReward(k={args.k}), CRN seed, {os.cpu_count()} CPUs")
@@ -247,6 +265,11 @@ def main(argv: list[str]) -> int:
             dt, rw = ours_async(ours_url, cands, spec, args.concurrency, args.template)
             rates["ours async"].append(args.n / dt)
             rewards["ours async"] = rw
+            dt_k, rw_k = ours_async(
+                ours_url, cands, spec, args.pack_concurrency, args.template, args.pack
+            )
+            rates[packed].append(args.n / dt_k)
+            rewards[packed] = rw_k
             if not args.no_sync:
                 dt_s, rw_s = ours_sync(ours_url, cands, spec, args.sync_concurrency, args.template)
                 rates["ours sync"].append(args.n / dt_s)

@@ -1091,21 +1091,24 @@ def _spawn_loop(sock: Any, jobs: list[Any]) -> NoReturn:
 
 class _Files:
     """What the guest's uid can write, as the pack found it: new entries are
-    removed between two candidates, a missing or replaced one ends the pack."""
+    removed between two candidates, a missing or replaced one ends the pack.
+    A directory whose change time did not move is not listed again."""
 
     def __init__(self) -> None:
-        self.listings: dict[str, dict[str, int]] = {}
+        self.listings: dict[str, tuple[Any, dict[str, int]]] = {}
         for path in (*_WATCHED, os.getcwd()):
             try:
-                self.listings.setdefault(path, _listing(path))
+                self.listings.setdefault(path, (_stamp(path), _listing(path)))
             except OSError:
                 pass
         self.ipc = _sysv_objects()
 
     def sweep(self) -> str | None:
         """None when the guest is as before; else what could not be undone."""
-        for path, before in self.listings.items():
+        for path, (stamp, before) in self.listings.items():
             try:
+                if _stamp(path) == stamp:
+                    continue
                 now = _listing(path)
             except OSError as exc:
                 return "%s: %s" % (path, exc)
@@ -1117,9 +1120,20 @@ class _Files:
             for name, inode in before.items():
                 if now.get(name) != inode:
                     return "%s was removed or replaced" % os.path.join(path, name)
+            try:
+                self.listings[path] = (_stamp(path), before)
+            except OSError as exc:
+                return "%s: %s" % (path, exc)
         if _sysv_objects() != self.ipc:
             return "System V ipc objects were left behind"
         return None
+
+
+def _stamp(path: str) -> Any:
+    """What changes whenever an entry of the directory is added, removed or
+    renamed (its change time, to the nanosecond), and which directory it is."""
+    st = os.lstat(path)
+    return (st.st_ino, st.st_dev, st.st_ctime_ns, st.st_mtime_ns)
 
 
 def _not_dedicated() -> str | None:
@@ -1157,16 +1171,15 @@ def _become_subreaper() -> str | None:
 
 
 def _kill_descendants() -> str | None:
-    """SIGKILL every process below the grader until none is left (the
-    children of a killed one come back to the grader, its subreaper)."""
+    """SIGKILL every process below the caller until none is left (the
+    children of a killed one come back to the caller, their subreaper)."""
+    listing = "/proc/self/task/%d/children" % os.getpid()  # (the caller has one thread)
     for _ in range(1000):
-        kids: list[int] = []
-        for tid in os.listdir("/proc/self/task"):
-            try:
-                with open("/proc/self/task/%s/children" % tid) as fh:
-                    kids.extend(int(pid) for pid in fh.read().split())
-            except OSError:
-                pass
+        try:
+            with open(listing) as fh:
+                kids = [int(pid) for pid in fh.read().split()]
+        except OSError:
+            return "cannot list the processes left"
         if not kids:
             return None
         for pid in kids:
