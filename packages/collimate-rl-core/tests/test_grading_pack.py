@@ -41,9 +41,13 @@ VOWELS = PropertyReward(
 ECHO = StdioReward([{"input": "3 4\n", "output": "7"}, {"input": "1 1\n", "output": "2"}])
 
 
+# a python template whose warm interpreter does not preload the grader runtime
+BARE = "bare"
+
+
 @pytest.fixture(scope="module")
 def backend() -> Iterator[LocalCollimateBackend]:
-    with LocalCollimateBackend() as b:
+    with LocalCollimateBackend(templates=[{"id": BARE, "kind": "python"}]) as b:
         yield b
 
 
@@ -244,3 +248,19 @@ def test_pack_units_fit_the_longest_exec() -> None:
     # 3600 s at most per exec: 1000 s timeouts fit three to a pack
     assert pack_units(7, 64, 1000) == [[0, 1, 2], [3, 4, 5], [6]]
     assert pack_units(0, 4, 30) == []
+
+
+def test_candidates_compile_as_python_would_run_them(backend: LocalCollimateBackend) -> None:
+    """The runtime's own ``from __future__ import annotations`` must not leak
+    into the candidate's compilation: with it, an annotation naming nothing
+    would load on a template that preloads the runtime and fail elsewhere."""
+    candidate = "def solve(i: Undefined) -> int:\n    return i % 3\n"
+    url = backend.base_url
+    with CollimateClient(url, retries=0) as c:
+        preloaded = grade(c, TEMPLATE, candidate, SEEDED)
+        shipped = grade(c, BARE, candidate, SEEDED)
+    packs = batch("sync", url, [candidate] * 2, SEEDED, pack=2)
+    assert packed(packs[0]) and packed(packs[1])
+    for result in (preloaded, shipped, *packs):
+        assert result.reward == 0.0
+        assert "NameError" in str(result.detail.get("load_error")), result.detail

@@ -573,13 +573,22 @@ def _read_candidate(cfg: dict[str, Any]) -> bytes | str:
     return data
 
 
-def _load_module(cfg: dict[str, Any], data: bytes, budget: _Budget) -> tuple[Any, str | None]:
+def _compiled(data: Any, path: str) -> Any:
+    """The candidate's code object: compiled as ``python <path>`` would
+    (no future statement of this runtime's leaks into it), unless a pack
+    compiled it already (``_precompiled``)."""
+    if isinstance(data, (bytes, str)):
+        return compile(data, path, "exec", dont_inherit=True)
+    return data
+
+
+def _load_module(cfg: dict[str, Any], data: Any, budget: _Budget) -> tuple[Any, str | None]:
     module = type(sys)(cfg["module"])
     module.__file__ = cfg["path"]
     sys.modules[cfg["module"]] = module
 
     def load() -> None:
-        exec(compile(data, cfg["path"], "exec"), module.__dict__)
+        exec(_compiled(data, cfg["path"]), module.__dict__)
 
     reason, message = budget.run(load)
     if reason != "ok":
@@ -772,7 +781,7 @@ def _stdio_work(
     cfg: dict[str, Any], data: bytes, budget: _Budget, cases: Any
 ) -> Callable[[Callable[[Any], None]], None]:
     def work(emit: Callable[[Any], None]) -> None:  # in the candidate's process
-        reason, code = budget.run(lambda: compile(data, cfg["path"], "exec"))
+        reason, code = budget.run(lambda: _compiled(data, cfg["path"]))
         if reason != "ok":
             emit(("load", "%s while compiling the candidate: %s" % (reason, code)))
             return
@@ -904,6 +913,7 @@ def _drawn_once(memo: dict[str, Any], cfg: dict[str, Any], seed: str, rng: Any) 
 _WATCHED = ("/", "/tmp", "/var/tmp", "/dev/shm")
 _SYSV = ("/proc/sysvipc/shm", "/proc/sysvipc/msg", "/proc/sysvipc/sem")
 _PR_SET_CHILD_SUBREAPER = 36
+_PRECOMPILE_MAX = 1 << 16  # a bigger candidate compiles under its budget
 
 
 def _pack(cfg: dict[str, Any], how: str) -> NoReturn:
@@ -932,7 +942,7 @@ def _pack(cfg: dict[str, Any], how: str) -> NoReturn:
     drawn: dict[str, Any] = {}
     for item in items:
         item_cfg = dict(cfg, path=item["path"], size=item["size"], crc=item["crc"], pack=None)
-        data = _read_candidate(item_cfg)
+        data = _precompiled(_read_candidate(item_cfg), item_cfg["path"])
         random.seed(int(item["seed"], 16))  # as the backend seeds a lone grade's exec
         rng = _private_rng(item_cfg)
         cases = _drawn_once(drawn, item_cfg, item["seed"], rng)
@@ -1047,6 +1057,8 @@ def _spawn_loop(sock: Any, jobs: list[Any]) -> NoReturn:
     import socket
 
     why = _become_subreaper()
+    if why is None and jobs:
+        _warm_up(jobs[0][1])
     sock.send((why or "ok").encode())
     while why is None:
         msg, fds, _flags, _addr = socket.recv_fds(sock, 64, 1)
@@ -1087,6 +1099,47 @@ def _spawn_loop(sock: Any, jobs: list[Any]) -> NoReturn:
             for fd in fds:
                 os.close(fd)
     os._exit(0)
+
+
+def _precompiled(data: bytes | str, path: str) -> Any:
+    """A delivered candidate's code object, compiled once by the grader so
+    that no candidate's process pays for (and copies the pages of) the
+    compiler: only a small source that compiles (the others are compiled,
+    and fail, in the candidate's process under its budget, as alone)."""
+    if isinstance(data, str) or len(data) > _PRECOMPILE_MAX:
+        return data
+    try:
+        return compile(data, path, "exec", dont_inherit=True)
+    except Exception:
+        return data
+
+
+def _warm_up(cfg: dict[str, Any]) -> None:
+    """Run the candidates' code path a few dozen times in the spawner, on a
+    harmless function, then freeze what it holds: the interpreter's
+    specialising of that code, and the collector walking inherited
+    objects, would otherwise write to (and copy) those pages in every
+    candidate's process."""
+    import gc
+
+    name = "_collimate_warm_up"
+    null = os.open(os.devnull, os.O_WRONLY)
+    try:
+        budget = _Budget(dict(cfg, budget=60.0, test_timeout=None), time.monotonic())
+        code = compile("def %s(*a, **k):\n    return a\n" % cfg["entry"], name, "exec")
+        fn, _error = _load_module(dict(cfg, module=name, path=name), code, budget)
+        outbox = _Outbox(null)
+        for i in range(64):
+            if fn is not None:
+                outbox.put((i, *budget.run(fn, i)))
+        outbox.put(("done",))
+    except Exception:
+        pass
+    finally:
+        sys.modules.pop(name, None)
+        os.close(null)
+    gc.collect()
+    gc.freeze()
 
 
 class _Files:
