@@ -240,8 +240,8 @@ def main(argv: list[str]) -> int:
     ap.add_argument("--peer", type=Path, default=Path("/tmp/peer"))
     ap.add_argument("--peer-concurrency", type=int, default=24)
     ap.add_argument("--no-sync", action="store_true", help="skip the threaded grade_batch")
-    ap.add_argument("--pack", type=int, default=32, help="ours, packed: candidates per exec")
-    ap.add_argument("--pack-concurrency", type=int, default=4, help="ours, packed: execs")
+    ap.add_argument("--pack", type=int, default=64, help="ours, packed: candidates per exec")
+    ap.add_argument("--pack-concurrency", type=int, default=2, help="ours, packed: execs")
     args, _ = ap.parse_known_args(argv)
 
     spec = PropertyReward(reference=REFERENCE, generator=GENERATOR, k=args.k)
