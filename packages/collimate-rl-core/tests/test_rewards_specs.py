@@ -315,19 +315,22 @@ def test_frames_need_the_right_nonce_and_the_last_one_wins() -> None:
 
 
 def test_the_guest_writes_json_the_sdk_reads() -> None:
-    from collimate_rl.rewards.guest_runtime import to_json
+    from collimate_rl.rewards.guest_runtime import _verdict_json, to_json
 
-    data = {
+    data: dict[Any, Any] = {
         "reward": 0.5,
         "s": 'quote" back\\ nl\n tab\t nul\x00 é \u2603',
         "n": [1, -2, 3.25, None, True, False, (4, 5)],
         "odd": float("inf"),
         "obj": object,
     }
-    back = json.loads(to_json(data))
-    assert back["s"] == data["s"] and back["n"] == [1, -2, 3.25, None, True, False, [4, 5]]
-    assert back["odd"] == float("inf") and back["obj"] == repr(object)
-    assert "\n" not in to_json(data)  # one frame line
+    # by hand (a guest without json), and by json where the guest has it
+    for text in (to_json(data), _verdict_json(data), _verdict_json({**data, 1: "int key"})):
+        back = json.loads(text)
+        assert back["s"] == data["s"] and back["n"] == [1, -2, 3.25, None, True, False, [4, 5]]
+        assert back["odd"] == float("inf") and back["obj"] == repr(object)
+        assert "\n" not in text  # one frame line
+    assert json.loads(_verdict_json({(1, 2): "tuple key"})) == {"(1, 2)": "tuple key"}
 
 
 def test_py_literal_round_trips_json_like_data() -> None:
