@@ -264,3 +264,20 @@ def test_candidates_compile_as_python_would_run_them(backend: LocalCollimateBack
     for result in (preloaded, shipped, *packs):
         assert result.reward == 0.0
         assert "NameError" in str(result.detail.get("load_error")), result.detail
+
+
+def test_a_candidate_that_loops_does_not_hold_its_pack_mates(
+    backend: LocalCollimateBackend,
+) -> None:
+    """Behind a candidate that uses its whole budget, the rest would take up
+    to one budget each: they go alone instead, side by side."""
+    looper = "def solve(i):\n    while True:\n        pass\n"
+    candidates = [DRAWS, looper, DRAWS, DRAWS, DRAWS]
+    seeds = distinct(5)
+    results = batch(
+        "async", backend.base_url, candidates, SEEDED, seeds=seeds, pack=5, timeout_seconds=2
+    )
+    assert [packed(r) for r in results] == [True, True, False, False, False]
+    assert results[1].detail["timeout"] and results[1].reward == 0.0
+    for result, seed in zip(results[2:], seeds[2:], strict=True):
+        same_grade(result, alone(backend.base_url, DRAWS, SEEDED, seed))

@@ -988,6 +988,9 @@ def _pack(cfg: dict[str, Any], how: str) -> NoReturn:
     grade would be (its seed, its budget, its own process), and frame each
     verdict with the candidate's own nonce as soon as it is known.
 
+    A candidate that runs out of its time budget ends the pack too: behind
+    it, the rest would take up to one budget each.
+
     The candidates' processes are forked by a spawner (``_Spawner``), a
     process forked once with everything they need, so the grader never
     forks again and its own work copies no pages. Between two candidates
@@ -1039,6 +1042,10 @@ def _pack(cfg: dict[str, Any], how: str) -> NoReturn:
             frame.line("unpacked the spawner is gone (a candidate killed it)")
             break
         left_behind = spawner.left_behind or files.sweep()  # type: ignore[union-attr]
+        if left_behind is None and budget.left() <= 0:
+            # the rest would wait behind every candidate that loops: alone,
+            # they are graded side by side
+            left_behind = "a candidate ran out of its time budget"
         verdict["runtime"] = how
         verdict["seed"] = item["seed"]
         verdict["ms"] = (time.monotonic() - start) * 1000.0
