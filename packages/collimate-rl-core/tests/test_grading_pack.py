@@ -9,6 +9,9 @@ from __future__ import annotations
 
 import asyncio
 import logging
+import os
+import signal
+import time
 from collections.abc import Iterator, Sequence
 from typing import Any
 
@@ -281,3 +284,51 @@ def test_a_candidate_that_loops_does_not_hold_its_pack_mates(
     assert results[1].detail["timeout"] and results[1].reward == 0.0
     for result, seed in zip(results[2:], seeds[2:], strict=True):
         same_grade(result, alone(backend.base_url, DRAWS, SEEDED, seed))
+
+
+@pytest.mark.parametrize("pack", [None, 2])
+def test_big_reports_arrive_whole(pack: int | None, backend: LocalCollimateBackend) -> None:
+    """16 results of 512 KiB each fill the pipe over a hundred times."""
+    spec = UnitTestReward([{"input": [i], "output": "x"} for i in range(16)])
+    big = "def solve(i):\n    return 'y' * (1 << 19)\n"
+    results = batch("sync", backend.base_url, [big] * 2, spec, pack=pack, timeout_seconds=20)
+    for result in results:
+        assert result.reward == 0.0 and not result.detail["timeout"], result.detail
+        assert {f["reason"] for f in result.detail["failed"]} == {"wrong_answer"}
+
+
+def test_a_sleeping_grader_drains_a_big_report_as_it_flows(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    """The grader sleeps on the candidate's pidfd and looks at the pipe only
+    now and then; a look that finds a flow must switch to reading as it
+    comes, or an 8 MiB report would take a look per pipeful (here 2 s
+    each, against a 10 s budget)."""
+    from collimate_rl.rewards import guest_runtime as rt
+
+    monkeypatch.setattr(rt, "_PEEK_S", 2.0)
+    previous = signal.getsignal(signal.SIGALRM)  # (pytest-timeout's, maybe)
+    try:
+        budget = rt._Budget({"budget": 10.0, "test_timeout": None}, time.monotonic())
+        read_fd, write_fd = os.pipe()
+        pid = os.fork()
+        if pid == 0:  # a candidate's process with a big report
+            try:
+                os.close(read_fd)
+                outbox = rt._Outbox(write_fd)
+                for i in range(16):
+                    outbox.put((i, "ok", "y" * (1 << 19)))
+                outbox.put(("done",))
+            finally:
+                os._exit(0)
+        os.close(write_fd)
+        inbox = rt._Inbox()
+        try:
+            assert inbox.gather(read_fd, pid, budget) == "done"
+        finally:
+            os.close(read_fd)
+            os.kill(pid, signal.SIGKILL)
+            os.waitpid(pid, 0)
+        assert inbox.size > 16 << 19
+    finally:
+        signal.signal(signal.SIGALRM, previous)

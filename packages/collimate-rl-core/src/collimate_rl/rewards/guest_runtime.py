@@ -72,6 +72,7 @@ _MSG = 160
 _MAX_RECORD = 1 << 24  # what the candidate's process may send in all, at most
 _REPR_MAX = 1 << 16  # the repr of a result that is not plain data, at most
 _PEEK_S = 0.05  # how often a sleeping grader looks at the candidate's pipe
+_BUSY_BYTES = 1 << 14  # found at one look: the grader reads as it comes
 
 
 _CHECKSUM_MOD = (1 << 61) - 1
@@ -486,10 +487,11 @@ class _Inbox:
     record, the end, a flood or the budget, whichever comes first.
 
     Where the kernel offers a pidfd, the grader sleeps until the candidate's
-    process exits (looking at the pipe every ``_PEEK_S``, so a big report
-    never blocks its writer) instead of waking at every record; it reads
-    once the process is gone, so it does next to nothing while the two
-    share pages. Elsewhere it reads as the records come."""
+    process exits instead of waking at every record, and reads once the
+    process is gone, so it does next to nothing while the two share pages.
+    It looks at the pipe every ``_PEEK_S``; when a look finds a big report
+    flowing, it reads as it comes until a look finds the pipe quiet (a
+    full pipe must not hold the writer back). Elsewhere it reads as the records come."""
 
     def __init__(self) -> None:
         self.chunks: list[bytes] = []
@@ -517,16 +519,24 @@ class _Inbox:
             poller = select.poll()
             poller.register(pidfd, select.POLLIN)
             os.set_blocking(read_fd, False)
+            busy = False  # the pipe watched too, while big reports flow
             while True:
                 left = budget.left()
                 if left <= 0:
                     return "timeout"
-                exited = poller.poll(min(left, _PEEK_S) * 1000.0)
+                events = poller.poll(min(left, _PEEK_S) * 1000.0)
+                before = self.size
                 ended = self.drain(read_fd)
                 if ended is not None:
                     return ended
-                if exited:
+                if any(fd == pidfd for fd, _ in events):
                     return "eof"
+                if not busy and self.size - before >= _BUSY_BYTES:
+                    poller.register(read_fd, select.POLLIN)
+                    busy = True
+                elif busy and not events:  # a quiet look: back to sleep
+                    poller.unregister(read_fd)
+                    busy = False
         finally:
             os.close(pidfd)
 
