@@ -406,22 +406,15 @@ def _grade_pack(
     if key in _unpackable:
         return [], unit
 
-    def prepared_for(form: RuntimeForm) -> PreparedPack:
-        return prepare_pack(
-            spec,
-            [candidates[i] for i in unit],
-            [seeds[i] for i in unit],
-            unit,
-            timeout_seconds=timeout_seconds,
-            form=form,
-        )
-
-    prepared = prepared_for(runtime_forms.get(key))
+    form = runtime_forms.get(key)
+    prepared = prepare_pack(
+        spec, candidates, seeds, unit, timeout_seconds=timeout_seconds, form=form
+    )
     try:
         response = client.exec_once(template_id, **prepared.exec_kwargs)
         if _pack_needs_full(prepared, response):
             runtime_forms.forget(key)
-            prepared = prepared_for("full")
+            prepared = prepare_pack(spec, candidates, seeds, unit, timeout_seconds=timeout_seconds)
             response = client.exec_once(template_id, **prepared.exec_kwargs)
     except CollimateError:
         return [], unit  # alone, each meets the failure as a lone grade would
@@ -442,22 +435,15 @@ async def _grade_pack_async(
     if key in _unpackable:
         return [], unit
 
-    def prepared_for(form: RuntimeForm) -> PreparedPack:
-        return prepare_pack(
-            spec,
-            [candidates[i] for i in unit],
-            [seeds[i] for i in unit],
-            unit,
-            timeout_seconds=timeout_seconds,
-            form=form,
-        )
-
-    prepared = prepared_for(runtime_forms.get(key))
+    form = runtime_forms.get(key)
+    prepared = prepare_pack(
+        spec, candidates, seeds, unit, timeout_seconds=timeout_seconds, form=form
+    )
     try:
         response = await client.exec_once(template_id, **prepared.exec_kwargs)
         if _pack_needs_full(prepared, response):
             runtime_forms.forget(key)
-            prepared = prepared_for("full")
+            prepared = prepare_pack(spec, candidates, seeds, unit, timeout_seconds=timeout_seconds)
             response = await client.exec_once(template_id, **prepared.exec_kwargs)
     except CollimateError:
         return [], unit

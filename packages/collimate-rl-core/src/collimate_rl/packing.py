@@ -95,22 +95,24 @@ def prepare_pack(
     timeout_seconds: int,
     form: RuntimeForm = "full",
 ) -> PreparedPack:
-    """The exec grading ``candidates`` (``indices`` are their places in the batch)."""
-    for candidate in candidates:
+    """The exec grading the batch's candidates at ``indices`` (``candidates``
+    and ``seeds`` are the whole batch's)."""
+    chosen = [candidates[i] for i in indices]
+    for candidate in chosen:
         if not isinstance(candidate, str):
             raise TypeError(f"candidate must be str, got {type(candidate).__name__}")
     contexts = tuple(
-        candidate_context(c, secrets.token_hex(12), timeout_seconds, form) for c in candidates
+        candidate_context(c, secrets.token_hex(12), timeout_seconds, form) for c in chosen
     )
-    drawn = tuple(s if s is not None else fresh_seed() for s in seeds)
+    drawn = tuple(seeds[i] or fresh_seed() for i in indices)
     nonce = secrets.token_hex(12)
     kwargs: dict[str, Any] = {
         "code": spec.pack_program(nonce, list(zip(contexts, drawn, strict=True)), form),
         "files": [
             {"path": ctx.candidate_path, "content": delivered_text(c)}
-            for ctx, c in zip(contexts, candidates, strict=True)
+            for ctx, c in zip(contexts, chosen, strict=True)
         ],
-        "timeout_seconds": min(MAX_PACK_SECONDS, timeout_seconds * len(candidates)),
+        "timeout_seconds": min(MAX_PACK_SECONDS, timeout_seconds * len(chosen)),
         "seed": drawn[0],
     }
     return PreparedPack(nonce, tuple(indices), contexts, drawn, kwargs)
