@@ -31,7 +31,7 @@ from collimate_rl import (
     grade_batch_async,
 )
 from collimate_rl.local_backend import LocalCollimateBackend
-from collimate_rl.packing import pack_units
+from collimate_rl.packing import pack_timeout, pack_units
 
 TEMPLATE = "py"
 SEEDED = UnitTestReward([{"input": [i], "output": i % 3} for i in range(8)])
@@ -213,6 +213,28 @@ def test_a_candidate_that_kills_the_pack_only_costs_it_its_speed(
     assert results[3].reward == 1.0 and not any(r.infra_error for r in results)
 
 
+def test_a_candidate_that_stops_the_grader_holds_its_pack_four_budgets_at_most(
+    backend: LocalCollimateBackend,
+) -> None:
+    """The grader shares its uid with the candidates, so one can SIGSTOP it.
+    The pack's exec then runs out (four candidate timeouts, not one per
+    candidate) and whoever has no verdict is graded alone."""
+    stopper = (
+        "import os, signal\ndef solve(i):\n"
+        "    os.kill(os.getppid() - 1, signal.SIGSTOP)\n    return i % 3\n"
+    )
+    candidates = [DRAWS, stopper, *[DRAWS] * 8]
+    seeds = distinct(10)
+    results = batch(
+        "async", backend.base_url, candidates, SEEDED, seeds=seeds, pack=10, timeout_seconds=2
+    )
+    assert packed(results[0]) and not any(packed(r) for r in results[1:])
+    assert results[0].raw["exit_code"] == -1  # the pack's exec timed out...
+    assert results[0].raw["exec_time_ms"] < 15_000  # ...at 8 s, not 10 x 2 s
+    for result, candidate, seed in zip(results, candidates, seeds, strict=True):
+        same_grade(result, alone(backend.base_url, candidate, SEEDED, seed))
+
+
 def test_packs_are_graded_alone_where_the_guest_is_shared(
     caplog: pytest.LogCaptureFixture,
 ) -> None:
@@ -245,12 +267,13 @@ def test_the_pack_argument_is_checked(backend: LocalCollimateBackend) -> None:
     assert [r.reward for r in results] == [1.0] * 3 and not any(packed(r) for r in results)
 
 
-def test_pack_units_fit_the_longest_exec() -> None:
-    assert pack_units(5, 2, 30) == [[0, 1], [2, 3], [4]]
-    assert pack_units(3, 1, 30) == [[0], [1], [2]]
-    # 3600 s at most per exec: 1000 s timeouts fit three to a pack
-    assert pack_units(7, 64, 1000) == [[0, 1, 2], [3, 4, 5], [6]]
-    assert pack_units(0, 4, 30) == []
+def test_pack_units_and_timeouts() -> None:
+    assert pack_units(5, 2) == [[0, 1], [2, 3], [4]]
+    assert pack_units(3, 1) == [[0], [1], [2]]
+    assert pack_units(0, 4) == []
+    # a pack's exec may take four candidate timeouts, within the wire's 3600 s
+    assert [pack_timeout(30, n) for n in (1, 2, 4, 64)] == [30, 60, 120, 120]
+    assert pack_timeout(1000, 64) == 3600
 
 
 def test_candidates_compile_as_python_would_run_them(backend: LocalCollimateBackend) -> None:

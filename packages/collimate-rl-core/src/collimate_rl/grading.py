@@ -589,16 +589,9 @@ class _Collector:
 
 
 def _units(
-    candidates: Sequence[str],
-    spec: RewardSpec,
-    pack: int | None,
-    session_id: str | None,
-    timeout_seconds: int,
+    candidates: Sequence[str], spec: RewardSpec, pack: int | None, session_id: str | None
 ) -> list[list[int]]:
-    size = check_pack(pack, spec, session_id)
-    if size == 1:
-        return [[i] for i in range(len(candidates))]
-    return pack_units(len(candidates), size, timeout_seconds)
+    return pack_units(len(candidates), check_pack(pack, spec, session_id))
 
 
 def grade_batch(
@@ -635,7 +628,7 @@ def grade_batch(
     _check_batch_args(on_infra_error, concurrency)
     _check_timeout(timeout_seconds)
     per_seed = _batch_seeds(candidates, seeds)
-    units = _units(candidates, spec, pack, session_id, timeout_seconds)
+    units = _units(candidates, spec, pack, session_id)
     collector = _Collector(
         candidates, per_seed, on_infra_error, on_result, _Progress(progress, len(candidates))
     )
@@ -714,7 +707,7 @@ async def grade_batch_async(
     _check_batch_args(on_infra_error, concurrency)
     _check_timeout(timeout_seconds)
     per_seed = _batch_seeds(candidates, seeds)
-    units = _units(candidates, spec, pack, session_id, timeout_seconds)
+    units = _units(candidates, spec, pack, session_id)
     collector = _Collector(
         candidates, per_seed, on_infra_error, on_result, _Progress(progress, len(candidates))
     )

@@ -38,17 +38,24 @@ from .seeds import fresh_seed
 
 __all__ = [
     "MAX_PACK_SECONDS",
+    "PACK_BUDGETS",
     "PackedGrade",
     "PreparedPack",
     "check_pack",
+    "pack_timeout",
     "pack_units",
     "prepare_pack",
     "read_pack",
 ]
 
-#: The longest exec the wire allows (``timeout_seconds`` max): a pack's
-#: timeout is the sum of its candidates' and must fit.
+#: The longest exec the wire allows (``timeout_seconds`` max).
 MAX_PACK_SECONDS: Final = 3600
+#: A pack's exec timeout, in candidate timeouts. A candidate that uses its
+#: whole budget ends its pack (in the guest), so this only bounds a pack
+#: that a candidate stalled (it can stop the grader: same uid) or one of
+#: candidates that are all slow; either way, whoever has no verdict when
+#: it expires is graded alone.
+PACK_BUDGETS: Final = 4
 _UNPACKED = "unpacked "
 
 
@@ -66,11 +73,14 @@ def check_pack(pack: int | None, spec: RewardSpec, session_id: str | None) -> in
     return pack
 
 
-def pack_units(total: int, pack: int, timeout_seconds: float) -> list[list[int]]:
-    """Candidate indices in execs of at most ``pack`` (fewer when their
-    timeouts would add up past :data:`MAX_PACK_SECONDS`), in order."""
-    size = max(1, min(pack, int(MAX_PACK_SECONDS // max(timeout_seconds, 1))))
-    return [list(range(at, min(at + size, total))) for at in range(0, total, size)]
+def pack_units(total: int, pack: int) -> list[list[int]]:
+    """Candidate indices in execs of at most ``pack``, in order."""
+    return [list(range(at, min(at + pack, total))) for at in range(0, total, pack)]
+
+
+def pack_timeout(timeout_seconds: int, size: int) -> int:
+    """The exec timeout of a pack of ``size`` (see :data:`PACK_BUDGETS`)."""
+    return min(MAX_PACK_SECONDS, timeout_seconds * min(size, PACK_BUDGETS))
 
 
 @dataclass(frozen=True)
@@ -112,7 +122,7 @@ def prepare_pack(
             {"path": ctx.candidate_path, "content": delivered_text(c)}
             for ctx, c in zip(contexts, chosen, strict=True)
         ],
-        "timeout_seconds": min(MAX_PACK_SECONDS, timeout_seconds * len(chosen)),
+        "timeout_seconds": pack_timeout(timeout_seconds, len(chosen)),
         "seed": drawn[0],
     }
     return PreparedPack(nonce, tuple(indices), contexts, drawn, kwargs)

@@ -991,6 +991,7 @@ _WATCHED = ("/", "/tmp", "/var/tmp", "/dev/shm")
 _SYSV = ("/proc/sysvipc/shm", "/proc/sysvipc/msg", "/proc/sysvipc/sem")
 _PR_SET_CHILD_SUBREAPER = 36
 _PRECOMPILE_MAX = 1 << 16  # a bigger candidate compiles under its budget
+_SPAWNER_ANSWER_S = 10.0  # a spawner silent this long is taken for gone
 
 
 def _pack(cfg: dict[str, Any], how: str) -> NoReturn:
@@ -1101,7 +1102,12 @@ class _Spawner:
             _spawn_loop(theirs, jobs)
         theirs.close()
         self.sock = ours
-        hello = ours.recv(4096).decode("utf-8", "replace")
+        # a spawner that a candidate stopped (same uid) must not hold the pack
+        ours.settimeout(_SPAWNER_ANSWER_S)
+        try:
+            hello = ours.recv(4096).decode("utf-8", "replace")
+        except OSError:
+            hello = ""
         if hello != "ok":
             self.broken = hello or "the spawner did not start"
 
