@@ -11,6 +11,8 @@ import asyncio
 import logging
 import os
 import signal
+import subprocess
+import sys
 import time
 from collections.abc import Iterator, Sequence
 from typing import Any
@@ -320,6 +322,16 @@ def test_big_reports_arrive_whole(pack: int | None, backend: LocalCollimateBacke
         assert {f["reason"] for f in result.detail["failed"]} == {"wrong_answer"}
 
 
+BIG_REPORT = """
+import sys
+from collimate_rl.rewards.guest_runtime import _Outbox
+outbox = _Outbox(int(sys.argv[1]))
+for i in range(16):
+    outbox.put((i, "ok", "y" * (1 << 19)))
+outbox.put(("done",))
+"""
+
+
 def test_a_sleeping_grader_drains_a_big_report_as_it_flows(
     monkeypatch: pytest.MonkeyPatch,
 ) -> None:
@@ -334,24 +346,17 @@ def test_a_sleeping_grader_drains_a_big_report_as_it_flows(
     try:
         budget = rt._Budget({"budget": 10.0, "test_timeout": None}, time.monotonic())
         read_fd, write_fd = os.pipe()
-        pid = os.fork()
-        if pid == 0:  # a candidate's process with a big report
-            try:
-                os.close(read_fd)
-                outbox = rt._Outbox(write_fd)
-                for i in range(16):
-                    outbox.put((i, "ok", "y" * (1 << 19)))
-                outbox.put(("done",))
-            finally:
-                os._exit(0)
+        writer = subprocess.Popen(  # a candidate's process with a big report
+            [sys.executable, "-c", BIG_REPORT, str(write_fd)], pass_fds=[write_fd]
+        )
         os.close(write_fd)
         inbox = rt._Inbox()
         try:
-            assert inbox.gather(read_fd, pid, budget) == "done"
+            assert inbox.gather(read_fd, writer.pid, budget) == "done"
         finally:
             os.close(read_fd)
-            os.kill(pid, signal.SIGKILL)
-            os.waitpid(pid, 0)
+            writer.kill()
+            writer.wait()
         assert inbox.size > 16 << 19
     finally:
         signal.signal(signal.SIGALRM, previous)
