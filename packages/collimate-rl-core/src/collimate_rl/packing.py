@@ -2,10 +2,10 @@
 
 A lone grade pays for a whole exec: a request, a clone wiped and forked, a
 grader started. ``grade_batch(..., pack=N)`` sends up to ``N`` candidates in
-one exec instead; the in-guest grader (``guest_runtime._pack``) grades them
-one after another, each exactly as it would be graded alone (its own exec
-seed, time budget and process), and sweeps the guest between two (see its
-docstring for what the sweep kills, removes and refuses).
+one exec instead; the in-guest grader (:mod:`.rewards.grader.pack`) grades
+them one after another, each exactly as it would be graded alone (its own
+exec seed, time budget and process), and sweeps the guest between two (see
+:mod:`.rewards.grader.sweep` for what the sweep kills, removes and refuses).
 
 The rule that keeps packing safe is on this side: **a candidate's reward is
 taken from a pack only if the pack wrote that candidate's verdict.** Every

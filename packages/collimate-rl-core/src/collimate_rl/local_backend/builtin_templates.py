@@ -14,28 +14,31 @@ from typing import Any
 from ..plugins.markers import hookimpl
 from ..rewards.program import RUNTIME_MODULE, runtime_file
 
-# The SDK's grader runtime, warm in the python templates: a grade then ships
-# only its config and the candidate (the "preloaded" form, ~1 KB) instead of
-# the runtime's ~50 KB of bytecode, which every hop would carry and parse.
-GRADER_RUNTIME = f"{RUNTIME_MODULE}={runtime_file()}"
 
-BUILTIN_TEMPLATES: tuple[Mapping[str, Any], ...] = (
-    {
-        "id": "py",
-        "kind": "python",
-        "description": "warm CPython (the server's interpreter)",
-        "preload": [GRADER_RUNTIME],
-    },
-    {
-        "id": "dkr-python311",
-        "kind": "python",
-        "description": "warm CPython, stand-in for the dkr-python311 image",
-        "preload": [GRADER_RUNTIME],
-    },
-    {"id": "sh", "kind": "shell", "description": "POSIX shell"},
-)
+def builtin_templates() -> tuple[Mapping[str, Any], ...]:
+    """The built-in templates. The python ones preload the SDK's grader
+    runtime, so a grade ships only its config and the candidate (the
+    "preloaded" form, ~1 KB) instead of the runtime's ~50 KB of bytecode,
+    which every hop would carry and parse. (A function: the runtime's file
+    is written on first use, by a server, not by every importer.)"""
+    grader = f"{RUNTIME_MODULE}={runtime_file()}"
+    return (
+        {
+            "id": "py",
+            "kind": "python",
+            "description": "warm CPython (the server's interpreter)",
+            "preload": [grader],
+        },
+        {
+            "id": "dkr-python311",
+            "kind": "python",
+            "description": "warm CPython, stand-in for the dkr-python311 image",
+            "preload": [grader],
+        },
+        {"id": "sh", "kind": "shell", "description": "POSIX shell"},
+    )
 
 
 @hookimpl
 def collimate_rl_local_templates() -> Sequence[Mapping[str, Any]]:
-    return list(BUILTIN_TEMPLATES)
+    return list(builtin_templates())

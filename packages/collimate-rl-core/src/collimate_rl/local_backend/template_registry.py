@@ -82,7 +82,7 @@ def collect_templates(
     base = (
         plugin_templates()
         if use_plugins
-        else parse_tables(builtin_templates.BUILTIN_TEMPLATES, origin="built-in templates")
+        else parse_tables(builtin_templates.builtin_templates(), origin="built-in templates")
     )
     from_file = load_template_file(templates_file) if templates_file is not None else []
     merged = merge_templates(base, from_file, allow_override=allow_override)

@@ -5,7 +5,7 @@ the earlier single-module release; the parts live in small modules:
 
 * :mod:`.spec` -- the RewardSpec contract and the built-in base;
 * :mod:`.kinds` -- UnitTestReward, PropertyReward, StdioReward;
-* :mod:`.guest_runtime` / :mod:`.program` -- the grader that runs in the guest;
+* :mod:`.grader` / :mod:`.program` -- the grader that runs in the guest;
 * :mod:`.verdict` -- reading what a grader printed;
 * :mod:`.extract` -- extract_code;
 * :mod:`.registry` / :mod:`.builtin_kinds` -- reward kinds through plugins.

@@ -1,9 +1,11 @@
 """Assembling the in-guest grader program: config + runtime + boot.
 
-The runtime (:mod:`.guest_runtime`) is read once as text and shrunk: its
-docstrings, annotations and ``__future__`` import are dropped (a locked-down
-guest may be unable to import anything its warm interpreter did not
-preload), and each reward kind ships only the functions it reaches.
+The runtime (the modules of :mod:`.grader`, joined in the order of
+``grader.PARTS``) is read once as text and shrunk: docstrings, annotations,
+``__future__`` imports and the modules' imports of each other are dropped (a
+locked-down guest may be unable to import anything its warm interpreter
+did not preload; joined, the parts share one namespace), and each reward
+kind ships only the functions it reaches.
 
 Compiling the ~9 KB runtime costs a guest ~5 ms per grade, more than the
 rest of a grade together; tokenizing its marshalled bytecode as one hex
@@ -15,7 +17,8 @@ literal's escapes). A program therefore comes in three forms:
   ``S``. Always works.
 * ``lean``: ``B`` only, for a target that loaded the bytecode before.
 * ``preloaded``: neither, for a target whose warm interpreter imported this
-  very runtime (same file hash, :func:`runtime_id`) ahead of time.
+  very runtime (the same joined text, :func:`runtime_id`; the built-in
+  templates preload it from :func:`runtime_file`) ahead of time.
 
 Every form first looks for a preloaded runtime, and the verdict reports how
 the runtime was loaded, so the SDK learns the smallest form a target accepts
@@ -29,15 +32,20 @@ import; non-finite floats are spelled ``float('inf')`` / ``float('nan')``.
 from __future__ import annotations
 
 import ast
+import atexit
 import functools
 import hashlib
 import importlib.util
 import marshal
 import math
+import shutil
+import tempfile
 import threading
 from collections.abc import Mapping
 from pathlib import Path
 from typing import Any, Final, Literal
+
+from .grader import PARTS
 
 __all__ = [
     "FORM_FOR_HOW",
@@ -46,6 +54,7 @@ __all__ = [
     "RUNTIME_MODULE",
     "RuntimeForm",
     "guest_program",
+    "preload_source",
     "py_literal",
     "runtime_file",
     "runtime_id",
@@ -53,7 +62,7 @@ __all__ = [
     "source_only_program",
 ]
 
-_RUNTIME_FILE = Path(__file__).with_name("guest_runtime.py")
+_GRADER_DIR = Path(__file__).with_name("grader")
 _DEFS = (ast.FunctionDef, ast.AsyncFunctionDef, ast.ClassDef)
 
 #: The module a template may preload so that graders skip loading a runtime.
@@ -73,10 +82,15 @@ FORM_FOR_HOW: Final[dict[str, RuntimeForm]] = {
 
 class _Shrink(ast.NodeTransformer):
     """Drops what only serves readers and type checkers: docstrings,
-    annotations and ``from __future__`` imports (same behaviour)."""
+    annotations and ``from __future__`` imports (same behaviour), and turns
+    the parts' relative imports of each other into ``pass``."""
 
     def visit_ImportFrom(self, node: ast.ImportFrom) -> ast.AST | None:
-        return None if node.module == "__future__" else node
+        if node.module == "__future__":
+            return None
+        if node.level:  # one part importing another: joined, they share a namespace
+            return ast.Pass()
+        return node
 
     def visit_arg(self, node: ast.arg) -> ast.AST:
         node.annotation = None
@@ -152,9 +166,38 @@ def runtime_source(kind: str | None = None, packed: bool = False) -> str:
         return _runtime_source(kind, packed)
 
 
+def _joined() -> ast.Module:
+    """Every part of :mod:`.grader`, shrunk, as one module: each import once,
+    and without what only type checkers read (``TYPE_CHECKING``)."""
+    body: list[ast.stmt] = []
+    seen: set[str] = set()
+    for part in PARTS:
+        text = (_GRADER_DIR / f"{part}.py").read_text(encoding="utf-8")
+        for node in _Shrink().visit(ast.parse(text)).body:
+            if isinstance(node, ast.Pass) or _for_type_checkers(node):
+                continue
+            if isinstance(node, (ast.Import, ast.ImportFrom)):
+                key = ast.dump(node)
+                if key in seen:
+                    continue
+                seen.add(key)
+            body.append(node)
+    return ast.Module(body=body, type_ignores=[])
+
+
+def _for_type_checkers(node: ast.stmt) -> bool:
+    """``TYPE_CHECKING = False`` or ``if TYPE_CHECKING: ...``."""
+    if isinstance(node, ast.If):
+        return isinstance(node.test, ast.Name) and node.test.id == "TYPE_CHECKING"
+    if isinstance(node, ast.Assign) and len(node.targets) == 1:
+        target = node.targets[0]
+        return isinstance(target, ast.Name) and target.id == "TYPE_CHECKING"
+    return False
+
+
 @functools.cache
 def _runtime_source(kind: str | None, packed: bool = False) -> str:
-    tree = _Shrink().visit(ast.parse(_RUNTIME_FILE.read_text(encoding="utf-8")))
+    tree = _joined()
     if kind is not None:
         roots = {"main", f"_grade_{kind}"} | ({"_pack"} if packed else set())
         tree = _tree_shake(tree, roots)
@@ -187,17 +230,31 @@ _main(C, _how)
 """.replace("@MODULE@", repr(RUNTIME_MODULE)).replace("@NEED@", NEED_FULL)
 
 
+def preload_source() -> str:
+    """The whole runtime as one module's source (every kind, packs too):
+    what a template preloads and :mod:`.guest_runtime` runs."""
+    return runtime_source(None, packed=True)
+
+
+@functools.cache
 def runtime_file() -> str:
-    """Where the runtime module lives: a template preloads it from this file
-    (``name=path``) without importing the ``collimate_rl`` package."""
-    return str(_RUNTIME_FILE)
+    """A file holding :func:`preload_source`, for a template to preload
+    (``name=path``) without importing the ``collimate_rl`` package: written
+    once per process into a directory of its own (mode 0700), removed at
+    exit."""
+    folder = tempfile.mkdtemp(prefix="collimate-grader-")
+    atexit.register(shutil.rmtree, folder, True)
+    path = Path(folder) / f"grader_{runtime_id()}.py"
+    path.write_bytes(preload_source().encode("utf-8"))
+    return str(path)
 
 
 @functools.cache
 def runtime_id() -> str:
     """What a preloaded runtime must report as ``RUNTIME_ID`` to be used:
-    the hash of the runtime file (the module computes the same on import)."""
-    return hashlib.sha256(_RUNTIME_FILE.read_bytes()).hexdigest()[:16]
+    the hash of :func:`preload_source` (the module hashes its own file,
+    :func:`runtime_file`, to the same)."""
+    return hashlib.sha256(preload_source().encode("utf-8")).hexdigest()[:16]
 
 
 def _runtime_block(kind: str, form: str, packed: bool) -> str:

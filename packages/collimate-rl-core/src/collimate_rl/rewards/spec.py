@@ -19,7 +19,7 @@ from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any, Final, Literal
 
-from .guest_runtime import checksum
+from .grader.wire import checksum
 from .program import RuntimeForm, guest_program
 from .verdict import (
     VERDICT_MARKER,
@@ -135,7 +135,7 @@ class RewardSpec(abc.ABC):
 
 
 class GuestReward(RewardSpec):
-    """Base of the built-in graders: they run :mod:`.guest_runtime`.
+    """Base of the built-in graders: they run :mod:`.grader`.
 
     Subclasses name their ``kind`` and return their data from
     :meth:`guest_config`; this class adds the framing, the delivery check and
@@ -160,7 +160,7 @@ class GuestReward(RewardSpec):
         """One program grading several candidates, one after another: each
         ``(context, seed)`` is graded as :meth:`program` would grade it alone
         with that exec seed, and framed with its own nonce (see
-        ``guest_runtime._pack``); ``nonce`` frames the pack's own lines."""
+        ``grader.pack``); ``nonce`` frames the pack's own lines."""
         if not items:
             raise ValueError("a pack needs at least one candidate")
         config = self._config(items[0][0])

@@ -1,0 +1,65 @@
+"""The grader that runs INSIDE the guest (its source is shipped as exec ``code``).
+
+One module per job, joined into ONE program to be shipped: :mod:`..program`
+reads the modules in the order of :data:`PARTS`, drops their imports of
+each other (in the guest they share one namespace) and appends ``main(<config
+literal>)``; :mod:`..guest_runtime` is that program as a module (what a
+template preloads). The modules are real ones so that they are linted,
+type-checked and unit-tested like everything else; importing them has no
+side effects, and they are meant to run joined (the grader finds a kind's
+functions, and a pack's, by name in the one namespace). Constraints that
+follow from where it runs:
+
+* stdlib only, Python >= 3.8 syntax, and only modules a warm interpreter
+  has already imported (``os``, ``sys``, ``time``, ``signal``, ``io``,
+  ``random``, ``math``): a fork pays for every import, and a locked-down
+  guest may not be able to import anything else at all. Annotations and the
+  ``__future__`` import are stripped before shipping (:mod:`.program`);
+* no ``json`` import in the guest: the config arrives as a Python literal,
+  and the verdict leaves as JSON (``json`` when the warm interpreter has
+  it, else :func:`.wire.to_json`).
+
+Why it looks the way it does:
+
+* **The verdict is framed, not "the last line".** The guest merges stderr
+  into stdout, so anything printed after a bare reward line (a warning, an
+  atexit hook) would turn a pass into 0.0. The grader writes
+  ``<MARKER><nonce> <verdict>`` on a duplicate of the original stdout and then
+  leaves with ``os._exit`` (no atexit, no interpreter-shutdown noise). While
+  the candidate runs, fds 0/1/2 point at ``/dev/null``: its prints can neither
+  fill the 16 MiB output cap before the verdict nor forge a frame line.
+* **The candidate runs in a process of its own** (:mod:`.process`),
+  forked without the verdict's fd, and sends the grader each check's raw
+  result; the grader compares. Code that walks the stack or the heap for
+  the grader's frame, its nonce or its fd finds nothing it can write a
+  verdict with, and ``os._exit`` or a crash costs only the checks not yet
+  reported. (It can still read the tests in its memory: the answers are
+  not secret, the verdict is.)
+* **A "hello" frame is written before the candidate is even read.** No hello
+  means the grader never ran (wrong interpreter, broken guest): an
+  infrastructure failure, not the candidate's. Hello without a verdict means
+  the candidate killed the grader (a signal to its parent): its failure.
+* **Delivery is verified.** The candidate arrives as a text ``files`` entry;
+  its size and a polynomial checksum (:func:`.wire.checksum`, no import needed)
+  are checked before it runs, so a mangled delivery is
+  reported as such instead of being scored.
+* **Time is budgeted per check.** Each test runs under an interval timer
+  bounded by the exec's deadline (minus a margin), so one looping test costs
+  that test only and the verdict still arrives with partial credit.
+* **Property inputs come from a private RNG** copied from the seeded global
+  ``random`` state at start: identical draws to a plain seeded grader, but a
+  candidate that consumes or reseeds ``random`` cannot shift its own inputs,
+  so common random numbers hold across a whole group.
+* **Comparison is strict about types.** A candidate result must be a plain
+  builtin value (or a numpy scalar/array, converted) when the expected value
+  is one, so an object whose ``__eq__`` always returns True scores nothing.
+* **Packs** (:mod:`.pack`, :mod:`.sweep`) grade several candidates in one
+  exec, each as it would be graded alone, with the guest swept between two.
+"""
+
+from __future__ import annotations
+
+__all__ = ["PARTS"]
+
+#: The modules of the shipped program, in the order they are joined.
+PARTS = ("wire", "budget", "compare", "process", "kinds", "sweep", "pack", "entry")

@@ -1,0 +1,158 @@
+"""Time and tallies: the per-check budget (interval timers under the exec's
+deadline), the count of passed checks, and what the candidate's process
+reported."""
+
+# The guest may run Python 3.8 with nothing imported beyond its preload:
+# no zip(strict=), no contextlib, and %-formatting is as good as any.
+# ruff: noqa: UP031
+from __future__ import annotations
+
+import os
+import signal
+import sys
+import time
+
+TYPE_CHECKING = False
+if TYPE_CHECKING:  # pragma: no cover - typing only, never imported in the guest
+    from collections.abc import Callable
+    from typing import Any
+
+
+_MAX_FAILURES = 10
+
+_MSG = 160
+
+
+class _Abort(BaseException):
+    """Raised by the interval timer: the current check ran out of time."""
+
+
+def _on_alarm(signum: int, frame: object) -> None:
+    raise _Abort()
+
+
+class _Budget:
+    """Per-check interval timers bounded by the exec's overall deadline."""
+
+    def __init__(self, cfg: dict[str, Any], start: float) -> None:
+        self.deadline = start + float(cfg["budget"])
+        limit = cfg.get("test_timeout")
+        self.per_check = float(limit) if limit else None
+        self.private_fds: list[int] = []  # closed in the candidate's process
+        signal.signal(signal.SIGALRM, _on_alarm)
+        # captured before the candidate runs, so it cannot fake them
+        self._access = os.access
+        self._stdlib = os.path.dirname(os.__file__)
+        self._stdlib_names = getattr(sys, "stdlib_module_names", None)
+
+    def environment_fault(self, exc: BaseException) -> str | None:
+        """Why ``exc`` is the guest's fault, not the candidate's: a standard
+        library module that could not be imported because the guest cannot
+        read its own standard library. (A module absent on this platform,
+        ``msvcrt`` on Linux, stays the candidate's error.)"""
+        if type(exc) is not ModuleNotFoundError or self._stdlib_names is None:
+            return None
+        name = (getattr(exc, "name", None) or "").split(".")[0]
+        if not name or name not in self._stdlib_names:
+            return None
+        if self._access(self._stdlib, os.R_OK | os.X_OK):
+            return None
+        return "the guest cannot import the standard library module %r (%s is not readable)" % (
+            name,
+            self._stdlib,
+        )
+
+    def left(self) -> float:
+        return self.deadline - time.monotonic()
+
+    def guest_is_broken(self) -> bool:
+        """What ``environment_fault`` blames: a standard library this
+        process cannot read."""
+        return self._stdlib_names is not None and not self._access(self._stdlib, os.R_OK | os.X_OK)
+
+    def run(self, fn: Callable[..., Any], /, *args: Any, **kwargs: Any) -> tuple[str, Any]:
+        """``("ok", value)`` or ``(reason, message)``; reason is one of
+        ``timeout`` / ``memory_error`` / ``error``."""
+        left = self.left()
+        if self.per_check is not None:
+            left = min(left, self.per_check)
+        if left <= 0:
+            return "timeout", "no time left in the exec budget"
+        try:
+            signal.setitimer(signal.ITIMER_REAL, left)
+            try:
+                value = fn(*args, **kwargs)
+            finally:
+                signal.setitimer(signal.ITIMER_REAL, 0)
+        except _Abort:
+            return "timeout", "exceeded %.3gs" % left
+        except MemoryError:
+            return "memory_error", "MemoryError"
+        except BaseException as exc:  # the candidate's failure, whatever it is
+            if type(exc) is SystemExit and exc.code in (None, 0):
+                return "ok", None
+            fault = self.environment_fault(exc)
+            if fault is not None:
+                return "environment", fault
+            return "error", (type(exc).__name__ + ": " + str(exc))[:_MSG]
+        return "ok", value
+
+
+class _Tally:
+    def __init__(self, total: int) -> None:
+        self.total = total
+        self.passed = 0
+        self.failed: list[dict[str, Any]] = []
+        self.failed_indices: list[int] = []
+        self.reasons: set[str] = set()
+        self.environment: str | None = None
+
+    def add(self, index: int, reason: str | None, message: str = "") -> None:
+        if reason is None:
+            self.passed += 1
+            return
+        self.reasons.add(reason)
+        self.failed_indices.append(index)
+        if reason == "environment" and self.environment is None:
+            self.environment = message
+        if len(self.failed) < _MAX_FAILURES:
+            self.failed.append({"index": index, "reason": reason, "message": message[:_MSG]})
+
+    def verdict(self) -> dict[str, Any]:
+        if self.environment is not None:
+            return {"reward": 0.0, "environment_error": self.environment}
+        return {
+            "reward": (self.passed / self.total) if self.total else 0.0,
+            "passed": self.passed,
+            "total": self.total,
+            "failed": self.failed,
+            "failed_indices": self.failed_indices,
+            "timeout": "timeout" in self.reasons,
+            "memory_error": "memory_error" in self.reasons,
+        }
+
+
+class _Results:
+    """What the candidate's process reported: ``load`` (why the module did
+    not load, or None), ``checks`` (index -> (reason, value or message)),
+    and for the checks it never reported, the reason and message to count."""
+
+    def __init__(self) -> None:
+        self.load: str | None = None
+        self.checks: dict[int, tuple[str, Any]] = {}
+        self.missing = ("error", "the candidate's process ended before this check")
+
+    def get(self, index: int) -> tuple[str, Any]:
+        return self.checks.get(index, self.missing)
+
+    def vouch(self, budget: _Budget) -> None:
+        """A broken guest is an infrastructure failure (the group skips the
+        grade instead of scoring it 0), so the candidate's process claiming
+        one is believed only if the grader sees the same broken guest."""
+        if budget.guest_is_broken():
+            return
+        if self.load is not None and self.load.startswith("environment"):
+            self.load = "error" + self.load[len("environment") :]
+        for index, (reason, value) in list(self.checks.items()):
+            if reason == "environment":
+                self.checks[index] = ("error", value)

@@ -1,0 +1,171 @@
+"""Between two candidates of a pack: the guest put back as the pack found
+it (processes killed, new files removed), or the reason it cannot be."""
+
+# The guest may run Python 3.8 with nothing imported beyond its preload:
+# no zip(strict=), no contextlib, and %-formatting is as good as any.
+# ruff: noqa: UP031, SIM105
+from __future__ import annotations
+
+import os
+import signal
+
+TYPE_CHECKING = False
+if TYPE_CHECKING:  # pragma: no cover - typing only, never imported in the guest
+    from typing import Any
+
+
+# Where code of the guest's uid can leave files: what a pack's sweep watches.
+_WATCHED = ("/", "/tmp", "/var/tmp", "/dev/shm")
+
+_SYSV = ("/proc/sysvipc/shm", "/proc/sysvipc/msg", "/proc/sysvipc/sem")
+
+_PR_SET_CHILD_SUBREAPER = 36
+
+
+class _Files:
+    """What the guest's uid can write, as the pack found it: new entries are
+    removed between two candidates, a missing or replaced one ends the pack.
+    A directory whose change time did not move is not listed again."""
+
+    def __init__(self) -> None:
+        self.listings: dict[str, tuple[Any, dict[str, int]]] = {}
+        for path in (*_WATCHED, os.getcwd()):
+            try:
+                self.listings.setdefault(path, (_stamp(path), _listing(path)))
+            except OSError:
+                pass
+        self.ipc = _sysv_objects()
+
+    def sweep(self) -> str | None:
+        """None when the guest is as before; else what could not be undone."""
+        for path, (stamp, before) in self.listings.items():
+            try:
+                if _stamp(path) == stamp:
+                    continue
+                now = _listing(path)
+            except OSError as exc:
+                return "%s: %s" % (path, exc)
+            for name in now:
+                if name not in before:
+                    full = os.path.join(path, name)
+                    if not _remove(full):
+                        return "could not remove %s" % full
+            for name, inode in before.items():
+                if now.get(name) != inode:
+                    return "%s was removed or replaced" % os.path.join(path, name)
+            try:
+                self.listings[path] = (_stamp(path), before)
+            except OSError as exc:
+                return "%s: %s" % (path, exc)
+        if _sysv_objects() != self.ipc:
+            return "System V ipc objects were left behind"
+        return None
+
+
+def _stamp(path: str) -> Any:
+    """What changes whenever an entry of the directory is added, removed or
+    renamed (its change time, to the nanosecond), and which directory it is."""
+    st = os.lstat(path)
+    return (st.st_ino, st.st_dev, st.st_ctime_ns, st.st_mtime_ns)
+
+
+def _not_dedicated() -> str | None:
+    """Why this guest may be shared (then sweeping it could remove what
+    others make): run as root, or with another process of the same uid in
+    sight (a process-mode backend, a developer's machine). A namespaced
+    clone shows its pid 1 (root) and the grader, whose ``/proc`` entry is
+    root's too once it is not dumpable."""
+    uid = os.getuid()
+    if uid == 0:
+        return "the grader runs as root"
+    me = os.getpid()
+    for name in os.listdir("/proc"):
+        if name.isdigit() and int(name) != me:
+            try:
+                if os.stat("/proc/" + name).st_uid == uid:
+                    return "process %s of uid %d shares this guest" % (name, uid)
+            except OSError:
+                pass
+    return None
+
+
+def _become_subreaper() -> str | None:
+    try:
+        import ctypes
+
+        libc = ctypes.CDLL(None, use_errno=True)
+        if libc.prctl(_PR_SET_CHILD_SUBREAPER, 1, 0, 0, 0) != 0:
+            return "prctl(PR_SET_CHILD_SUBREAPER) failed (errno %d)" % ctypes.get_errno()
+    except Exception as exc:  # no ctypes in this guest
+        return "cannot become a child subreaper: %s" % exc
+    if not os.path.exists("/proc/self/task/%d/children" % os.getpid()):
+        return "this guest's /proc lists no children"
+    return None
+
+
+def _kill_descendants() -> str | None:
+    """SIGKILL every process below the caller until none is left (the
+    children of a killed one come back to the caller, their subreaper)."""
+    listing = "/proc/self/task/%d/children" % os.getpid()  # (the caller has one thread)
+    for _ in range(1000):
+        try:
+            with open(listing) as fh:
+                kids = [int(pid) for pid in fh.read().split()]
+        except OSError:
+            return "cannot list the processes left"
+        if not kids:
+            return None
+        for pid in kids:
+            try:
+                os.kill(pid, signal.SIGKILL)
+            except OSError:
+                pass
+        for pid in kids:
+            try:
+                os.waitpid(pid, 0)
+            except OSError:
+                pass
+    return "processes kept coming back"
+
+
+def _listing(path: str) -> dict[str, int]:
+    with os.scandir(path) as entries:
+        return {entry.name: entry.inode() for entry in entries}
+
+
+def _remove(path: str) -> bool:
+    """Remove ``path`` (a whole tree for a directory, never following a
+    link); False when something stays."""
+    try:
+        if os.path.isdir(path) and not os.path.islink(path):
+            try:
+                os.chmod(path, 0o700)  # the code may have locked its own directory
+            except OSError:
+                pass
+            with os.scandir(path) as entries:
+                names = [entry.name for entry in entries]
+            for name in names:
+                if not _remove(os.path.join(path, name)):
+                    return False
+            os.rmdir(path)
+        else:
+            os.unlink(path)
+    except FileNotFoundError:
+        pass
+    except OSError:
+        return False
+    return True
+
+
+def _sysv_objects() -> list[str]:
+    """The ids of every System V ipc object this guest can see."""
+    ids: list[str] = []
+    for path in _SYSV:
+        try:
+            with open(path) as fh:
+                ids.extend(
+                    path[-3:] + line.split()[1] for line in fh.readlines()[1:] if line.split()
+                )
+        except OSError:
+            pass
+    return ids
