@@ -28,6 +28,7 @@ from collimate_rl.plugins import hookimpl, new_plugin_manager
 from collimate_rl.rewards import GuestReward, Outcome
 from collimate_rl.rewards.program import (
     py_literal,
+    runtime_file,
     runtime_id,
     runtime_source,
     source_only_program,
@@ -466,9 +467,48 @@ def test_a_form_the_guest_cannot_use_asks_for_the_full_program() -> None:
 
 
 def test_the_preloaded_runtime_reports_the_id_the_sdk_expects() -> None:
+    """As a template preloads it: the file run as a module, by a bare
+    interpreter (no collimate_rl package), hashes itself to the SDK's id."""
     from collimate_rl.rewards import guest_runtime
 
     assert runtime_id() == guest_runtime.RUNTIME_ID
+    path = runtime_file()
+    probe = (
+        "import sys, types\n"
+        "m = types.ModuleType('collimate_rl.rewards.guest_runtime'); m.__file__ = sys.argv[1]\n"
+        "exec(compile(open(sys.argv[1], 'rb').read(), sys.argv[1], 'exec', dont_inherit=True),"
+        " m.__dict__)\n"
+        "print(m.RUNTIME_ID, callable(m.main), callable(m._pack))\n"
+    )
+    out = subprocess.run(
+        [sys.executable, "-I", "-S", "-c", probe, path], capture_output=True, text=True, check=True
+    )
+    assert out.stdout.split() == [runtime_id(), "True", "True"]
+
+
+def test_the_grader_parts_join_without_shadowing() -> None:
+    """Joined, the parts share one namespace: a name two parts define would
+    silently replace the other's."""
+    import ast
+
+    from collimate_rl.rewards import grader
+
+    seen: dict[str, str] = {}
+    folder = Path(grader.__file__).parent
+    for part in grader.PARTS:
+        tree = ast.parse((folder / f"{part}.py").read_text(encoding="utf-8"))
+        for node in tree.body:
+            names = [getattr(node, "name", None)]
+            if isinstance(node, ast.Assign):
+                names = [t.id for t in node.targets if isinstance(t, ast.Name)]
+            for name in names:
+                if name is None or name == "TYPE_CHECKING":
+                    continue
+                assert name not in seen, f"{name} is defined by {seen[name]} and {part}"
+                seen[name] = part
+    # and the joined program defines every one of them
+    joined = runtime_source(None, packed=True)
+    assert all(f"def {n}(" in joined or f"class {n}" in joined or f"{n} =" in joined for n in seen)
 
 
 def test_the_source_fallback_runs_on_another_python_version() -> None:
