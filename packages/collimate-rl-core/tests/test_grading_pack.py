@@ -34,6 +34,7 @@ from collimate_rl import (
 )
 from collimate_rl.local_backend import LocalCollimateBackend
 from collimate_rl.packing import pack_timeout, pack_units
+from collimate_rl.plugins import ExecEvent, get_plugin_manager, hookimpl
 
 TEMPLATE = "py"
 SEEDED = UnitTestReward([{"input": [i], "output": i % 3} for i in range(8)])
@@ -294,21 +295,51 @@ def test_candidates_compile_as_python_would_run_them(backend: LocalCollimateBack
         assert "NameError" in str(result.detail.get("load_error")), result.detail
 
 
+class _LoneExecs:
+    """Records the time span of every one-candidate exec of ``content``."""
+
+    def __init__(self, content: str) -> None:
+        self.content = content
+        self.spans: list[tuple[float, float]] = []
+
+    @hookimpl
+    def collimate_rl_after_exec(self, event: ExecEvent) -> None:
+        files = event.request.get("files") or []
+        if len(files) == 1 and files[0]["content"] == self.content and event.elapsed_ms:
+            self.spans.append((event.started_at, event.started_at + event.elapsed_ms / 1000))
+
+
+@pytest.mark.parametrize("mode", ["sync", "async"])
 def test_a_candidate_that_loops_does_not_hold_its_pack_mates(
-    backend: LocalCollimateBackend,
+    mode: str, backend: LocalCollimateBackend
 ) -> None:
     """Behind a candidate that uses its whole budget, the rest would take up
-    to one budget each: they go alone instead, side by side."""
+    to one budget each: they go alone instead, side by side (the execs of
+    two more loopers among them overlap)."""
     looper = "def solve(i):\n    while True:\n        pass\n"
-    candidates = [DRAWS, looper, DRAWS, DRAWS, DRAWS]
+    candidates = [DRAWS, looper, DRAWS, looper, looper]
     seeds = distinct(5)
-    results = batch(
-        "async", backend.base_url, candidates, SEEDED, seeds=seeds, pack=5, timeout_seconds=2
-    )
+    lone = _LoneExecs(looper)
+    pm = get_plugin_manager()
+    pm.register(lone, name="test-lone-loopers")
+    try:
+        results = batch(
+            mode,
+            backend.base_url,
+            candidates,
+            SEEDED,
+            seeds=seeds,
+            pack=5,
+            timeout_seconds=2,
+            concurrency=4,
+        )
+    finally:
+        pm.unregister(name="test-lone-loopers")
     assert [packed(r) for r in results] == [True, True, False, False, False]
-    assert results[1].detail["timeout"] and results[1].reward == 0.0
-    for result, seed in zip(results[2:], seeds[2:], strict=True):
-        same_grade(result, alone(backend.base_url, DRAWS, SEEDED, seed))
+    assert all(results[i].detail["timeout"] and results[i].reward == 0.0 for i in (1, 3, 4))
+    same_grade(results[2], alone(backend.base_url, DRAWS, SEEDED, seeds[2]))
+    (_, first_end), (second_start, _) = sorted(lone.spans)
+    assert second_start < first_end  # side by side, not one after the other
 
 
 @pytest.mark.parametrize("pack", [None, 2])

@@ -623,7 +623,8 @@ def grade_batch(
     ``pack=N`` grades up to ``N`` candidates per exec, one after another
     with a sweep between two (built-in reward kinds, one-shot grades only;
     see :mod:`collimate_rl.packing`): far fewer execs for the same rewards.
-    A candidate the pack did not grade is graded alone.
+    A candidate the pack did not grade is graded alone, in an exec of its
+    own beside the rest of the batch.
     """
     _check_batch_args(on_infra_error, concurrency)
     _check_timeout(timeout_seconds)
@@ -653,35 +654,39 @@ def grade_batch(
                 stop.set()
             return exc
 
-    def work(unit: list[int]) -> Finished:
-        finished: Finished = []
-        rest = unit
-        if len(unit) > 1 and not stop.is_set():
-            assert isinstance(spec, GuestReward)  # check_pack made sure
-            try:
-                finished, rest = _grade_pack(
-                    client, template_id, spec, candidates, per_seed, unit, timeout_seconds
-                )
-            except Exception as exc:  # not the backend's: a lone grade would stop too
-                stop.set()
-                return [(unit[0], exc)]
-        for i in rest:
-            if stop.is_set():
-                break
-            finished.append((i, alone(i)))
-        return finished
+    def work(unit: list[int]) -> tuple[Finished, list[int]]:
+        """A unit's results, and the candidates it leaves to be graded alone."""
+        if stop.is_set():
+            return [], []
+        if len(unit) == 1:
+            return [(unit[0], alone(unit[0]))], []
+        assert isinstance(spec, GuestReward)  # check_pack made sure
+        try:
+            return _grade_pack(
+                client, template_id, spec, candidates, per_seed, unit, timeout_seconds
+            )
+        except Exception as exc:  # not the backend's: a lone grade would stop too
+            stop.set()
+            return [(unit[0], exc)], []
 
-    workers = min(concurrency, len(units))
+    workers = min(concurrency, len(candidates))
     with (
         collector.progress.running(),
         concurrent.futures.ThreadPoolExecutor(
             workers, thread_name_prefix="collimate-grade"
         ) as pool,
     ):
-        futures = [pool.submit(work, unit) for unit in units]
-        for fut in concurrent.futures.as_completed(futures):
-            for i, outcome in fut.result():
-                collector.done(i, outcome)
+        pending = {pool.submit(work, unit) for unit in units}
+        while pending:
+            done, pending = concurrent.futures.wait(
+                pending, return_when=concurrent.futures.FIRST_COMPLETED
+            )
+            for fut in done:
+                finished, alone_now = fut.result()
+                for i, outcome in finished:
+                    collector.done(i, outcome)
+                # each an exec of its own, beside the rest of the batch
+                pending |= {pool.submit(work, [i]) for i in alone_now}
     return collector.final()
 
 
@@ -733,32 +738,32 @@ async def grade_batch_async(
                 failed.set()
             return exc
 
-    async def work(unit: list[int]) -> Finished:
+    async def work(unit: list[int]) -> tuple[Finished, list[int]]:
+        """A unit's results, and the candidates it leaves to be graded alone."""
         async with gate:
-            finished: Finished = []
-            rest = unit
-            if len(unit) > 1:
-                assert isinstance(spec, GuestReward)  # check_pack made sure
-                try:
-                    finished, rest = await _grade_pack_async(
-                        client, template_id, spec, candidates, per_seed, unit, timeout_seconds
-                    )
-                except Exception as exc:
-                    return [(unit[0], exc)]
-            for i in rest:
-                if failed.is_set():
-                    break
-                finished.append((i, await alone(i)))
-            return finished
+            if failed.is_set():
+                return [], []
+            if len(unit) == 1:
+                return [(unit[0], await alone(unit[0]))], []
+            assert isinstance(spec, GuestReward)  # check_pack made sure
+            try:
+                return await _grade_pack_async(
+                    client, template_id, spec, candidates, per_seed, unit, timeout_seconds
+                )
+            except Exception as exc:
+                return [(unit[0], exc)], []
 
-    tasks = [asyncio.ensure_future(work(unit)) for unit in units]
+    tasks = {asyncio.ensure_future(work(unit)) for unit in units}
     try:
         with collector.progress.running():
-            for next_done in asyncio.as_completed(tasks):
-                for i, outcome in await next_done:
-                    collector.done(i, outcome)
-                if collector.first_error is not None:
-                    break
+            while tasks and collector.first_error is None:
+                done, tasks = await asyncio.wait(tasks, return_when=asyncio.FIRST_COMPLETED)
+                for task in done:
+                    finished, alone_now = task.result()
+                    for i, outcome in finished:
+                        collector.done(i, outcome)
+                    # each an exec of its own, beside the rest of the batch
+                    tasks |= {asyncio.ensure_future(work([i])) for i in alone_now}
     finally:
         pending = [t for t in tasks if not t.done()]
         for t in pending:
