@@ -84,7 +84,7 @@ def _pack(cfg: dict[str, Any], how: str) -> NoReturn:
             else:
                 verdict = _verdict(item_cfg, data, budget, rng, cases, run)
         except _SpawnerGone:
-            frame.line("unpacked the spawner is gone (a candidate killed it)")
+            frame.line("unpacked the spawner is gone (a candidate killed or stopped it)")
             break
         left_behind = spawner.left_behind or files.sweep()  # type: ignore[union-attr]
         if left_behind is None and budget.left() <= 0:
@@ -123,13 +123,13 @@ class _Spawner:
             return
         ours, theirs = socket.socketpair()
         pid = os.fork()
-        if pid == 0:
+        if pid == 0:  # the spawner: whatever happens, it never returns into the grader
             try:
                 ours.close()
                 os.close(private_fd)
-            except BaseException:
-                os._exit(0)
-            _spawn_loop(theirs, jobs)
+                _spawn_loop(theirs, jobs)
+            finally:
+                os._exit(70)
         theirs.close()
         self.sock = ours
         # a spawner that a candidate stopped (same uid) must not hold the pack
