@@ -44,7 +44,8 @@ from .rewards import (
     extract_code,
     reward_spec_from_ground_truth,
 )
-from .grading import GradeResult, grade, grade_async, grade_batch, grade_batch_async
+from .batch import grade_batch, grade_batch_async
+from .grading import GradeResult, grade, grade_async
 from .sandbox import AsyncSandbox, ExecResult, Sandbox, rollout_once, rollout_once_async
 from .manifest import ReplayManifest, ReplayReport, record_manifest, replay_manifest
 # --- end grading ---

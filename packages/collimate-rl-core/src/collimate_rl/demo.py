@@ -16,7 +16,8 @@ import sys
 import time
 from collections.abc import Iterator, Sequence
 
-from .grading import GradeResult, grade_batch
+from .batch import grade_batch
+from .grading import GradeResult
 from .rewards import PropertyReward, extract_code
 from .seeds import group_seeds
 from .transport import SessionClient, connect

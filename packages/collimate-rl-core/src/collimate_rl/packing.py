@@ -14,7 +14,7 @@ candidate, found a trace it could not sweep, or cannot run in this guest) is
 graded again alone, so it meets exactly the failure semantics of a lone
 grade. Packing never turns an infrastructure failure into a reward.
 
-This module holds the pure steps; :mod:`collimate_rl.grading` sends them.
+This module holds the pure steps; :mod:`collimate_rl.batch` sends them.
 """
 
 from __future__ import annotations

@@ -24,9 +24,10 @@ from .verdict import REWARD_LINE_PREFIX, VERDICT_MARKER
 if TYPE_CHECKING:
     from ..grading import GradeResult, grade, grade_async, grade_batch, grade_batch_async
 
-#: The grading entry points live in :mod:`collimate_rl.grading` (which
-#: imports this package); they are re-exported lazily for the earlier
-#: ``collimate_rl.rewards`` import path without an import cycle.
+#: The grading entry points live in :mod:`collimate_rl.grading` and
+#: :mod:`collimate_rl.batch` (which import this package); they are
+#: re-exported lazily for the earlier ``collimate_rl.rewards`` import path
+#: without an import cycle.
 _FROM_GRADING = frozenset(
     {"GradeResult", "grade", "grade_async", "grade_batch", "grade_batch_async"}
 )
