@@ -148,11 +148,14 @@ def read_pack(
 ) -> tuple[list[PackedGrade], str | None]:
     """The grades a pack wrote, and why it stopped early (None: it did not
     say). Candidates missing from the list must be graded alone."""
-    lines = [line for line in stdout.splitlines() if line.startswith(VERDICT_MARKER)]
+    by_nonce: dict[str, list[str]] = {}  # frame lines, by the nonce they carry
+    for line in stdout.splitlines():
+        if line.startswith(VERDICT_MARKER):
+            nonce = line[len(VERDICT_MARKER) :].partition(" ")[0]
+            by_nonce.setdefault(nonce, []).append(line)
     grades: list[PackedGrade] = []
     for index, ctx, seed in zip(prepared.indices, prepared.contexts, prepared.seeds, strict=True):
-        head = f"{VERDICT_MARKER}{ctx.nonce} "
-        own = "\n".join(line for line in lines if line.startswith(head))
+        own = "\n".join(by_nonce.get(ctx.nonce, ()))
         if read_frames(own, ctx.nonce).verdict is None:
             continue
         outcome = spec.outcome(own, 0, ctx)
@@ -170,5 +173,6 @@ def read_pack(
             )
         )
     head = f"{VERDICT_MARKER}{prepared.nonce} {_UNPACKED}"
-    note = next((line[len(head) :] for line in lines if line.startswith(head)), None)
+    pack_lines = by_nonce.get(prepared.nonce, [])
+    note = next((line[len(head) :] for line in pack_lines if line.startswith(head)), None)
     return grades, note
