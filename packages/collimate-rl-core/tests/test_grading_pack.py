@@ -177,19 +177,27 @@ def test_a_candidate_leaves_nothing_its_pack_mates_can_find(
 
 
 # System V objects outlive their processes and are not the sweep's to remove
-IPC_LEAVER = """
-import ctypes
-def solve(i):
-    ctypes.CDLL(None).shmget(0, 4096, 0o1000 | 0o600)
-    return i % 3
-"""
+IPC_MAKERS = {
+    "shm": "shmget(0, 4096, 0o1000 | 0o600)",
+    "msg": "msgget(0, 0o1000 | 0o600)",
+    "sem": "semget(0, 1, 0o1000 | 0o600)",
+}
 
 
-@pytest.mark.parametrize("mode", ["sync", "async"])
+def ipc_leaver(kind: str) -> str:
+    return (
+        "import ctypes\ndef solve(i):\n"
+        f"    assert ctypes.CDLL(None).{IPC_MAKERS[kind]} >= 0\n    return i % 3\n"
+    )
+
+
+@pytest.mark.parametrize(
+    ("mode", "kind"), [("sync", "shm"), ("async", "shm"), ("async", "msg"), ("sync", "sem")]
+)
 def test_a_trace_the_sweep_cannot_undo_sends_the_rest_of_the_pack_alone(
-    mode: str, backend: LocalCollimateBackend
+    mode: str, kind: str, backend: LocalCollimateBackend
 ) -> None:
-    candidates = [IPC_LEAVER, FINDER, DRAWS]
+    candidates = [ipc_leaver(kind), FINDER, DRAWS]
     seeds = distinct(3)
     results = batch(mode, backend.base_url, candidates, SEEDED, seeds=seeds, pack=3)
     assert [packed(r) for r in results] == [True, False, False]
