@@ -58,8 +58,10 @@ def _pack(cfg: dict[str, Any], how: str) -> NoReturn:
     for item in items:
         item_cfg = dict(cfg, path=item["path"], size=item["size"], crc=item["crc"], pack=None)
         data = _precompiled(_read_candidate(item_cfg), item_cfg["path"])
-        random.seed(int(item["seed"], 16))  # as the backend seeds a lone grade's exec
-        rng = _private_rng(item_cfg)
+        rng = None  # a property's cases are drawn once per seed, by the first of its candidates
+        if item_cfg["kind"] == "property" and item["seed"] not in drawn:
+            random.seed(int(item["seed"], 16))  # as the backend seeds a lone grade's exec
+            rng = _private_rng(item_cfg)
         cases = _drawn_once(drawn, item_cfg, item["seed"], rng)
         jobs.append((item, item_cfg, data, rng, cases))
     _mute()
@@ -180,15 +182,19 @@ def _spawn_loop(sock: Any, jobs: list[Any]) -> NoReturn:
     if why is None and jobs:
         _warm_up(jobs[0][1])
     sock.send((why or "ok").encode())
+    states: dict[str, Any] = {}  # seed -> the state ``random.seed(seed)`` leaves
     while why is None:
         msg, fds, _flags, _addr = socket.recv_fds(sock, 64, 1)
         if not msg:
             break
         if msg[:1] == b"r" and fds:
             item, item_cfg, data, _rng, cases = jobs[int(msg[1:])]
-            random.seed(int(item["seed"], 16))
-            state = random.getstate()
-            os.environ["COLLIMATE_SEED"] = item["seed"]
+            seed = item["seed"]
+            state = states.get(seed)
+            if state is None:
+                state = states[seed] = random.Random(int(seed, 16)).getstate()
+            if os.environ.get("COLLIMATE_SEED") != seed:
+                os.environ["COLLIMATE_SEED"] = seed
             budget = _Budget(item_cfg, time.monotonic())
             build = globals().get("_%s_work" % item_cfg["kind"])
             work = build(item_cfg, data, budget, cases)  # type: ignore[misc]
