@@ -14,7 +14,12 @@ import pytest
 
 from collimate_rl.local_backend import LocalCollimateBackend
 from collimate_rl.local_backend.config import ServerConfig
-from collimate_rl.local_backend.run_queue import RunQueue, runnable_tasks, usable_cpus
+from collimate_rl.local_backend.run_queue import (
+    RunQueue,
+    runnable_tasks,
+    usable_cpu_ids,
+    usable_cpus,
+)
 
 BUSY: Callable[[], int | None] = lambda: 99  # noqa: E731 - every CPU taken
 IDLE: Callable[[], int | None] = lambda: 1  # noqa: E731 - only the server itself runs
@@ -150,6 +155,44 @@ def test_without_a_load_reading_the_slots_are_the_limit() -> None:
     asyncio.run(main())
 
 
+def test_each_paced_turn_owns_a_cpu_of_its_own_while_one_is_free() -> None:
+    async def main() -> None:
+        queue = RunQueue(2, cpus=2, cpu_ids=[5, 3], poll_s=0.002, load=IDLE)
+        owned: dict[str, int | None] = {}
+        gates = {n: asyncio.Event() for n in "abc"}
+
+        async def hold(name: str) -> None:
+            async with queue.turn() as cpu:
+                owned[name] = cpu
+                await gates[name].wait()
+
+        tasks = {n: asyncio.create_task(hold(n)) for n in "ab"}
+        await _until(lambda: len(owned) == 2)
+        assert owned == {"a": 3, "b": 5}
+        tasks["c"] = asyncio.create_task(hold("c"))  # an extra turn: the CPUs idle
+        await _until(lambda: "c" in owned)
+        assert owned["c"] is None
+        gates["a"].set()
+        await tasks["a"]
+        del owned["a"]
+        tasks["a"] = asyncio.create_task(hold("a"))  # gets the CPU "a" gave back
+        await _until(lambda: "a" in owned)
+        assert owned["a"] == 3
+        for gate in gates.values():
+            gate.set()
+        await asyncio.gather(*tasks.values())
+
+    asyncio.run(main())
+
+
+def test_an_unpaced_queue_hands_out_no_cpu() -> None:
+    async def main() -> None:
+        async with RunQueue(0).turn() as cpu:
+            assert cpu is None
+
+    asyncio.run(main())
+
+
 def test_bad_settings_are_refused() -> None:
     with pytest.raises(ValueError, match="run slots"):
         RunQueue(-1)
@@ -219,6 +262,23 @@ def test_health_shows_the_slots_and_the_one_shots_waiting() -> None:
         # (a one-shot's in-flight slot is held until its clone is wiped, after the answer)
         assert _wait_for(lambda: backend.health()["inflight"] == 0)
         assert (backend.health()["queued"], backend.health()["running"]) == (0, 0)
+
+
+def test_a_one_shot_is_told_the_cpu_its_turn_owns() -> None:
+    """``COLLIMATE_CPU``: one of the server's CPUs, a different one for each
+    one-shot running at once (while there are CPUs enough)."""
+    code = "import os, time; time.sleep(1); print(os.environ.get('COLLIMATE_CPU'))"
+    with LocalCollimateBackend(run_slots=2) as backend:
+        url = backend.base_url + "/v1/exec"
+        out: list[httpx.Response] = []
+        threads = [_post(url, {"template_id": "py", "code": code}, out) for _ in range(2)]
+        for thread in threads:
+            thread.join(60)
+    told = [r.json()["stdout"].strip() for r in out]
+    cpus = [int(t) for t in told if t != "None"]
+    assert cpus and len(set(cpus)) == len(cpus), told
+    assert set(cpus) <= set(usable_cpu_ids())
+    assert len(cpus) == min(2, len(usable_cpu_ids())), told
 
 
 def test_code_that_sleeps_does_not_hold_the_others_back() -> None:

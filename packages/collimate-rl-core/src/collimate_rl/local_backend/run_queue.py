@@ -9,6 +9,16 @@ in flight, about 9 ms at 2). So one-shots take a *turn* first: at most
 ``slots`` run at once (default: one per CPU), the rest wait in arrival order
 and are counted as ``queued`` in ``/v1/health``.
 
+Each paced turn owns one of the server's CPUs while it runs (extra turns,
+and turns beyond the CPUs, own none). The exec learns which from
+``COLLIMATE_CPU``; nothing pins it there, but a program whose processes
+hand over to each other many times a second (the SDK's grader, its
+spawner and the candidates' processes) keeps them there: a handover on one
+CPU is a context switch, a handover to another is a wake-up there (an
+inter-processor interrupt, often an idle CPU woken), which in a VM costs
+more than the switch itself. Two graders on two CPUs then never take each
+other's CPU.
+
 The queue is work-conserving: a turn taken by code that sleeps or waits
 (``time.sleep``, a subprocess, a lock) must not hold back the others while
 the CPUs idle. While execs wait, the queue looks at the machine's runnable
@@ -23,10 +33,11 @@ starts: the code's time limit is its own, whatever the queue.
 from __future__ import annotations
 
 import asyncio
+import bisect
 import contextlib
 import os
 from collections import deque
-from collections.abc import AsyncIterator, Callable
+from collections.abc import AsyncIterator, Callable, Sequence
 
 LOADAVG = "/proc/loadavg"
 IDLE_LOOKS = 2  # polls in a row that must find a CPU idle before an extra turn
@@ -38,6 +49,14 @@ def usable_cpus() -> int:
         return max(1, len(os.sched_getaffinity(0)))
     except (AttributeError, OSError):
         return max(1, os.cpu_count() or 1)
+
+
+def usable_cpu_ids() -> list[int]:
+    """The CPUs this process may run on, by number."""
+    try:
+        return sorted(os.sched_getaffinity(0))
+    except (AttributeError, OSError):
+        return list(range(os.cpu_count() or 1))
 
 
 def runnable_tasks() -> int | None:
@@ -55,13 +74,15 @@ def runnable_tasks() -> int | None:
 class RunQueue:
     """At most ``slots`` turns at once (0: no limit), handed out first come,
     first served; plus one extra turn whenever the CPUs would idle while
-    someone waits (see the module docstring)."""
+    someone waits (see the module docstring). A paced turn owns one of
+    ``cpu_ids`` (default: this process's CPUs) while one is free."""
 
     def __init__(
         self,
         slots: int,
         *,
         cpus: int | None = None,
+        cpu_ids: Sequence[int] | None = None,
         poll_s: float = 0.005,
         load: Callable[[], int | None] = runnable_tasks,
     ) -> None:
@@ -77,18 +98,25 @@ class RunQueue:
         self._waiters: deque[asyncio.Future[None]] = deque()
         self._poller: asyncio.TimerHandle | None = None
         self._idle_looks = 0  # polls in a row that found a CPU idle
+        # CPUs no turn owns right now (none when the queue does not pace)
+        ids = usable_cpu_ids() if cpu_ids is None else sorted(set(cpu_ids))
+        self._free_cpus: list[int] = ids if slots else []
 
     @property
     def waiting(self) -> int:
         return sum(1 for fut in self._waiters if not fut.done())
 
     @contextlib.asynccontextmanager
-    async def turn(self) -> AsyncIterator[None]:
-        """Hold one turn for the duration of the block."""
+    async def turn(self) -> AsyncIterator[int | None]:
+        """Hold one turn for the duration of the block; the block gets the
+        CPU the turn owns, or None (an extra turn, or every CPU owned)."""
         await self._acquire()
+        cpu = self._free_cpus.pop(0) if self._free_cpus else None
         try:
-            yield
+            yield cpu
         finally:
+            if cpu is not None:
+                bisect.insort(self._free_cpus, cpu)
             self.running -= 1
             self._hand_on()
 

@@ -12,6 +12,7 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
+import dataclasses
 import logging
 import secrets
 import time
@@ -211,7 +212,9 @@ class BackendService:
         started = time.perf_counter()
         self.admission.acquire()
         try:
-            async with self.run_queue.turn():
+            async with self.run_queue.turn() as cpu:
+                if cpu is not None:
+                    job = dataclasses.replace(job, cpu=cpu)
                 clone, fork_s = await self._open(spec, egress)
                 try:
                     outcome = await self._run(clone, job, session=None)

@@ -63,6 +63,9 @@ class ExecJob:
     timeout_s: float
     # (path, text content), the trailing-newline rule already applied by the server
     files: tuple[tuple[str, str], ...] = ()
+    # the CPU this one-shot's turn owns (see run_queue), told to the code as
+    # ``COLLIMATE_CPU``; None: none
+    cpu: int | None = None
 
 
 @dataclass(frozen=True)

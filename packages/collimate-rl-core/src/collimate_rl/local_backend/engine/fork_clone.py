@@ -118,7 +118,9 @@ class ForkClone:
         result_r, result_w = os.pipe2(os.O_CLOEXEC)
         try:
             _write_all(job_fd, body)
-            header = {"op": "exec", "req": req, "kind": kind, "seed": job.seed}
+            header: dict[str, object] = {"op": "exec", "req": req, "kind": kind, "seed": job.seed}
+            if job.cpu is not None:
+                header["cpu"] = job.cpu
             t0 = time.perf_counter()
             if self._channel.closed:
                 raise ChannelClosed("control socket closed")

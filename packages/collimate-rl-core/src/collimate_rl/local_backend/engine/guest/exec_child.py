@@ -136,6 +136,8 @@ def exec_child(spec: Msg, jobs_fd: int, ack_w: int, forked_at: float) -> NoRetur
         os.close(job_fd)
         msg.update(json.loads(b"".join(chunks)))
         env["COLLIMATE_SEED"] = os.environ["COLLIMATE_SEED"] = msg["seed"]
+        if isinstance(msg.get("cpu"), int):
+            env["COLLIMATE_CPU"] = os.environ["COLLIMATE_CPU"] = str(msg["cpu"])
         err = write_files(spec, msg["files"])
         if err is not None:
             os.write(2, err.encode())
