@@ -127,6 +127,26 @@ def test_a_pack_grades_every_candidate_as_it_would_be_graded_alone(
     assert all(packed(r) for r in drawn) and len({r.seed for r in drawn}) == 4
 
 
+# i % 3 only where its process runs on the CPU the backend's turn owns
+ON_THE_TURNS_CPU = """
+import os
+def solve(i):
+    cpu = os.environ.get("COLLIMATE_CPU")
+    return i % 3 if cpu is not None and os.sched_getaffinity(0) == {int(cpu)} else -1
+"""
+
+
+def test_a_grades_processes_stay_on_the_cpu_its_turn_owns(backend: LocalCollimateBackend) -> None:
+    """Alone (the grader and the candidate's process) and in a pack (the
+    grader, the spawner and every candidate's process): one CPU, the one the
+    backend's run queue gave the exec, so that none of their handovers wakes
+    another CPU."""
+    assert alone(backend.base_url, ON_THE_TURNS_CPU, SEEDED, None).reward == 1.0
+    results = batch("async", backend.base_url, [ON_THE_TURNS_CPU] * 3, SEEDED, pack=3)
+    assert all(packed(r) for r in results)
+    assert [r.reward for r in results] == [1.0] * 3, [r.detail for r in results]
+
+
 # Leaves a file in every place its uid can write and a daemon that keeps
 # planting one and listens on a port; the pack-mate after it looks for all.
 PLANTER = """

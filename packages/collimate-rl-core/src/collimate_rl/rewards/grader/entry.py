@@ -9,7 +9,7 @@ import time
 
 from .budget import _MSG, _Abort, _Budget
 from .kinds import _property_cases, _read_candidate
-from .process import _SpawnerGone
+from .process import _SpawnerGone, _stay_on_turn_cpu
 from .wire import _Frame, _mute
 
 TYPE_CHECKING = False
@@ -31,6 +31,7 @@ def main(cfg: dict[str, Any], how: str = "source") -> NoReturn:
     frame.line("hello")
     rng = _private_rng(cfg)
     _mute()
+    _stay_on_turn_cpu()  # (the candidate's process inherits it)
     budget = _Budget(cfg, start)
     budget.private_fds.append(frame.fd)  # the verdict's way out: never the candidate's
     data = _read_candidate(cfg)

@@ -14,7 +14,7 @@ import time
 from .budget import _Budget, _Results
 from .entry import _drawn_once, _private_rng, _verdict
 from .kinds import _load_module, _read_candidate
-from .process import _collect, _report, _SpawnerGone
+from .process import _collect, _report, _SpawnerGone, _stay_on_turn_cpu
 from .sweep import _become_subreaper, _Files, _kill_descendants, _not_dedicated
 from .wire import _Frame, _mute, _Outbox, _verdict_json
 
@@ -65,6 +65,7 @@ def _pack(cfg: dict[str, Any], how: str) -> NoReturn:
         cases = _drawn_once(drawn, item_cfg, item["seed"], rng)
         jobs.append((item, item_cfg, data, rng, cases))
     _mute()
+    _stay_on_turn_cpu()  # (before the spawner: it and every candidate inherit it)
     why = _not_dedicated()
     files = _Files()
     spawner = None if why is not None else _Spawner(jobs, frame.fd)
