@@ -240,8 +240,15 @@ def main(argv: list[str]) -> int:
     ap.add_argument("--peer", type=Path, default=Path("/tmp/peer"))
     ap.add_argument("--peer-concurrency", type=int, default=24)
     ap.add_argument("--no-sync", action="store_true", help="skip the threaded grade_batch")
-    ap.add_argument("--pack", type=int, default=64, help="ours, packed: candidates per exec")
-    ap.add_argument("--pack-concurrency", type=int, default=2, help="ours, packed: execs")
+    ap.add_argument(
+        "--pack", type=int, default=None, help="ours, packed: candidates per exec (default: n/CPUs)"
+    )
+    ap.add_argument(
+        "--pack-concurrency",
+        type=int,
+        default=len(os.sched_getaffinity(0)),
+        help="ours, packed: execs in flight (default: one per CPU)",
+    )
     args, _ = ap.parse_known_args(argv)
 
     spec = PropertyReward(reference=REFERENCE, generator=GENERATOR, k=args.k)
@@ -251,6 +258,8 @@ def main(argv: list[str]) -> int:
         sys.executable, "-m", "collimate_rl.local_backend", "--host", "127.0.0.1",
     ]  # fmt: skip
     peer_cmd = [str(python), "-m", "collimate_rl.local_backend", "--template", "py"]
+    if args.pack is None:
+        args.pack = -(-args.n // args.pack_concurrency)  # one pack per exec in flight
     packed = f"ours async pack={args.pack}"
     rates: dict[str, list[float]] = {"ours async": [], "ours sync": [], packed: [], "0.5.0": []}
     rewards: dict[str, list[float]] = {}
