@@ -31,6 +31,14 @@ def _on_alarm(signum: int, frame: object) -> None:
     raise _Abort()
 
 
+# What every budget of this process captures, once, before any candidate
+# runs (so it cannot fake them); and the alarm handler, set once. A pack
+# makes a budget per candidate in the grader and in the spawner, where each
+# page written between two forks costs a page fault: ``signal.signal``
+# alone (an enum lookup that fails, an exception) writes dozens.
+_PROCESS_ONCE: dict[str, Any] = {}
+
+
 class _Budget:
     """Per-check interval timers bounded by the exec's overall deadline."""
 
@@ -39,11 +47,15 @@ class _Budget:
         limit = cfg.get("test_timeout")
         self.per_check = float(limit) if limit else None
         self.private_fds: list[int] = []  # closed in the candidate's process
-        signal.signal(signal.SIGALRM, _on_alarm)
-        # captured before the candidate runs, so it cannot fake them
-        self._access = os.access
-        self._stdlib = os.path.dirname(os.__file__)
-        self._stdlib_names = getattr(sys, "stdlib_module_names", None)
+        once = _PROCESS_ONCE
+        if not once:
+            signal.signal(signal.SIGALRM, _on_alarm)
+            once["access"] = os.access
+            once["stdlib"] = os.path.dirname(os.__file__)
+            once["stdlib_names"] = getattr(sys, "stdlib_module_names", None)
+        self._access = once["access"]
+        self._stdlib = once["stdlib"]
+        self._stdlib_names = once["stdlib_names"]
 
     def environment_fault(self, exc: BaseException) -> str | None:
         """Why ``exc`` is the guest's fault, not the candidate's: a standard

@@ -121,7 +121,7 @@ class _Spawner:
 
         self.left_behind: str | None = None
         self.broken: str | None = None
-        if not hasattr(socket, "send_fds"):
+        if not hasattr(socket, "CMSG_SPACE") or not hasattr(socket.socket, "sendmsg"):
             self.broken = "this guest's Python cannot pass file descriptors"
             return
         ours, theirs = socket.socketpair()
@@ -149,7 +149,16 @@ class _Spawner:
 
         read_fd, write_fd = os.pipe()
         try:
-            socket.send_fds(self.sock, [b"r%d" % index], [write_fd])
+            self.sock.sendmsg(
+                [b"r%d" % index],
+                [
+                    (
+                        socket.SOL_SOCKET,
+                        socket.SCM_RIGHTS,
+                        write_fd.to_bytes(_FD_SIZE, sys.byteorder),
+                    )
+                ],
+            )
             reply = self.sock.recv(64)
         except OSError:
             reply = b""
@@ -183,22 +192,29 @@ def _spawn_loop(sock: Any, jobs: list[Any]) -> NoReturn:
     if why is None and jobs:
         _warm_up(jobs[0][1])
     sock.send((why or "ok").encode())
+    # Every page this loop writes between two forks costs a page fault
+    # (fork made it read-only): what it needs is looked up here, once.
     states: dict[str, Any] = {}  # seed -> the state ``random.seed(seed)`` leaves
+    builders = [globals().get("_%s_work" % job[1]["kind"]) for job in jobs]
+    seeded = os.environ.get("COLLIMATE_SEED")
+    receive = sock.recvmsg
+    room = socket.CMSG_SPACE(_FD_SIZE)
     while why is None:
-        msg, fds, _flags, _addr = socket.recv_fds(sock, 64, 1)
+        msg, ancillary, _flags, _addr = receive(64, room)
+        fd = _passed_fd(ancillary)
         if not msg:
             break
-        if msg[:1] == b"r" and fds:
-            item, item_cfg, data, _rng, cases = jobs[int(msg[1:])]
+        if msg[:1] == b"r" and fd is not None:
+            index = int(msg[1:])
+            item, item_cfg, data, _rng, cases = jobs[index]
             seed = item["seed"]
             state = states.get(seed)
             if state is None:
                 state = states[seed] = random.Random(int(seed, 16)).getstate()
-            if os.environ.get("COLLIMATE_SEED") != seed:
-                os.environ["COLLIMATE_SEED"] = seed
+            if seeded != seed:
+                os.environ["COLLIMATE_SEED"] = seeded = seed
             budget = _Budget(item_cfg, time.monotonic())
-            build = globals().get("_%s_work" % item_cfg["kind"])
-            work = build(item_cfg, data, budget, cases)  # type: ignore[misc]
+            work = builders[index](item_cfg, data, budget, cases)  # type: ignore[misc]
             pid = os.fork()
             if pid == 0:
                 try:
@@ -207,8 +223,8 @@ def _spawn_loop(sock: Any, jobs: list[Any]) -> NoReturn:
                     random.setstate(state)
                 except BaseException:
                     os._exit(0)
-                _report(work, fds[0])
-            os.close(fds[0])
+                _report(work, fd)
+            os.close(fd)
             sock.send(b"%d" % pid)
         elif msg[:1] == b"w":
             pid = int(msg[1:])
@@ -222,10 +238,23 @@ def _spawn_loop(sock: Any, jobs: list[Any]) -> NoReturn:
                 status = 0
             left = _kill_descendants()
             sock.send(("%d %s" % (status, left or "")).encode())
-        else:
-            for fd in fds:
-                os.close(fd)
+        elif fd is not None:
+            os.close(fd)
     os._exit(0)
+
+
+_FD_SIZE = 4  # a file descriptor in SCM_RIGHTS data: a C int
+
+
+def _passed_fd(ancillary: list[tuple[int, int, bytes]]) -> int | None:
+    """The file descriptor a message carried, if any (room is made for one:
+    the kernel closes any more)."""
+    import socket
+
+    for level, kind, data in ancillary:
+        if level == socket.SOL_SOCKET and kind == socket.SCM_RIGHTS and len(data) >= _FD_SIZE:
+            return int.from_bytes(data[:_FD_SIZE], sys.byteorder)
+    return None
 
 
 def _precompiled(data: bytes | str, path: str) -> Any:
