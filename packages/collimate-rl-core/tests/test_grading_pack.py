@@ -39,6 +39,8 @@ from collimate_rl.plugins import ExecEvent, get_plugin_manager, hookimpl
 TEMPLATE = "py"
 SEEDED = UnitTestReward([{"input": [i], "output": i % 3} for i in range(8)])
 DRAWS = "import random\ndef solve(i):\n    return random.randint(0, 2)\n"
+# right, and slower than the quarter second a pack holds its verdicts at most
+SLOW = "import time\ndef solve(i):\n    time.sleep(0.04)\n    return i % 3\n"
 VOWELS = PropertyReward(
     reference="    return sum(c in 'aeiouAEIOU' for c in x)",
     generator="''.join(random.choice('abcdEIOUxyz') for _ in range(8))",
@@ -230,18 +232,42 @@ def test_a_candidate_that_kills_the_pack_only_costs_it_its_speed(
     victim: str, backend: LocalCollimateBackend
 ) -> None:
     """Killing the spawner (its parent) or the grader (the spawner's parent):
-    every candidate without a verdict is graded alone, as a lone grade."""
+    every candidate without a verdict written is graded alone, as a lone
+    grade (a pack writes its verdicts at most a quarter second apart)."""
     killer = (
         f"import os, signal\ndef solve(i):\n    os.kill({victim}, signal.SIGKILL)\n"
         "    return i % 3\n"
     )
-    candidates = [DRAWS, killer, DRAWS, "def solve(i):\n    return i % 3\n"]
-    seeds = distinct(4)
-    results = batch("async", backend.base_url, candidates, SEEDED, seeds=seeds, pack=4)
-    assert packed(results[0]) and not any(packed(r) for r in results[1:])
+    candidates = [DRAWS, SLOW, killer, DRAWS, "def solve(i):\n    return i % 3\n"]
+    seeds = distinct(5)
+    results = batch("async", backend.base_url, candidates, SEEDED, seeds=seeds, pack=5)
+    # (verdicts are written every quarter second: SLOW's time let both out)
+    assert [packed(r) for r in results] == [True, True, False, False, False]
     for result, candidate, seed in zip(results, candidates, seeds, strict=True):
         same_grade(result, alone(backend.base_url, candidate, SEEDED, seed))
-    assert results[3].reward == 1.0 and not any(r.infra_error for r in results)
+    assert results[4].reward == 1.0 and not any(r.infra_error for r in results)
+
+
+def test_a_pack_writes_its_verdicts_in_batches_and_in_order() -> None:
+    """Every write to the exec's output wakes the backend that reads it: a
+    pack holds its verdict lines and writes them together."""
+    from collimate_rl.rewards.guest_runtime import _Frame
+
+    read_end, write_end = os.pipe()
+    frame = _Frame("M")
+    os.close(frame.fd)
+    frame.fd = write_end
+    writes: list[bytes] = []
+    frame._write = lambda fd, data: writes.append(bytes(data)) or os.write(fd, data)
+    frame.hold("one")
+    frame.hold("two", "N")
+    assert writes == []
+    frame.line("three")  # written now, after what was held
+    frame.flush()  # nothing left: no write
+    assert writes == [b"\nM one\n\nN two\n\nM three\n"]
+    os.close(write_end)
+    assert os.read(read_end, 1024) == writes[0]
+    os.close(read_end)
 
 
 def test_a_candidate_that_stops_the_grader_holds_its_pack_four_budgets_at_most(
@@ -254,12 +280,13 @@ def test_a_candidate_that_stops_the_grader_holds_its_pack_four_budgets_at_most(
         "import os, signal\ndef solve(i):\n"
         "    os.kill(os.getppid() - 1, signal.SIGSTOP)\n    return i % 3\n"
     )
-    candidates = [DRAWS, stopper, *[DRAWS] * 8]
+    candidates = [DRAWS, SLOW, stopper, *[DRAWS] * 7]
     seeds = distinct(10)
     results = batch(
         "async", backend.base_url, candidates, SEEDED, seeds=seeds, pack=10, timeout_seconds=2
     )
-    assert packed(results[0]) and not any(packed(r) for r in results[1:])
+    assert [packed(r) for r in results[:3]] == [True, True, False]
+    assert not any(packed(r) for r in results[3:])
     assert results[0].raw["exit_code"] == -1  # the pack's exec timed out...
     assert results[0].raw["exec_time_ms"] < 15_000  # ...at 8 s, not 10 x 2 s
     for result, candidate, seed in zip(results, candidates, seeds, strict=True):

@@ -27,11 +27,18 @@ _PRECOMPILE_MAX = 1 << 16  # a bigger candidate compiles under its budget
 
 _SPAWNER_ANSWER_S = 10.0  # a spawner silent this long is taken for gone
 
+# Verdicts are written in batches, at most this far apart: each write wakes
+# the backend reading the exec's output (on another CPU, where the other
+# pack runs). Held verdicts die with a grader a candidate kills: those
+# candidates are graded alone, as the rest of that pack are.
+_FLUSH_S = 0.25
+
 
 def _pack(cfg: dict[str, Any], how: str) -> NoReturn:
     """Grade ``cfg["pack"]``'s candidates one after another, each as a lone
     grade would be (its seed, its budget, its own process), and frame each
-    verdict with the candidate's own nonce as soon as it is known.
+    verdict with the candidate's own nonce (written in batches, at most
+    ``_FLUSH_S`` apart).
 
     A candidate that runs out of its time budget ends the pack too: behind
     it, the rest would take up to one budget each.
@@ -74,6 +81,7 @@ def _pack(cfg: dict[str, Any], how: str) -> NoReturn:
     if why is not None:
         frame.line("unpacked " + why)
         frame._exit(0)
+    flushed = time.monotonic()
     for index, (item, item_cfg, data, rng, cases) in enumerate(jobs):
         start = time.monotonic()
         budget = _Budget(item_cfg, start)
@@ -98,10 +106,14 @@ def _pack(cfg: dict[str, Any], how: str) -> NoReturn:
         verdict["seed"] = item["seed"]
         verdict["ms"] = (time.monotonic() - start) * 1000.0
         marker = cfg["marker"] + item["nonce"]
-        frame.line("hello\n" + marker + " " + _verdict_json(verdict), marker)
+        frame.hold("hello\n" + marker + " " + _verdict_json(verdict), marker)
         if left_behind is not None:
             frame.line("unpacked " + left_behind)
             break
+        if time.monotonic() - flushed >= _FLUSH_S:
+            frame.flush()
+            flushed = time.monotonic()
+    frame.flush()
     frame._exit(0)
 
 

@@ -77,10 +77,22 @@ class _Frame:
         self.fd = os.dup(1)
         self._write = os.write
         self._exit = os._exit
+        self._held: list[bytes] = []
 
     def line(self, text: str, marker: str | None = None) -> None:
+        """Write a line now (after the lines held, in order)."""
+        self.hold(text, marker)
+        self.flush()
+
+    def hold(self, text: str, marker: str | None = None) -> None:
+        """Keep a line for the next ``flush``: whoever reads the exec's
+        output (the backend, on another CPU) is woken by every write."""
         head = self.marker if marker is None else marker
-        data = ("\n" + head + " " + text + "\n").encode("utf-8", "backslashreplace")
+        self._held.append(("\n" + head + " " + text + "\n").encode("utf-8", "backslashreplace"))
+
+    def flush(self) -> None:
+        data = b"".join(self._held)
+        self._held = []
         while data:
             data = data[self._write(self.fd, data) :]
 
