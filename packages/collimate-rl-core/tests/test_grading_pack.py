@@ -33,7 +33,8 @@ from collimate_rl import (
     grade_batch_async,
 )
 from collimate_rl.local_backend import LocalCollimateBackend
-from collimate_rl.packing import pack_timeout, pack_units
+from collimate_rl.packing import pack_timeout, pack_units, prepare_pack, read_pack
+from collimate_rl.rewards.spec import GradeContext, Outcome
 from collimate_rl.plugins import ExecEvent, get_plugin_manager, hookimpl
 
 TEMPLATE = "py"
@@ -268,6 +269,36 @@ def test_a_pack_writes_its_verdicts_in_batches_and_in_order() -> None:
     os.close(write_end)
     assert os.read(read_end, 1024) == writes[0]
     os.close(read_end)
+
+
+def test_reading_a_pack_decodes_each_verdict_once_and_keeps_a_subclass_outcome() -> None:
+    """A pack's verdicts are parsed once; a reward kind that makes its own
+    ``outcome`` still has it called."""
+    candidates = ["def solve(i):\n    return i % 3\n"] * 3
+    prepared = prepare_pack(
+        SEEDED, candidates, distinct(3), [0, 1, 2], timeout_seconds=5, form="full"
+    )
+    marker = "__COLLIMATE_VERDICT__"
+    stdout = "".join(
+        f"{marker}{ctx.nonce} hello\n{marker}{ctx.nonce} "
+        f'{{"reward": {i / 2}, "passed": {i}, "total": 2, "seed": "{seed}", "ms": 1.5}}\n'
+        for i, (ctx, seed) in enumerate(zip(prepared.contexts[:2], prepared.seeds, strict=False))
+    )  # (the third has no verdict: it goes alone)
+    grades, note = read_pack(SEEDED, prepared, stdout)
+    assert [(g.index, g.outcome.reward, g.seed_echo) for g in grades] == [
+        (0, 0.0, prepared.seeds[0]),
+        (1, 0.5, prepared.seeds[1]),
+    ]
+    assert grades[1].outcome.detail["passed"] == 1 and "seed" not in grades[1].outcome.detail
+    assert note is None
+
+    class Halved(UnitTestReward):
+        def outcome(self, stdout: str, exit_code: int, ctx: GradeContext) -> Outcome:
+            made = super().outcome(stdout, exit_code, ctx)
+            return Outcome(made.reward / 2, made.verdict, made.detail)
+
+    halved = Halved([{"input": [i], "output": i % 3} for i in range(8)])
+    assert [g.outcome.reward for g in read_pack(halved, prepared, stdout)[0]] == [0.0, 0.25]
 
 
 def test_a_candidate_that_stops_the_grader_holds_its_pack_four_budgets_at_most(

@@ -338,6 +338,13 @@ def test_py_literal_round_trips_json_like_data() -> None:
     data = {"a": [1, 2.5, None, True, "x'\"\n"], "b": (1,), "c": float("inf")}
     assert eval(py_literal(data)) == data
     assert py_literal(float("nan")) == "float('nan')"
+    # a flat dict of plain values takes the quick road, and lands on the same
+    flat = {"nonce": "ab", "size": 3, "ok": True, "none": None, "raw": b"\x00'"}
+    assert eval(py_literal(flat)) == flat
+    assert eval(py_literal({"x": float("inf"), "y": [float("-inf")]})) == {
+        "x": float("inf"),
+        "y": [float("-inf")],
+    }
     with pytest.raises(TypeError):
         py_literal({"a": object()})
 

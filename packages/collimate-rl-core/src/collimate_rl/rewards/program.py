@@ -274,10 +274,17 @@ def _build_runtime_block(kind: str, form: str, packed: bool) -> str:
     )
 
 
+_REPR_IS_LITERAL = (str, int, bool, type(None), bytes)
+
+
 def py_literal(value: Any) -> str:
     """``value`` (JSON-like data) as Python source that evaluates back to it."""
     if value is None or isinstance(value, (bool, int, str, bytes)):
         return repr(value)
+    if type(value) is dict and all(
+        type(k) is str and type(v) in _REPR_IS_LITERAL for k, v in value.items()
+    ):
+        return repr(value)  # (a pack's items: one C call, not a dozen of these)
     if isinstance(value, float):
         if math.isnan(value):
             return "float('nan')"

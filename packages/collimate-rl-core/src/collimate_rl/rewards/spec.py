@@ -23,6 +23,7 @@ from .grader.wire import checksum
 from .program import RuntimeForm, guest_program
 from .verdict import (
     VERDICT_MARKER,
+    FramedVerdict,
     clamp_reward,
     last_verdict_any_nonce,
     parse_reward_text,
@@ -205,7 +206,11 @@ class GuestReward(RewardSpec):
         return clamp_reward(verdict.get("reward"))
 
     def outcome(self, stdout: str, exit_code: int, ctx: GradeContext) -> Outcome:
-        frames = read_frames(stdout, ctx.nonce)
+        return self.outcome_from_frames(read_frames(stdout, ctx.nonce), stdout, exit_code)
+
+    def outcome_from_frames(self, frames: FramedVerdict, stdout: str, exit_code: int) -> Outcome:
+        """:meth:`outcome` once the frames are read (a pack reads them first,
+        to know which candidates it graded, and is not made to read them twice)."""
         if not frames.started:
             return Outcome(
                 0.0,
