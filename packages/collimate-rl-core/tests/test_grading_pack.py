@@ -34,8 +34,8 @@ from collimate_rl import (
 )
 from collimate_rl.local_backend import LocalCollimateBackend
 from collimate_rl.packing import pack_timeout, pack_units, prepare_pack, read_pack
-from collimate_rl.rewards.spec import GradeContext, Outcome
 from collimate_rl.plugins import ExecEvent, get_plugin_manager, hookimpl
+from collimate_rl.rewards.spec import GradeContext, Outcome
 
 TEMPLATE = "py"
 SEEDED = UnitTestReward([{"input": [i], "output": i % 3} for i in range(8)])
