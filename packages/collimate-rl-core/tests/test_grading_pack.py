@@ -35,6 +35,7 @@ from collimate_rl import (
 from collimate_rl.local_backend import LocalCollimateBackend
 from collimate_rl.packing import pack_timeout, pack_units, prepare_pack, read_pack
 from collimate_rl.plugins import ExecEvent, get_plugin_manager, hookimpl
+from collimate_rl.rewards import verdict as verdict_module
 from collimate_rl.rewards.spec import GradeContext, Outcome
 
 TEMPLATE = "py"
@@ -271,9 +272,16 @@ def test_a_pack_writes_its_verdicts_in_batches_and_in_order() -> None:
     os.close(read_end)
 
 
-def test_reading_a_pack_decodes_each_verdict_once_and_keeps_a_subclass_outcome() -> None:
+def test_reading_a_pack_decodes_each_verdict_once_and_keeps_a_subclass_outcome(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
     """A pack's verdicts are parsed once; a reward kind that makes its own
     ``outcome`` still has it called."""
+    decoded: list[str] = []
+    decode = verdict_module._decode
+    monkeypatch.setattr(
+        verdict_module, "_decode", lambda text: decoded.append(text) or decode(text)
+    )
     candidates = ["def solve(i):\n    return i % 3\n"] * 3
     prepared = prepare_pack(
         SEEDED, candidates, distinct(3), [0, 1, 2], timeout_seconds=5, form="full"
@@ -285,6 +293,7 @@ def test_reading_a_pack_decodes_each_verdict_once_and_keeps_a_subclass_outcome()
         for i, (ctx, seed) in enumerate(zip(prepared.contexts[:2], prepared.seeds, strict=False))
     )  # (the third has no verdict: it goes alone)
     grades, note = read_pack(SEEDED, prepared, stdout)
+    assert len(decoded) == 2  # one verdict each, read once
     assert [(g.index, g.outcome.reward, g.seed_echo) for g in grades] == [
         (0, 0.0, prepared.seeds[0]),
         (1, 0.5, prepared.seeds[1]),
