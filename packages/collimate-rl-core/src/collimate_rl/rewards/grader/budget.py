@@ -43,7 +43,8 @@ class _Budget:
     """Per-check interval timers bounded by the exec's overall deadline."""
 
     def __init__(self, cfg: dict[str, Any], start: float) -> None:
-        self.deadline = start + float(cfg["budget"])
+        self.span = float(cfg["budget"])
+        self.deadline = start + self.span
         limit = cfg.get("test_timeout")
         self.per_check = float(limit) if limit else None
         self.private_fds: list[int] = []  # closed in the candidate's process
@@ -73,6 +74,10 @@ class _Budget:
             name,
             self._stdlib,
         )
+
+    def restart(self, start: float) -> None:
+        """The same budget again, from ``start``."""
+        self.deadline = start + self.span
 
     def left(self) -> float:
         return self.deadline - time.monotonic()

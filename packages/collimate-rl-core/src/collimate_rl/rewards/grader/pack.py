@@ -3,7 +3,7 @@ as it would be graded alone."""
 
 # The guest may run Python 3.8 with nothing imported beyond its preload:
 # no zip(strict=), no contextlib, and %-formatting is as good as any.
-# ruff: noqa: UP031, SIM105
+# ruff: noqa: UP031, SIM105, B905
 from __future__ import annotations
 
 import os
@@ -203,14 +203,19 @@ def _spawn_loop(sock: Any, jobs: list[Any]) -> NoReturn:
     why = _become_subreaper()
     if why is None and jobs:
         _warm_up(jobs[0][1])
-    sock.send((why or "ok").encode())
     # Every page this loop writes between two forks costs a page fault
-    # (fork made it read-only): what it needs is looked up here, once.
+    # (fork made it read-only): what it needs is made here, once, and each
+    # candidate's work only has its budget restarted when its turn comes.
     states: dict[str, Any] = {}  # seed -> the state ``random.seed(seed)`` leaves
-    builders = [globals().get("_%s_work" % job[1]["kind"]) for job in jobs]
+    budgets = [_Budget(item_cfg, 0.0) for _item, item_cfg, _data, _rng, _cases in jobs]
+    works = [
+        globals()["_%s_work" % item_cfg["kind"]](item_cfg, data, budget, cases)
+        for (_item, item_cfg, data, _rng, cases), budget in zip(jobs, budgets)
+    ]
     seeded = os.environ.get("COLLIMATE_SEED")
     receive = sock.recvmsg
     room = socket.CMSG_SPACE(_FD_SIZE)
+    sock.send((why or "ok").encode())
     while why is None:
         msg, ancillary, _flags, _addr = receive(64, room)
         fd = _passed_fd(ancillary)
@@ -218,15 +223,14 @@ def _spawn_loop(sock: Any, jobs: list[Any]) -> NoReturn:
             break
         if msg[:1] == b"r" and fd is not None:
             index = int(msg[1:])
-            item, item_cfg, data, _rng, cases = jobs[index]
-            seed = item["seed"]
+            seed = jobs[index][0]["seed"]
             state = states.get(seed)
             if state is None:
                 state = states[seed] = random.Random(int(seed, 16)).getstate()
             if seeded != seed:
                 os.environ["COLLIMATE_SEED"] = seeded = seed
-            budget = _Budget(item_cfg, time.monotonic())
-            work = builders[index](item_cfg, data, budget, cases)  # type: ignore[misc]
+            budgets[index].restart(time.monotonic())
+            work = works[index]
             pid = os.fork()
             if pid == 0:
                 try:

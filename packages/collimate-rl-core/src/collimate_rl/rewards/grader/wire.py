@@ -6,6 +6,7 @@ JSON and frame lines, and the candidate's process's records."""
 # ruff: noqa: UP031, SIM105
 from __future__ import annotations
 
+import marshal
 import os
 import sys
 
@@ -120,8 +121,6 @@ class _Outbox:
     that crashes or hangs later keeps what it already earned."""
 
     def __init__(self, fd: int) -> None:
-        import marshal
-
         self.fd = fd
         self._dumps = marshal.dumps  # captured before the candidate runs
         self._write = os.write
