@@ -215,10 +215,11 @@ def _spawn_loop(sock: Any, jobs: list[Any]) -> NoReturn:
     seeded = os.environ.get("COLLIMATE_SEED")
     receive = sock.recvmsg
     room = socket.CMSG_SPACE(_FD_SIZE)
+    passed = (socket.SOL_SOCKET, socket.SCM_RIGHTS)
     sock.send((why or "ok").encode())
     while why is None:
         msg, ancillary, _flags, _addr = receive(64, room)
-        fd = _passed_fd(ancillary)
+        fd = _passed_fd(ancillary, passed)
         if not msg:
             break
         if msg[:1] == b"r" and fd is not None:
@@ -262,13 +263,11 @@ def _spawn_loop(sock: Any, jobs: list[Any]) -> NoReturn:
 _FD_SIZE = 4  # a file descriptor in SCM_RIGHTS data: a C int
 
 
-def _passed_fd(ancillary: list[tuple[int, int, bytes]]) -> int | None:
+def _passed_fd(ancillary: list[tuple[int, int, bytes]], passed: tuple[int, int]) -> int | None:
     """The file descriptor a message carried, if any (room is made for one:
-    the kernel closes any more)."""
-    import socket
-
+    the kernel closes any more); ``passed`` is (SOL_SOCKET, SCM_RIGHTS)."""
     for level, kind, data in ancillary:
-        if level == socket.SOL_SOCKET and kind == socket.SCM_RIGHTS and len(data) >= _FD_SIZE:
+        if (level, kind) == passed and len(data) >= _FD_SIZE:
             return int.from_bytes(data[:_FD_SIZE], sys.byteorder)
     return None
 
