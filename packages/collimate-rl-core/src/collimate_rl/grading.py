@@ -29,7 +29,8 @@ from typing import TYPE_CHECKING, Any, Final, Literal
 
 from .errors import CollimateError
 from .rewards.program import FORM_FOR_HOW, NEED_FULL, RuntimeForm
-from .rewards.spec import GradeContext, RewardSpec, candidate_context, delivered_text
+from .rewards.shipping import ship_grade
+from .rewards.spec import GradeContext, RewardSpec, candidate_context
 from .rewards.verdict import asked_for_full
 from .seeds import is_valid_seed
 
@@ -176,9 +177,10 @@ def prepare_grade(
     if not isinstance(candidate, str):
         raise TypeError(f"candidate must be str, got {type(candidate).__name__}")
     ctx = candidate_context(candidate, secrets.token_hex(12), timeout_seconds, form)
+    shipment = ship_grade(spec, ctx, candidate)
     kwargs: dict[str, Any] = {
-        "code": spec.program(ctx),
-        "files": [{"path": ctx.candidate_path, "content": delivered_text(candidate)}],
+        "code": shipment.code,
+        "files": shipment.files,
         "timeout_seconds": timeout_seconds,
         "seed": seed,
     }

@@ -25,14 +25,8 @@ from dataclasses import dataclass
 from typing import Any, Final
 
 from .rewards.program import RuntimeForm
-from .rewards.spec import (
-    GradeContext,
-    GuestReward,
-    Outcome,
-    RewardSpec,
-    candidate_context,
-    delivered_text,
-)
+from .rewards.shipping import PackItem, ship_pack
+from .rewards.spec import GradeContext, GuestReward, Outcome, RewardSpec, candidate_context
 from .rewards.verdict import VERDICT_MARKER, read_frames
 from .seeds import fresh_seed
 
@@ -116,12 +110,14 @@ def prepare_pack(
     )
     drawn = tuple(seeds[i] or fresh_seed() for i in indices)
     nonce = secrets.token_hex(12)
+    shipment = ship_pack(
+        nonce,
+        [PackItem(spec, ctx, c, s) for ctx, c, s in zip(contexts, chosen, drawn, strict=True)],
+        form,
+    )
     kwargs: dict[str, Any] = {
-        "code": spec.pack_program(nonce, list(zip(contexts, drawn, strict=True)), form),
-        "files": [
-            {"path": ctx.candidate_path, "content": delivered_text(c)}
-            for ctx, c in zip(contexts, chosen, strict=True)
-        ],
+        "code": shipment.code,
+        "files": shipment.files,
         "timeout_seconds": pack_timeout(timeout_seconds, len(chosen)),
         "seed": drawn[0],
     }

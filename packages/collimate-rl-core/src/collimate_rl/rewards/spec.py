@@ -124,6 +124,10 @@ class RewardSpec(abc.ABC):
         """What ``grade`` sends as exec ``code`` (default: :meth:`build`)."""
         return self.build(ctx.candidate_path)
 
+    def program_files(self, ctx: GradeContext) -> list[dict[str, str]]:
+        """Files the program needs besides the candidate (default: none)."""
+        return []
+
     def outcome(self, stdout: str, exit_code: int, ctx: GradeContext) -> Outcome:
         """What ``grade`` reports (default: :meth:`parse`, plus the timeout
         flag). A custom grader has no frames, so it cannot tell a broken
@@ -177,6 +181,17 @@ class GuestReward(RewardSpec):
             for ctx, seed in items
         ]
         return guest_program(config, form=form)
+
+    @staticmethod
+    def pack_parts(
+        nonce: str, items: Sequence[Any], form: RuntimeForm = "full"
+    ) -> tuple[str, list[dict[str, str]]]:
+        """The code of a pack grading ``items`` (:class:`.shipping.PackItem`)
+        and the files it needs besides the candidates."""
+        spec = items[0].spec
+        if any(it.spec is not spec for it in items):
+            raise ValueError("a pack grades candidates of one spec")  # (lifted by the sealed runtime)
+        return spec.pack_program(nonce, [(it.ctx, it.seed) for it in items], form), []
 
     def _config(self, ctx: GradeContext) -> dict[str, Any]:
         config: dict[str, Any] = {
