@@ -45,7 +45,7 @@ from collections.abc import Mapping
 from pathlib import Path
 from typing import Any, Final, Literal
 
-from .grader import PARTS
+from .grader import PARTS, WORKER_PART
 
 __all__ = [
     "FORM_FOR_HOW",
@@ -168,10 +168,28 @@ def runtime_source(kind: str | None = None, packed: bool = False) -> str:
 
 def _joined() -> ast.Module:
     """Every part of :mod:`.grader`, shrunk, as one module: each import once,
-    and without what only type checkers read (``TYPE_CHECKING``)."""
+    and without what only type checkers read (``TYPE_CHECKING``); the
+    worker's own program (:func:`worker_source`) rides along as the string
+    ``_WORKER_SOURCE``."""
+    body: list[ast.stmt] = [
+        ast.parse(f"_WORKER_SOURCE = {worker_source()!r}").body[0],
+    ]
+    body.extend(_shrunk_parts(PARTS))
+    return ast.Module(body=body, type_ignores=[])
+
+
+@functools.cache
+def worker_source() -> str:
+    """The candidate's side (:mod:`.grader.worker`), shrunk, with its call:
+    what the grader starts in a fresh interpreter."""
+    tree = ast.Module(body=_shrunk_parts((WORKER_PART,)), type_ignores=[])
+    return ast.unparse(ast.fix_missing_locations(tree)) + "\n_worker_main()\n"
+
+
+def _shrunk_parts(parts: tuple[str, ...]) -> list[ast.stmt]:
     body: list[ast.stmt] = []
     seen: set[str] = set()
-    for part in PARTS:
+    for part in parts:
         text = (_GRADER_DIR / f"{part}.py").read_text(encoding="utf-8")
         for node in _Shrink().visit(ast.parse(text)).body:
             if isinstance(node, ast.Pass) or _for_type_checkers(node):
@@ -182,7 +200,7 @@ def _joined() -> ast.Module:
                     continue
                 seen.add(key)
             body.append(node)
-    return ast.Module(body=body, type_ignores=[])
+    return body
 
 
 def _for_type_checkers(node: ast.stmt) -> bool:
@@ -199,7 +217,8 @@ def _for_type_checkers(node: ast.stmt) -> bool:
 def _runtime_source(kind: str | None, packed: bool = False) -> str:
     tree = _joined()
     if kind is not None:
-        roots = {"main", f"_grade_{kind}"} | ({"_pack"} if packed else set())
+        # (looked up by name in the guest: a kind's grader, pytest's runner)
+        roots = {"main", f"_grade_{kind}"} | ({"_run_pytest_module"} if kind == "pytest" else set())
         tree = _tree_shake(tree, roots)
     return ast.unparse(ast.fix_missing_locations(tree))
 
@@ -257,13 +276,13 @@ def runtime_id() -> str:
     return hashlib.sha256(preload_source().encode("utf-8")).hexdigest()[:16]
 
 
-def _runtime_block(kind: str, form: str, packed: bool) -> str:
+def _runtime_block(kind: str | None, form: str, packed: bool) -> str:
     with _BUILD_LOCK:
         return _build_runtime_block(kind, form, packed)
 
 
 @functools.cache
-def _build_runtime_block(kind: str, form: str, packed: bool) -> str:
+def _build_runtime_block(kind: str | None, form: str, packed: bool) -> str:
     source = _runtime_source(kind, packed)
     payload = marshal.dumps(compile(source, "<collimate-grader>", "exec"))
     s_part = repr(source) if form == "full" else "None"
@@ -311,11 +330,20 @@ def guest_program(config: Mapping[str, Any], *, form: RuntimeForm = "full") -> s
     if form not in RUNTIME_FORMS:
         raise ValueError(f"form must be one of {RUNTIME_FORMS}, got {form!r}")
     packed = config.get("pack") is not None
-    return f"C = {py_literal(config)}\n{_runtime_block(str(config['kind']), form, packed)}"
+    return f"C = {py_literal(config)}\n{_runtime_block(program_kind(config), form, packed)}"
+
+
+def program_kind(config: Mapping[str, Any]) -> str | None:
+    """The one kind a program grades (its runtime ships that kind's code
+    only), or None for a pack of several kinds (the whole runtime)."""
+    if config.get("pack") is None:
+        return str(config["kind"])
+    kinds = {str(spec["kind"]) for spec in config["specs"]}
+    return kinds.pop() if len(kinds) == 1 else None
 
 
 def source_only_program(config: Mapping[str, Any]) -> str:
     """The runtime as plain source and a direct call (no bytecode, no boot):
     what any Python >= 3.8 can run, and what a human can read."""
     packed = config.get("pack") is not None
-    return f"{runtime_source(str(config['kind']), packed)}\nmain({py_literal(config)})\n"
+    return f"{runtime_source(program_kind(config), packed)}\nmain({py_literal(config)})\n"

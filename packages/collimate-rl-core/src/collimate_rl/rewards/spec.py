@@ -20,7 +20,7 @@ from dataclasses import dataclass, field
 from typing import Any, Final, Literal
 
 from .grader.wire import checksum
-from .program import RuntimeForm, guest_program
+from .program import RuntimeForm, guest_program, py_literal
 from .verdict import (
     VERDICT_MARKER,
     FramedVerdict,
@@ -32,6 +32,7 @@ from .verdict import (
 
 __all__ = [
     "CANDIDATE_DIR",
+    "SCORINGS",
     "GradeContext",
     "GuestReward",
     "Outcome",
@@ -45,6 +46,22 @@ Verdict = Literal["passed", "failed", "infra_error"]
 
 #: Where candidates are delivered in the guest (one unique file per grade).
 CANDIDATE_DIR: Final = "/tmp"
+#: How a kind turns passed tests into a reward (see ``GuestReward.scoring``).
+SCORINGS: Final = ("fraction", "all")
+
+
+def sealed_path(key: str) -> str:
+    """Where a grade's (or a pack spec's) sealed test data is delivered."""
+    return f"{CANDIDATE_DIR}/collimate_sealed_{key}.py"
+
+
+class _Item:
+    """A pack item for :meth:`GuestReward.pack_program` (spec, ctx, seed)."""
+
+    def __init__(self, spec: GuestReward, ctx: GradeContext, seed: str) -> None:
+        self.spec = spec
+        self.ctx = ctx
+        self.seed = seed
 _TAIL = 400
 
 
@@ -156,45 +173,81 @@ class GuestReward(RewardSpec):
     def guest_config(self) -> Mapping[str, Any]:
         """Kind-specific, JSON-like data for the guest runtime."""
 
+    #: ``"fraction"``: the share of tests passed; ``"all"``: 1.0 only when
+    #: every test passes (DeepCoder's scoring), else 0.0.
+    scoring: str = "fraction"
+
     def program(self, ctx: GradeContext) -> str:
         return guest_program(self._config(ctx), form=ctx.form)
+
+    def program_files(self, ctx: GradeContext) -> list[dict[str, str]]:
+        """The sealed data: what decides the reward, delivered as a file the
+        grader reads and removes before the candidate runs (never in the
+        exec's code, which the guest may hold where the candidate runs)."""
+        return [{"path": sealed_path(ctx.nonce), "content": self._sealed()[0]}]
+
+    def _sealed(self) -> tuple[str, int, int]:
+        """The sealed file's text, byte size and checksum (made once per spec)."""
+        cached: tuple[str, int, int] | None = self.__dict__.get("_sealed_cache")
+        if cached is None:
+            text = delivered_text(py_literal(dict(self.guest_config())))
+            data = text.encode("utf-8")
+            cached = (text, len(data), checksum(data))
+            self.__dict__["_sealed_cache"] = cached
+        return cached
 
     def pack_program(
         self, nonce: str, items: Sequence[tuple[GradeContext, str]], form: RuntimeForm = "full"
     ) -> str:
-        """One program grading several candidates, one after another: each
-        ``(context, seed)`` is graded as :meth:`program` would grade it alone
-        with that exec seed, and framed with its own nonce (see
-        ``grader.pack``); ``nonce`` frames the pack's own lines."""
-        if not items:
-            raise ValueError("a pack needs at least one candidate")
-        config = self._config(items[0][0])
-        config["nonce"] = nonce
-        config["pack"] = [
-            {
-                "nonce": ctx.nonce,
-                "path": ctx.candidate_path,
-                "size": ctx.candidate_size,
-                "crc": ctx.candidate_crc,
-                "seed": seed,
-            }
-            for ctx, seed in items
-        ]
-        return guest_program(config, form=form)
+        """One program grading several candidates of this spec, one after
+        another (see :meth:`pack_parts`, which also gives the files)."""
+        return self.pack_parts(nonce, [_Item(self, ctx, seed) for ctx, seed in items], form)[0]
 
     @staticmethod
     def pack_parts(
         nonce: str, items: Sequence[Any], form: RuntimeForm = "full"
     ) -> tuple[str, list[dict[str, str]]]:
-        """The code of a pack grading ``items`` (:class:`.shipping.PackItem`)
-        and the files it needs besides the candidates."""
-        spec = items[0].spec
-        if any(it.spec is not spec for it in items):
-            raise ValueError("a pack grades candidates of one spec")  # (lifted by the sealed runtime)
-        return spec.pack_program(nonce, [(it.ctx, it.seed) for it in items], form), []
+        """The code of a pack grading ``items`` (each with ``spec``, ``ctx``
+        and ``seed``, e.g. :class:`.shipping.PackItem`), one after another,
+        each as it would be graded alone with its exec seed and framed with
+        its own nonce; ``nonce`` frames the pack's own lines. Items may
+        carry different specs: each distinct spec ships one sealed file."""
+        if not items:
+            raise ValueError("a pack needs at least one candidate")
+        order: dict[int, int] = {}
+        specs: list[dict[str, Any]] = []
+        files: list[dict[str, str]] = []
+        entries = []
+        for it in items:
+            spec = it.spec
+            if not isinstance(spec, GuestReward):
+                raise TypeError(f"a pack grades built-in reward kinds, not {type(spec).__name__}")
+            at = order.get(id(spec))
+            if at is None:
+                at = order[id(spec)] = len(specs)
+                path = sealed_path(f"{nonce}_{at}")
+                config = spec._config(it.ctx, path)
+                specs.append(config)
+                files.append({"path": path, "content": spec._sealed()[0]})
+            ctx = it.ctx
+            entries.append(
+                {
+                    "nonce": ctx.nonce,
+                    "path": ctx.candidate_path,
+                    "size": ctx.candidate_size,
+                    "crc": ctx.candidate_crc,
+                    "seed": it.seed,
+                    "spec": at,
+                }
+            )
+        config = {"marker": VERDICT_MARKER, "nonce": nonce, "pack": entries, "specs": specs}
+        return guest_program(config, form=form), files
 
-    def _config(self, ctx: GradeContext) -> dict[str, Any]:
-        config: dict[str, Any] = {
+    def _config(self, ctx: GradeContext, sealed_at: str | None = None) -> dict[str, Any]:
+        """The public config (nothing of it decides a reward): where things
+        are, the entry point, the time budget, and where the sealed data is."""
+        _text, size, crc = self._sealed()
+        return {
             "kind": self.kind,
             "marker": VERDICT_MARKER,
             "nonce": ctx.nonce,
@@ -206,13 +259,19 @@ class GuestReward(RewardSpec):
             "budget": budget_for(ctx.timeout_seconds),
             "test_timeout": self.test_timeout,
             "tol": self.tol,
+            "sealed": {"path": sealed_at or sealed_path(ctx.nonce), "size": size, "crc": crc},
         }
-        config.update(self.guest_config())
-        return config
 
     def build(self, candidate_path: str) -> str:
-        """A self-contained grader (no delivery check, 30 s budget)."""
-        return self.program(GradeContext("", candidate_path, 30.0))
+        """A grader for the seed's two-method contract (no delivery check,
+        30 s budget). Its sealed data is written by the program itself
+        before the grader starts: a caller of ``build`` ships no other file."""
+        ctx = GradeContext("", candidate_path, 30.0)
+        text = self._sealed()[0]
+        return (
+            f"open({sealed_path('')!r}, 'w', encoding='utf-8').write({text!r})\n"
+            + self.program(ctx)
+        )
 
     def parse(self, stdout: str) -> float:
         verdict = last_verdict_any_nonce(stdout)
@@ -252,4 +311,7 @@ class GuestReward(RewardSpec):
                 return Outcome(0.0, "infra_error", dict(verdict), str(verdict[infra_key]))
         reward = clamp_reward(verdict.get("reward"))
         detail = {k: v for k, v in verdict.items() if k != "reward"}
+        if self.scoring == "all" and reward < 1.0:
+            detail["fraction"] = reward
+            reward = 0.0
         return Outcome(reward, "passed" if reward >= 1.0 else "failed", detail)

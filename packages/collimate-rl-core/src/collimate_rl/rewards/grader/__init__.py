@@ -59,7 +59,10 @@ Why it looks the way it does:
 
 from __future__ import annotations
 
-__all__ = ["PARTS"]
+__all__ = ["PARTS", "WORKER_PART"]
 
 #: The modules of the shipped program, in the order they are joined.
-PARTS = ("wire", "budget", "compare", "process", "kinds", "sweep", "pack", "entry")
+PARTS = ("wire", "budget", "compare", "remote", "kinds", "pytest_shim", "sweep", "entry")
+
+#: The candidate's side, shipped on its own (see :mod:`.worker`).
+WORKER_PART = "worker"

@@ -1,100 +1,227 @@
-"""The grader's entry point: ``main(config, how)``."""
+"""The grader's entry point: ``main(config, how)``, for one candidate or a pack.
+
+Order matters, and is the same for one candidate and for a pack:
+
+1. the hello frame (no hello: the grader never ran, an infrastructure
+   failure);
+2. every candidate and every spec's sealed data is read, checked and
+   unlinked before any candidate runs (none can read another's, or the
+   tests, from disk);
+3. the clean spawner starts (a fresh interpreter, :mod:`.worker`), with
+   the candidates' code only;
+4. each candidate in turn: its process is forked from the spawner, its
+   kind's grader runs (:mod:`.kinds`), its verdict is framed with its own
+   nonce. In a pack, the guest is swept between two candidates
+   (:mod:`.sweep`); a candidate that kills or stops the spawner scores 0.0
+   and a new spawner takes the rest.
+"""
 
 # The guest may run Python 3.8 with nothing imported beyond its preload:
 # no zip(strict=), no contextlib, and %-formatting is as good as any.
-# ruff: noqa: UP031
+# ruff: noqa: UP031, BLE001, SIM105
 from __future__ import annotations
 
+import os
 import time
 
 from .budget import _MSG, _Abort, _Budget
-from .kinds import _property_cases, _read_candidate
-from .process import _SpawnerGone, _stay_on_turn_cpu
-from .wire import _Frame, _mute
+from .kinds import _property_cases, _read_candidate, _read_sealed
+from .remote import _Spawner, _SpawnerGone
+from .sweep import _Files, _not_dedicated
+from .wire import _Frame, _mute, _verdict_json
 
 TYPE_CHECKING = False
 if TYPE_CHECKING:  # pragma: no cover - typing only, never imported in the guest
     from typing import Any, NoReturn
 
 
+_PRECOMPILE_MAX = 1 << 16  # a bigger candidate compiles in its own process, under its budget
+
+# Verdicts of a pack are written in batches, at most this far apart: each
+# write wakes the backend reading the exec's output. Held verdicts die with
+# a grader a candidate kills: the SDK grades those candidates again.
+_FLUSH_S = 0.25
+
+_RESPAWNS = 4  # new spawners for one pack whose candidates kill theirs
+
+
 def main(cfg: dict[str, Any], how: str = "source") -> NoReturn:
-    """Grade the delivered candidate as ``cfg`` says, write the verdict frame,
-    and leave without running any shutdown code. ``how`` says how this
-    runtime was loaded (``preloaded`` / ``bytecode`` / ``source``); the
-    verdict reports it so the SDK can send less next time. A ``pack`` in
-    ``cfg`` grades several candidates, one after another (``_pack``)."""
-    if cfg.get("pack") is not None:
-        # looked up by name: only a pack's program ships it (see program.py)
-        globals()["_pack"](cfg, how)
-    start = time.monotonic()
+    """Grade the delivered candidate(s) as ``cfg`` says, write the verdict
+    frames, and leave without running any shutdown code. ``how`` says how
+    this runtime was loaded (``preloaded`` / ``bytecode`` / ``source``); the
+    verdict reports it so the SDK can send less next time."""
+    import random
+
+    packed = cfg.get("pack") is not None
     frame = _Frame(cfg["marker"] + cfg["nonce"])
     frame.line("hello")
-    rng = _private_rng(cfg)
+    state = random.getstate()  # the exec's seeded state, before anything draws
+    if packed:
+        items, specs = cfg["pack"], cfg["specs"]
+    else:
+        items = [{"nonce": cfg["nonce"], "path": cfg["path"], "size": cfg["size"],
+                  "crc": cfg["crc"], "seed": None, "spec": 0}]
+        specs = [cfg]
+    sealed = [_read_sealed(spec) for spec in specs]
+    codes = [_precompiled(_read_candidate(item), item["path"]) for item in items]
     _mute()
-    _stay_on_turn_cpu()  # (the candidate's process inherits it)
-    budget = _Budget(cfg, start)
-    budget.private_fds.append(frame.fd)  # the verdict's way out: never the candidate's
-    data = _read_candidate(cfg)
-    if isinstance(data, str):
-        frame.finish({"reward": 0.0, "delivery_error": data})
-    verdict = _verdict(cfg, data, budget, rng)
-    verdict["runtime"] = how
-    frame.finish(verdict)
+    _stay_on_turn_cpu()  # (the spawner and every candidate inherit it)
+    files = None
+    if packed:
+        why = _not_dedicated()
+        if why is not None:
+            frame.line("unpacked cannot pack: " + why)
+            frame._exit(0)
+        files = _Files()
+    spawner = _start_spawner(codes, packed, state)
+    if spawner.broken is not None:
+        if packed:
+            frame.line("unpacked " + spawner.broken)
+            frame._exit(0)
+        frame.finish({"reward": 0.0, "environment_error": spawner.broken})
+    drawn: dict[Any, Any] = {}
+    flushed = time.monotonic()
+    respawns = 0
+    for index, item in enumerate(items):
+        spec = specs[item["spec"]]
+        start = time.monotonic()
+        budget = _Budget(spec, start)
+        verdict, spawner_gone = _grade_item(
+            spec, sealed[item["spec"]], codes[index], item, index, spawner, budget, drawn, state
+        )
+        left_behind = None
+        if spawner_gone:
+            spawner.close()
+            respawns += 1
+            if respawns > _RESPAWNS or index == len(items) - 1:
+                left_behind = "candidates keep killing or stopping the spawner"
+            else:
+                spawner = _start_spawner(codes, packed, state)
+                left_behind = spawner.broken
+        elif packed:
+            left_behind = spawner.left_behind or files.sweep()  # type: ignore[union-attr]
+            if left_behind is None and budget.left() <= 0:
+                # behind a looper, each of the rest would wait up to one budget
+                left_behind = "a candidate ran out of its time budget"
+        verdict["runtime"] = how
+        if not packed:
+            spawner.close()
+            frame.finish(verdict)
+        verdict["seed"] = item["seed"]
+        verdict["ms"] = (time.monotonic() - start) * 1000.0
+        marker = cfg["marker"] + item["nonce"]
+        frame.hold("hello\n" + marker + " " + _verdict_json(verdict), marker)
+        if left_behind is not None and index < len(items) - 1:
+            frame.line("unpacked " + left_behind)
+            break
+        if time.monotonic() - flushed >= _FLUSH_S:
+            frame.flush()
+            flushed = time.monotonic()
+    spawner.close()
+    frame.flush()
+    frame._exit(0)
 
 
-def _private_rng(cfg: dict[str, Any]) -> Any:
-    """For a property: a private copy of the seeded global ``random`` state
-    (the backend, or ``_pack``, seeded it), so the candidate cannot shift
-    its inputs."""
-    if cfg["kind"] != "property":
-        return None
+def _start_spawner(codes: list[Any], packed: bool, state: Any) -> _Spawner:
+    return _Spawner([c if not isinstance(c, str) else b"" for c in codes], packed, state)
+
+
+def _grade_item(
+    spec: dict[str, Any],
+    sealed: Any,
+    code: Any,
+    item: dict[str, Any],
+    index: int,
+    spawner: _Spawner,
+    budget: _Budget,
+    drawn: dict[Any, Any],
+    state: Any,
+) -> tuple[dict[str, Any], bool]:
+    """One candidate's verdict, and whether it killed or stopped the spawner."""
+    if isinstance(code, str):
+        return {"reward": 0.0, "delivery_error": code}, False
+    if isinstance(sealed, str):
+        return {"reward": 0.0, "delivery_error": sealed}, False
+    cfg = dict(spec, path=item["path"])
+    seed = item["seed"]
+    rng = None
+    cases = None
+    if cfg["kind"] == "property":
+        key = (item["spec"], seed)
+        if key not in drawn:
+            try:
+                drawn[key] = _property_cases(cfg, sealed, _seeded_rng(seed, state))
+            except BaseException as exc:  # a broken reference/generator: the grader's fault
+                drawn[key] = exc
+        cases = drawn[key]
+        if isinstance(cases, BaseException):
+            return {"reward": 0.0, "grader_error": _describe(cases)}, False
+
+    def fork() -> Any:
+        return spawner.fork(index, seed)
+
+    grader = globals().get("_grade_" + cfg["kind"])  # looked up by name: see program.py
+    if grader is None:
+        return {"reward": 0.0, "grader_error": "unknown kind %r" % cfg["kind"]}, False
+    try:
+        return grader(cfg, sealed, fork, budget, rng, cases), False
+    except _SpawnerGone:
+        return {
+            "reward": 0.0,
+            "passed": 0,
+            "total": 0,
+            "load_error": "the candidate killed or stopped the process that started it",
+        }, True
+    except _Abort:
+        return {"reward": 0.0, "timeout": True, "load_error": "the exec budget ran out"}, False
+    except BaseException as exc:  # the grader's own failure
+        return {"reward": 0.0, "grader_error": _describe(exc)}, False
+
+
+def _describe(exc: BaseException) -> str:
+    return (type(exc).__name__ + ": " + str(exc))[:_MSG]
+
+
+def _seeded_rng(seed: str | None, state: Any) -> Any:
+    """A private Random with the state the exec's ``random`` has for
+    ``seed`` (a pack item's), or the exec's own seeded state: the
+    candidate cannot shift the inputs it is tested on."""
     import random
 
     rng = random.Random(0)  # (a seed of its own would cost an OS entropy read)
-    rng.setstate(random.getstate())
+    if seed is not None:
+        rng.seed(int(seed, 16))
+    else:
+        rng.setstate(state)
     return rng
 
 
-def _verdict(
-    cfg: dict[str, Any],
-    data: bytes,
-    budget: _Budget,
-    rng: Any,
-    drawn: Any = None,
-    run: Any = None,
-) -> dict[str, Any]:
-    """One candidate's verdict, by the grader of its kind (``drawn``: a
-    property's cases, already drawn for this seed by ``_pack``; ``run``:
-    how the candidate's process runs, ``_in_own_process`` unless given)."""
-    grader = globals().get("_grade_" + cfg["kind"])  # looked up by name: see program.py
+def _precompiled(data: bytes | str, path: str) -> Any:
+    """A delivered candidate's code object, compiled once by the grader so
+    that no candidate's process pays for the compiler: only a small source
+    that compiles (the others are compiled, and fail, in the candidate's
+    process under its budget)."""
+    if isinstance(data, str) or len(data) > _PRECOMPILE_MAX:
+        return data
     try:
-        if grader is None:
-            return {"reward": 0.0, "grader_error": "unknown kind %r" % cfg["kind"]}
-        if cfg["kind"] == "property":
-            if isinstance(drawn, BaseException):
-                raise drawn
-            return grader(cfg, data, budget, rng, drawn, run)  # type: ignore[no-any-return]
-        return grader(cfg, data, budget, run)  # type: ignore[no-any-return]
-    except _SpawnerGone:
-        raise
-    except _Abort:
-        return {"reward": 0.0, "timeout": True, "load_error": "the exec budget ran out"}
-    except BaseException as exc:  # a broken reference/generator: the grader's fault
-        return {"reward": 0.0, "grader_error": (type(exc).__name__ + ": " + str(exc))[:_MSG]}
+        return compile(data, path, "exec", dont_inherit=True)
+    except Exception:
+        return data
 
 
-def _drawn_once(memo: dict[str, Any], cfg: dict[str, Any], seed: str, rng: Any) -> Any:
-    """A property's cases for ``seed``, drawn once per pack (or the error
-    drawing them raised): the same seed draws the same cases, so common
-    random numbers cost one draw per group."""
-    if cfg["kind"] != "property":
-        return None
-    if seed not in memo:
-        try:
-            memo[seed] = _property_cases(cfg, rng)
-        except BaseException as exc:  # reported by _verdict, as a lone grade would
-            memo[seed] = exc
-    return memo[seed]
+def _stay_on_turn_cpu() -> None:
+    """Keep the grade's processes on the CPU the backend's turn owns, where
+    it says which (``COLLIMATE_CPU``, see the local backend's run queue): a
+    handover between processes on one CPU is a context switch, across two a
+    wake-up of the other."""
+    cpu = os.environ.get("COLLIMATE_CPU", "")
+    if not cpu.isdigit():
+        return
+    try:
+        if int(cpu) in os.sched_getaffinity(0):
+            os.sched_setaffinity(0, {int(cpu)})
+    except (AttributeError, OSError):  # no affinity calls on this platform
+        pass
 
 
 def _own_id() -> str | None:
@@ -109,8 +236,7 @@ def _own_id() -> str | None:
 
 def _sha256_hex(data: bytes) -> str:
     """sha256 by the interpreter's own module where it has one: ``hashlib``
-    would load OpenSSL into the template (about 0.6 MB and 16 mappings more
-    for every process forked from it to copy and tear down)."""
+    would load OpenSSL into the template."""
     for name in ("_sha2", "_sha256"):  # 3.12+, before
         try:
             module = __import__(name)

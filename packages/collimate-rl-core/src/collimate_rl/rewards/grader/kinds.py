@@ -1,18 +1,29 @@
-"""The reward kinds: unit tests, properties against a reference, and
-programs on stdin/stdout (``_grade_<kind>`` and ``_<kind>_work``, both
-looked up by name)."""
+"""The reward kinds, as the grader runs them (``_grade_<kind>``, looked up
+by name). Each gets the spec's public config, its sealed data (what decides
+the reward, never sent to the candidate's process), a ``fork`` that starts
+the candidate's process, and the candidate's time budget.
+
+* value kinds (``unit``, ``call``, ``property``): the candidate's process
+  gets the inputs only, runs the calls and sends back plain values; the
+  grader compares them with the expected ones;
+* program kinds (``stdio``, ``stdin_stdout``): the process gets the inputs,
+  runs the program on each and sends back its output;
+* code kinds (``assert``, ``pytest``): the tests run here, in the grader,
+  and every call of the candidate's code crosses to its process
+  (:mod:`.remote`).
+"""
 
 # The guest may run Python 3.8 with nothing imported beyond its preload:
 # no zip(strict=), no contextlib, and %-formatting is as good as any.
-# ruff: noqa: UP031, SIM105, SIM102
+# ruff: noqa: UP031, SIM105, SIM102, BLE001, B905
 from __future__ import annotations
 
 import os
 import sys
 
-from .budget import _MSG, _Budget, _Tally
-from .compare import _judge, same_tokens
-from .process import _in_own_process
+from .budget import _MSG, _Abort, _Budget, _Results, _Tally
+from .compare import _judge, same, same_tokens
+from .remote import CandidateError, _Conn, _failure_of, _Gone, _Session
 from .wire import checksum
 
 TYPE_CHECKING = False
@@ -22,50 +33,47 @@ if TYPE_CHECKING:  # pragma: no cover - typing only, never imported in the guest
 
 
 def _read_candidate(cfg: dict[str, Any]) -> bytes | str:
-    """The delivered candidate bytes, or a message saying why delivery failed."""
+    """The delivered bytes of ``cfg["path"]`` (checked against its size and
+    checksum, then unlinked), or a message saying why delivery failed."""
     path = cfg["path"]
     try:
         with open(path, "rb") as fh:
             data = fh.read()
     except OSError as exc:
-        return "the candidate file was not delivered: %s" % exc
+        return "the file %s was not delivered: %s" % (path, exc)
     try:
         os.unlink(path)  # a warm session may grade thousands: leave nothing behind
     except OSError:
         pass
     if cfg.get("size") is not None:
         if len(data) != cfg["size"] or checksum(data) != cfg["crc"]:
-            return "the candidate file arrived altered (%d bytes, expected %d)" % (
+            return "the file %s arrived altered (%d bytes, expected %d)" % (
+                path,
                 len(data),
                 cfg["size"],
             )
     return data
 
 
-def _compiled(data: Any, path: str) -> Any:
-    """The candidate's code object: compiled as ``python <path>`` would
-    (no future statement of this runtime's leaks into it), unless a pack
-    compiled it already (``_precompiled``)."""
-    if isinstance(data, (bytes, str)):
-        return compile(data, path, "exec", dont_inherit=True)
-    return data
-
-
-def _load_module(cfg: dict[str, Any], data: Any, budget: _Budget) -> tuple[Any, str | None]:
-    module = type(sys)(cfg["module"])
-    module.__file__ = cfg["path"]
-    sys.modules[cfg["module"]] = module
-
-    def load() -> None:
-        exec(_compiled(data, cfg["path"]), module.__dict__)
-
-    reason, message = budget.run(load)
-    if reason != "ok":
-        return None, "%s while loading the candidate: %s" % (reason, message)
-    fn = getattr(module, cfg["entry"], None)
-    if not callable(fn):
-        return None, "the candidate defines no function %r" % cfg["entry"]
-    return fn, None
+def _read_sealed(spec: dict[str, Any]) -> dict[str, Any] | str:
+    """The spec's sealed data (a Python literal written by the SDK), or why
+    it could not be read. Read before any candidate runs, and unlinked."""
+    sealed = spec.get("sealed")
+    if sealed is None:
+        return {}
+    data = _read_candidate(sealed)
+    if isinstance(data, str):
+        return data
+    try:
+        value = eval(  # the SDK's own literal, checked byte for byte above
+            compile(data, "<sealed>", "eval", dont_inherit=True),
+            {"__builtins__": {"float": float}},
+        )
+    except Exception as exc:
+        return "the sealed test data does not parse: %s" % exc
+    if not isinstance(value, dict):
+        return "the sealed test data is not a dict"
+    return value
 
 
 def _load_error(tally: _Tally, message: str) -> dict[str, Any]:
@@ -78,12 +86,61 @@ def _load_error(tally: _Tally, message: str) -> dict[str, Any]:
     return verdict
 
 
+def _collect(conn: _Conn, budget: _Budget, requests: list[dict[str, Any]]) -> _Results:
+    """Send ``requests`` in turn; gather each check's record until the last
+    says done (or the process ends, or the budget does)."""
+    results = _Results()
+    try:
+        for req in requests:
+            conn.send(req, budget)
+            while True:
+                record = conn.receive(budget)
+                if record == ("done",):
+                    break
+                if record[0] in ("load", "loaded"):
+                    if record[0] == "load":
+                        results.load = str(record[1])
+                        if req["do"] == "load":
+                            conn.end("done")
+                            results.vouch(budget)
+                            return results
+                    if req["do"] == "load":
+                        break
+                    continue
+                if type(record) is tuple and len(record) == 3 and type(record[0]) is int:
+                    results.checks.setdefault(record[0], (str(record[1]), record[2]))
+    except _Gone as gone:
+        results.missing = _failure_of(gone.why)
+    except _Abort:
+        conn.end("timeout")
+        results.missing = ("timeout", "the exec budget ran out")
+    conn.end("done")
+    results.vouch(budget)
+    return results
+
+
+def _load_request(cfg: dict[str, Any], aliases: list[str] | None = None) -> dict[str, Any]:
+    return {
+        "do": "load",
+        "module": cfg["module"],
+        "path": cfg["path"],
+        "aliases": aliases or [cfg["module"]],
+    }
+
+
+def _value_results(
+    cfg: dict[str, Any], fork: Callable[[], _Conn], budget: _Budget, calls: list[Any]
+) -> _Results:
+    batch = {"do": "batch", "entry": cfg["entry"], "calls": calls}
+    return _collect(fork(), budget, [_load_request(cfg), batch])
+
+
 def _grade_unit(
-    cfg: dict[str, Any], data: bytes, budget: _Budget, run: Any = None
+    cfg: dict[str, Any], sealed: dict[str, Any], fork: Any, budget: _Budget, rng: Any, drawn: Any
 ) -> dict[str, Any]:
-    tests = cfg["tests"]
+    tests = sealed["tests"]
     tally = _Tally(len(tests))
-    results = (run or _in_own_process)(_unit_work(cfg, data, budget, None), budget)
+    results = _value_results(cfg, fork, budget, [(args, kwargs) for args, kwargs, _w in tests])
     if results.load is not None:
         return _load_error(tally, results.load)
     for i, (_args, _kwargs, want) in enumerate(tests):
@@ -92,22 +149,40 @@ def _grade_unit(
     return tally.verdict()
 
 
-def _unit_work(
-    cfg: dict[str, Any], data: bytes, budget: _Budget, cases: Any
-) -> Callable[[Callable[[Any], None]], None]:
-    """What the candidate's process does for unit tests (``_<kind>_work``
-    builders are looked up by name by a pack's spawner)."""
+def _grade_call(
+    cfg: dict[str, Any], sealed: dict[str, Any], fork: Any, budget: _Budget, rng: Any, drawn: Any
+) -> dict[str, Any]:
+    """Call-based tests (APPS / TACO, LiveCodeBench functional): each test
+    has the arguments and the expected values it accepts (APPS wraps a
+    return value in a one-element list, or not)."""
+    tests = sealed["tests"]
+    tally = _Tally(len(tests))
+    results = _value_results(cfg, fork, budget, [(args, {}) for args, _wants in tests])
+    if results.load is not None:
+        return _load_error(tally, results.load)
+    for i, (_args, wants) in enumerate(tests):
+        reason, got = results.get(i)
+        if reason == "ok" and any(same(got, want, cfg["tol"]) for want in wants[1:]):
+            tally.add(i, None)
+        else:
+            _judge(tally, i, reason, got, wants[0], cfg["tol"])
+    return tally.verdict()
 
-    def work(emit: Callable[[Any], None]) -> None:  # in the candidate's process
-        fn, error = _load_module(cfg, data, budget)
-        if error is not None:
-            emit(("load", error))
-            return
-        for i, (args, kwargs, _want) in enumerate(cfg["tests"]):
-            reason, got = budget.run(fn, *args, **kwargs)
-            emit((i, reason, got))
 
-    return work
+def _grade_property(
+    cfg: dict[str, Any], sealed: dict[str, Any], fork: Any, budget: _Budget, rng: Any, drawn: Any
+) -> dict[str, Any]:
+    """Inputs and the reference's outputs are made here (``drawn``: by the
+    pack, once per seed); the candidate's process gets the inputs only."""
+    cases = drawn if drawn is not None else _property_cases(cfg, sealed, rng)
+    tally = _Tally(len(cases))
+    results = _value_results(cfg, fork, budget, [([x], {}) for x, _want in cases])
+    if results.load is not None:
+        return _load_error(tally, results.load)
+    for i, (x, want) in enumerate(cases):
+        reason, got = results.get(i)
+        _judge(tally, i, reason, got, want, cfg["tol"], shown=(x,))
+    return tally.verdict()
 
 
 class _RandomView:
@@ -149,52 +224,14 @@ def _callable_from(
     return namespace[name]
 
 
-def _grade_property(
-    cfg: dict[str, Any],
-    data: bytes,
-    budget: _Budget,
-    rng: Any,
-    cases: Any = None,
-    run: Any = None,
-) -> dict[str, Any]:
-    """``cases`` (inputs with their expected outputs) are drawn from ``rng``
-    unless given: a pack draws them once per seed (``_pack``)."""
-    tol = cfg["tol"]
-    if cases is None:
-        cases = _property_cases(cfg, rng)
-    tally = _Tally(len(cases))
-    results = (run or _in_own_process)(_property_work(cfg, data, budget, cases), budget)
-    if results.load is not None:
-        return _load_error(tally, results.load)
-    for i, (x, want) in enumerate(cases):
-        reason, got = results.get(i)
-        _judge(tally, i, reason, got, want, tol, shown=(x,))
-    return tally.verdict()
-
-
-def _property_work(
-    cfg: dict[str, Any], data: bytes, budget: _Budget, cases: Any
-) -> Callable[[Callable[[Any], None]], None]:
-    def work(emit: Callable[[Any], None]) -> None:  # in the candidate's process
-        fn, error = _load_module(cfg, data, budget)
-        if error is not None:
-            emit(("load", error))
-            return
-        for i, (x, _want) in enumerate(cases):
-            reason, got = budget.run(fn, x)
-            emit((i, reason, got))
-
-    return work
-
-
-def _property_cases(cfg: dict[str, Any], rng: Any) -> list[tuple[Any, Any]]:
+def _property_cases(cfg: dict[str, Any], sealed: dict[str, Any], rng: Any) -> list[Any]:
     """``k`` inputs from the generator and the reference's output for each."""
     import math
     import random
 
-    k = int(cfg["k"])
+    k = int(sealed["k"])
     namespace: dict[str, Any] = {"random": _RandomView(rng, random), "math": math}
-    if "string" in cfg["reference"] + cfg["generator"]:  # a failed import costs ~0.3 ms
+    if "string" in sealed["reference"] + sealed["generator"]:  # a failed import costs ~0.3 ms
         try:
             import string
 
@@ -202,9 +239,9 @@ def _property_cases(cfg: dict[str, Any], rng: Any) -> list[tuple[Any, Any]]:
         except ImportError:  # a guest that cannot import beyond its preload
             pass
     ref = _callable_from(
-        cfg["reference"], "_reference", "x", namespace, (cfg["entry"], "reference", "ref")
+        sealed["reference"], "_reference", "x", namespace, (cfg["entry"], "reference", "ref")
     )
-    gen = _callable_from(cfg["generator"], "_generate", "", namespace, ("generate", "generator"))
+    gen = _callable_from(sealed["generator"], "_generate", "", namespace, ("generate", "generator"))
     cases = []
     for _ in range(k):  # (drawn as a plain seeded grader would: CRN hold)
         x = gen()
@@ -212,27 +249,20 @@ def _property_cases(cfg: dict[str, Any], rng: Any) -> list[tuple[Any, Any]]:
     return cases
 
 
-def _scratch(path: str, content: bytes) -> int:
-    """An unlinked read/write file holding ``content``, positioned at 0."""
-    fd = os.open(path, os.O_RDWR | os.O_CREAT | os.O_TRUNC, 0o600)
-    os.unlink(path)
-    view = memoryview(content)
-    while view:
-        view = view[os.write(fd, view) :]
-    os.lseek(fd, 0, 0)
-    return fd
+def _program_results(
+    cfg: dict[str, Any], fork: Callable[[], _Conn], budget: _Budget, inputs: list[str]
+) -> _Results:
+    return _collect(fork(), budget, [{"do": "program", "path": cfg["path"], "inputs": inputs}])
 
 
 def _grade_stdio(
-    cfg: dict[str, Any], data: bytes, budget: _Budget, run: Any = None
+    cfg: dict[str, Any], sealed: dict[str, Any], fork: Any, budget: _Budget, rng: Any, drawn: Any
 ) -> dict[str, Any]:
-    """Run the candidate as a program once per test (in its own process, see
-    ``_in_own_process``), with fds 0 and 1 on real files (so ``input()``,
-    ``sys.stdin.buffer``, ``open(0)`` and ``os.write(1, ...)`` all behave as
-    under a judge)."""
-    tests = cfg["tests"]
+    """The candidate as a program, fed each input on stdin; its output
+    compared token by token (floats within ``tol``)."""
+    tests = sealed["tests"]
     tally = _Tally(len(tests))
-    results = (run or _in_own_process)(_stdio_work(cfg, data, budget, None), budget)
+    results = _program_results(cfg, fork, budget, [given for given, _want in tests])
     if results.load is not None:
         return _load_error(tally, results.load)
     for i, (_given, want) in enumerate(tests):
@@ -246,54 +276,147 @@ def _grade_stdio(
     return tally.verdict()
 
 
-def _stdio_work(
-    cfg: dict[str, Any], data: bytes, budget: _Budget, cases: Any
-) -> Callable[[Callable[[Any], None]], None]:
-    def work(emit: Callable[[Any], None]) -> None:  # in the candidate's process
-        reason, code = budget.run(lambda: _compiled(data, cfg["path"]))
+def same_lines(got: str, want: str) -> bool:
+    """Output and expected output as stripped lines: as many, each equal
+    (the open-r1 and LiveCodeBench harnesses compare stripped lines; a
+    shorter output never passes, as it would under a bare ``zip``)."""
+    g = [line.strip() for line in got.strip().split("\n")]
+    w = [line.strip() for line in want.strip().split("\n")]
+    return g == w
+
+
+def _grade_stdin_stdout(
+    cfg: dict[str, Any], sealed: dict[str, Any], fork: Any, budget: _Budget, rng: Any, drawn: Any
+) -> dict[str, Any]:
+    tests = sealed["tests"]
+    tally = _Tally(len(tests))
+    results = _program_results(cfg, fork, budget, [given for given, _want in tests])
+    if results.load is not None:
+        return _load_error(tally, results.load)
+    for i, (_given, want) in enumerate(tests):
+        reason, got = results.get(i)
         if reason != "ok":
-            emit(("load", "%s while compiling the candidate: %s" % (reason, code)))
-            return
-        for i, (given, _want) in enumerate(cfg["tests"]):
-            emit((i, *_run_program(cfg, code, given, budget)))
+            tally.add(i, reason, str(got))
+        elif same_lines(str(got), want):
+            tally.add(i, None)
+        else:
+            tally.add(i, "wrong_answer", "got %.150r" % (str(got)[:150],))
+    return tally.verdict()
 
-    return work
+
+# ---------------------------------------------------------------------------
+# Tests that are code: they run here, the candidate's calls cross
+# ---------------------------------------------------------------------------
 
 
-def _run_program(cfg: dict[str, Any], code: Any, given: str, budget: _Budget) -> tuple[str, str]:
-    """One run of the compiled program on ``given``: (reason, its output or
-    why it failed)."""
-    real_in, real_out = sys.stdin, sys.stdout
-    null = os.open(os.devnull, os.O_RDWR)
-    fd_in = _scratch(cfg["path"] + ".stdin", given.encode("utf-8"))
-    fd_out = _scratch(cfg["path"] + ".stdout", b"")
-    os.dup2(fd_in, 0)
-    os.dup2(fd_out, 1)
-    os.close(fd_in)
-    sys.stdin = open(0, encoding="utf-8", closefd=False)  # noqa: SIM115
-    sys.stdout = open(1, "w", encoding="utf-8", closefd=False)  # noqa: SIM115
-    opened = sys.stdout
-    namespace = {"__name__": "__main__", "__file__": cfg["path"], "__builtins__": __builtins__}
+def _run_test(budget: _Budget, fn: Any, *args: Any) -> tuple[str | None, str]:
+    """(None, "") when ``fn`` returns; else (reason, message). Only a
+    return passes: a ``SystemExit`` in test code is a failure here."""
+    left = budget.left()
+    if budget.per_check is not None:
+        left = min(left, budget.per_check)
+    if left <= 0:
+        return "timeout", "no time left in the exec budget"
+    import signal
+
     try:
-        reason, message = budget.run(exec, code, namespace)
-        for stream in (sys.stdout, opened):
+        signal.setitimer(signal.ITIMER_REAL, left)
+        try:
+            fn(*args)
+        finally:
+            signal.setitimer(signal.ITIMER_REAL, 0)
+    except _Abort:
+        return "timeout", "exceeded %.3gs" % left
+    except AssertionError as exc:
+        return "wrong_answer", ("AssertionError: %s" % exc)[:_MSG]
+    except CandidateError as exc:
+        return "error", str(exc)[:_MSG]
+    except BaseException as exc:
+        return "error", (type(exc).__name__ + ": " + str(exc))[:_MSG]
+    return None, ""
+
+
+def _session(cfg: dict[str, Any], fork: Any, budget: _Budget, aliases: list[str]) -> _Session:
+    return _Session(fork, budget, cfg["module"], cfg["path"], aliases)
+
+
+def _test_namespace(session: _Session) -> dict[str, Any]:
+    """What test code sees: the names the candidate's code defines (as the
+    datasets' own harnesses run tests after the solution), then its own."""
+    namespace = {k: v for k, v in session.exports.items() if v is not None}
+    namespace["__name__"] = "__collimate_tests__"
+    namespace["__builtins__"] = __builtins__
+    return namespace
+
+
+def _grade_assert(
+    cfg: dict[str, Any], sealed: dict[str, Any], fork: Any, budget: _Budget, rng: Any, drawn: Any
+) -> dict[str, Any]:
+    """MBPP / AceCoder assert statements (reward: the fraction that hold),
+    or a HumanEval ``check(candidate)`` (1.0 or 0.0)."""
+    check = sealed.get("check")
+    tests = sealed.get("tests") or []
+    tally = _Tally(1 if check else len(tests))
+    session = _session(cfg, fork, budget, [cfg["module"]])
+    try:
+        if not session.start():
+            return _load_error(tally, session.load_error or "the candidate did not load")
+        namespace = _test_namespace(session)
+        setup = sealed.get("setup")
+        if setup:
+            reason, message = _run_test(budget, exec, compile(setup, "<setup>", "exec"), namespace)
+            if reason is not None:
+                verdict = _load_error(_Tally(tally.total), "error: " + message)
+                verdict["grader_error"] = "the setup code failed: " + message
+                return verdict
+        if check:
+            return _run_check(cfg, check, namespace, tally, budget)
+        for i, statement in enumerate(tests):
             try:
-                stream.flush()
-            except Exception:
-                pass
+                code = compile(statement, "<test %d>" % i, "exec")
+            except SyntaxError as exc:
+                return {"reward": 0.0, "grader_error": "test %d does not compile: %s" % (i, exc)}
+            reason, message = _run_test(budget, exec, code, namespace)
+            tally.add(i, reason, message)
+        return tally.verdict()
     finally:
-        sys.stdin, sys.stdout = real_in, real_out
-        os.dup2(null, 0)
-        os.dup2(null, 1)
-        os.close(null)
-    os.lseek(fd_out, 0, 0)
-    chunks = []
-    while True:
-        chunk = os.read(fd_out, 1 << 20)
-        if not chunk:
-            break
-        chunks.append(chunk)
-    os.close(fd_out)
-    if reason != "ok":
-        return reason, str(message)
-    return "ok", b"".join(chunks).decode("utf-8", "replace")
+        session.close()
+
+
+def _run_check(
+    cfg: dict[str, Any], check: str, namespace: dict[str, Any], tally: _Tally, budget: _Budget
+) -> dict[str, Any]:
+    reason, message = _run_test(budget, exec, compile(check, "<check>", "exec"), namespace)
+    if reason is not None:
+        return {"reward": 0.0, "grader_error": "the check code failed: " + message}
+    checker = namespace.get("check")
+    candidate = namespace.get(cfg["entry"])
+    if not callable(checker):
+        return {"reward": 0.0, "grader_error": "the check code defines no check()"}
+    if candidate is None:
+        return _load_error(tally, "error: the candidate defines no function %r" % cfg["entry"])
+    reason, message = _run_test(budget, checker, candidate)
+    tally.add(0, reason, message)
+    return tally.verdict()
+
+
+def _grade_pytest(
+    cfg: dict[str, Any], sealed: dict[str, Any], fork: Any, budget: _Budget, rng: Any, drawn: Any
+) -> dict[str, Any]:
+    """A KodCode-style test module importing from ``solution``: every
+    ``test_*`` function and ``Test*`` class method runs here (with this
+    runtime's ``pytest`` stand-in), against the candidate as ``solution``."""
+    session = _session(cfg, fork, budget, ["solution", cfg["module"]])
+    try:
+        if not session.start():
+            return _load_error(_Tally(0), session.load_error or "the candidate did not load")
+        module = type(sys)("solution")
+        for name, value in session.exports.items():
+            if value is not None:
+                setattr(module, name, value)
+        runner = globals().get("_run_pytest_module")
+        if runner is None:  # imported as a package (tests), not joined into one program
+            from .pytest_shim import _run_pytest_module as runner
+        return runner(sealed["test"], module, session, budget)  # type: ignore[no-any-return]
+    finally:
+        session.close()

@@ -1,0 +1,566 @@
+"""The candidate's side: a fresh interpreter that never held the tests.
+
+The grader starts this module's source with ``python -S -I -c`` (see
+``remote._start_worker``): a new address space, not a fork of the grader, so
+nothing that decides a reward (expected outputs, a reference solution, test
+source, the verdict's fd) was ever in the memory a candidate can read. It
+runs as the **spawner**: it gets every candidate's code, and on the grader's
+word forks one process per candidate (``f``), kills and reaps it (``w``).
+Each candidate's process answers the grader's requests on a socket of its
+own (``_serve``): load the module, call functions (a batch, or one at a time
+for tests that run in the grader), operate on objects it returned (handles),
+run the program on an input. Only plain builtin data crosses: anything else
+stays here and the grader gets a handle to it.
+
+Messages on every socket are a 4-byte big-endian length and a marshal dump.
+This module imports none of its siblings: it is shipped on its own.
+"""
+
+# The guest may run Python 3.8 with nothing imported beyond its preload:
+# no zip(strict=), no contextlib, and %-formatting is as good as any.
+# ruff: noqa: UP031, SIM105, BLE001
+from __future__ import annotations
+
+import marshal
+import os
+import sys
+
+TYPE_CHECKING = False
+if TYPE_CHECKING:  # pragma: no cover - typing only, never imported in the guest
+    from typing import Any, NoReturn
+
+_W_MSG = 160
+_W_REPR = 1 << 12
+_W_FD = 4  # a file descriptor in SCM_RIGHTS data: a C int
+
+
+class _WAbort(BaseException):
+    """Raised by the interval timer: this call ran out of time."""
+
+
+def _w_alarm(signum: int, frame: object) -> None:
+    raise _WAbort()
+
+
+def _w_send(sock: Any, obj: Any) -> None:
+    data = marshal.dumps(obj)
+    sock.sendall(len(data).to_bytes(4, "big") + data)
+
+
+def _w_recv_exact(sock: Any, size: int) -> bytes:
+    chunks = []
+    while size:
+        chunk = sock.recv(min(size, 1 << 20))
+        if not chunk:
+            raise EOFError()
+        chunks.append(chunk)
+        size -= len(chunk)
+    return b"".join(chunks)
+
+
+def _w_recv(sock: Any) -> Any:
+    size = int.from_bytes(_w_recv_exact(sock, 4), "big")
+    return marshal.loads(_w_recv_exact(sock, size))
+
+
+def _worker_main() -> NoReturn:
+    """The spawner's life: boot, then fork candidates' processes on request."""
+    import _socket
+    import signal
+
+    os.closerange(4, 1 << 16)  # nothing of the grader's but the one socket (fd 3)
+    sock = _socket.socket(fileno=3)
+    try:
+        boot = _w_recv(sock)
+    except Exception:
+        os._exit(0)
+    sys.path[:] = list(boot["path"])
+    signal.signal(signal.SIGALRM, _w_alarm)
+    import random  # seeded per candidate: a fresh interpreter's draws would differ
+
+    codes = boot["codes"]
+    reaper = None
+    if boot.get("sweep"):
+        reaper = _w_subreaper()
+    _w_send(sock, "ok" if reaper is None else reaper)
+    room = _socket.CMSG_SPACE(_W_FD)
+    while True:
+        try:
+            msg, ancillary, _flags, _addr = sock.recvmsg(256, room)
+        except OSError:
+            break
+        if not msg:
+            break
+        fd = None
+        for level, kind, data in ancillary:
+            if level == _socket.SOL_SOCKET and kind == _socket.SCM_RIGHTS and len(data) >= _W_FD:
+                fd = int.from_bytes(data[:_W_FD], sys.byteorder)
+        request = msg.decode("ascii", "replace").split(" ")
+        if request[0] == "f" and fd is not None:
+            index, seed = int(request[1]), request[2]
+            pid = os.fork()
+            if pid == 0:
+                try:
+                    sock.close()
+                    if seed != "-":
+                        random.seed(int(seed, 16))  # as the backend seeds a lone exec
+                        os.environ["COLLIMATE_SEED"] = seed
+                    elif boot.get("state") is not None:
+                        random.setstate(boot["state"])  # the exec's own seeded state
+                    conn = _socket.socket(fileno=fd)
+                except BaseException:
+                    os._exit(0)
+                _serve(conn, codes[index])
+            os.close(fd)
+            sock.send(b"%d" % pid)
+        elif request[0] == "w":
+            pid = int(request[1])
+            try:
+                os.kill(pid, 9)
+            except OSError:
+                pass
+            try:
+                status = os.waitpid(pid, 0)[1]
+            except OSError:
+                status = 0
+            left = _w_kill_descendants() if boot.get("sweep") else None
+            sock.send(("%d %s" % (status, left or "")).encode())
+        elif fd is not None:
+            os.close(fd)
+    os._exit(0)
+
+
+def _w_subreaper() -> str | None:
+    try:
+        import ctypes
+
+        libc = ctypes.CDLL(None, use_errno=True)
+        if libc.prctl(36, 1, 0, 0, 0) != 0:  # PR_SET_CHILD_SUBREAPER
+            return "prctl(PR_SET_CHILD_SUBREAPER) failed (errno %d)" % ctypes.get_errno()
+    except Exception as exc:  # no ctypes in this guest
+        return "cannot become a child subreaper: %s" % exc
+    if not os.path.exists("/proc/self/task/%d/children" % os.getpid()):
+        return "this guest's /proc lists no children"
+    return None
+
+
+def _w_kill_descendants() -> str | None:
+    """SIGKILL every process below the spawner until none is left (orphans
+    of a killed one come back to it, their subreaper)."""
+    try:
+        os.waitpid(-1, os.WNOHANG)
+    except ChildProcessError:
+        return None
+    listing = "/proc/self/task/%d/children" % os.getpid()
+    for _ in range(1000):
+        try:
+            with open(listing) as fh:
+                kids = [int(pid) for pid in fh.read().split()]
+        except OSError:
+            return "cannot list the processes left"
+        if not kids:
+            return None
+        for pid in kids:
+            try:
+                os.kill(pid, 9)
+            except OSError:
+                pass
+        for pid in kids:
+            try:
+                os.waitpid(pid, 0)
+            except OSError:
+                pass
+    return "processes kept coming back"
+
+
+class _Candidate:
+    """The candidate's process: its module, the objects it handed out."""
+
+    def __init__(self, conn: Any, code: Any) -> None:
+        self.conn = conn
+        self.code = code
+        self.module: Any = None
+        self.handles: dict[int, Any] = {}
+        self.deadline_left = 0.0
+        self.per_check: float | None = None
+
+    # -- time ---------------------------------------------------------------
+    def run(self, fn: Any, *args: Any, **kwargs: Any) -> tuple[str, Any]:
+        """``("ok", value)`` or ``(reason, message)``, under the time left."""
+        import signal
+        import time
+
+        left = self.deadline_left - time.monotonic()
+        if self.per_check is not None:
+            left = min(left, self.per_check)
+        if left <= 0:
+            return "timeout", "no time left in the exec budget"
+        try:
+            signal.setitimer(signal.ITIMER_REAL, left)
+            try:
+                value = fn(*args, **kwargs)
+            finally:
+                signal.setitimer(signal.ITIMER_REAL, 0)
+        except _WAbort:
+            return "timeout", "exceeded %.3gs" % left
+        except MemoryError:
+            return "memory_error", "MemoryError"
+        except BaseException as exc:
+            if type(exc) is SystemExit and exc.code in (None, 0):
+                return "ok", None
+            return "raised", exc
+        return "ok", value
+
+    # -- values -------------------------------------------------------------
+    def out(self, value: Any) -> Any:
+        """``value`` as it crosses: ``("v", plain)`` or ``("h", id, type, callable, exc_class)``."""
+        value = _w_plain(value)
+        try:
+            if _w_is_plain(value):
+                marshal.dumps(value)
+                return ("v", value)
+        except Exception:
+            pass
+        key = id(value)
+        self.handles[key] = value
+        is_exc_class = isinstance(value, type) and issubclass(value, BaseException)
+        bases = _w_builtin_bases(value) if is_exc_class else ()
+        return ("h", key, _w_type_name(value), callable(value), bases)
+
+    def into(self, enc: Any) -> Any:
+        """An argument as the grader encoded it (see ``remote._encode``)."""
+        tag = enc[0]
+        if tag == "v":
+            return enc[1]
+        if tag == "h":
+            return self.handles[enc[1]]
+        if tag == "l":
+            return [self.into(e) for e in enc[1]]
+        if tag == "t":
+            return tuple(self.into(e) for e in enc[1])
+        if tag == "s":
+            return set(self.into(e) for e in enc[1])
+        if tag == "d":
+            return dict((self.into(k), self.into(v)) for k, v in enc[1])
+        raise ValueError("unknown encoding %r" % (tag,))
+
+    def raised(self, exc: BaseException) -> Any:
+        cls = type(exc)
+        return (
+            "raised",
+            _w_type_name(cls),
+            _w_builtin_bases(cls),
+            self.out(cls)[1] if cls.__module__ != "builtins" else 0,
+            _w_text(exc),
+        )
+
+    # -- requests -----------------------------------------------------------
+    def load(self, req: dict[str, Any]) -> Any:
+        module = type(sys)(req["module"])
+        module.__file__ = req["path"]
+        for name in req["aliases"]:
+            sys.modules[name] = module
+
+        def load() -> None:
+            code = self.code
+            if isinstance(code, (bytes, str)):
+                code = compile(code, req["path"], "exec", dont_inherit=True)
+            exec(code, module.__dict__)
+
+        reason, value = self.run(load)
+        if reason == "raised":
+            reason, value = _w_fault(value)
+        if reason != "ok":
+            return ("load", "%s while loading the candidate: %s" % (reason, value))
+        self.module = module
+        names = {}
+        for name, value in list(module.__dict__.items()):
+            if name.startswith("__"):
+                continue
+            if type(value) is type(sys):
+                names[name] = ("m", str(getattr(value, "__name__", "")))
+                continue
+            names[name] = self.out(value)
+        return ("loaded", names)
+
+    def resolve(self, name: str) -> Any:
+        """A module-level function, else a method of a LeetCode ``Solution``
+        (a fresh instance per call, as the judges make one per test)."""
+        module = self.module
+        fn = getattr(module, name, None)
+        if callable(fn) and not isinstance(fn, type):
+            return fn
+        cls = getattr(module, "Solution", None)
+        if isinstance(cls, type) and callable(getattr(cls, name, None)):
+
+            def call(*args: Any, **kwargs: Any) -> Any:
+                return getattr(cls(), name)(*args, **kwargs)
+
+            return call
+        if callable(fn):
+            return fn
+        return None
+
+    def batch(self, req: dict[str, Any]) -> None:
+        """Run every call, one record each as soon as it is known."""
+        fn = self.resolve(req["entry"])
+        if fn is None:
+            _w_send(self.conn, ("load", "the candidate defines no function %r" % req["entry"]))
+            return
+        for index, (args, kwargs) in enumerate(req["calls"]):
+            reason, value = self.run(fn, *args, **kwargs)
+            if reason == "raised":
+                reason, value = _w_fault(value)
+            if reason == "ok":
+                value = _w_plain(value)
+                try:
+                    if not _w_is_plain(value):
+                        raise ValueError()
+                    record = marshal.dumps((index, "ok", value))
+                except Exception:
+                    record = marshal.dumps((index, "unplain", _w_repr(value)))
+            else:
+                record = marshal.dumps((index, reason, str(value)[:_W_MSG]))
+            self.conn.sendall(len(record).to_bytes(4, "big") + record)
+
+    def call(self, req: dict[str, Any]) -> Any:
+        """One call of a test running in the grader; the arguments come
+        back too, as the call left them (a test may check a list the
+        candidate sorted in place)."""
+        target = req["target"]
+        if target[0] == "name":
+            fn = self.resolve(target[1])
+            if fn is None:
+                return ("error", "the candidate defines no function %r" % target[1])
+        else:
+            fn = self.handles.get(target[1])
+        args = [self.into(a) for a in req["args"]]
+        kwargs = dict((k, self.into(v)) for k, v in req["kwargs"])
+        reason, value = self.run(fn, *args, **kwargs)
+        if reason == "raised":
+            return self.raised(value)
+        if reason != "ok":
+            return (reason, str(value)[:_W_MSG])
+        after = []
+        for a in args:
+            try:
+                after.append(self.out(a) if _w_is_plain(a) else None)
+            except Exception:
+                after.append(None)
+        return ("ok", self.out(value), after)
+
+    def op(self, req: dict[str, Any]) -> Any:
+        """An operation on a handle: attribute, item, iteration, length,
+        comparison with another handle, text, truth."""
+        obj = self.handles.get(req["handle"])
+        what = req["op"]
+        args = [self.into(a) for a in req["args"]]
+        table = {
+            "getattr": lambda: getattr(obj, args[0]),
+            "setattr": lambda: setattr(obj, args[0], args[1]),
+            "getitem": lambda: obj[args[0]],
+            "setitem": lambda: obj.__setitem__(args[0], args[1]),
+            "iter": lambda: iter(obj),
+            "next": lambda: next(obj),
+            "len": lambda: len(obj),
+            "contains": lambda: args[0] in obj,
+            "eq": lambda: obj == args[0],
+            "lt": lambda: obj < args[0],
+            "repr": lambda: repr(obj),
+            "str": lambda: str(obj),
+            "bool": lambda: bool(obj),
+            "hash": lambda: hash(obj),
+            "isinstance": lambda: isinstance(args[0], obj),
+        }
+        action = table.get(what)
+        if action is None:
+            return ("error", "unknown operation %r" % what)
+        reason, value = self.run(action)
+        if reason == "raised":
+            return self.raised(value)
+        if reason != "ok":
+            return (reason, str(value)[:_W_MSG])
+        return ("ok", self.out(value), [])
+
+    def program(self, req: dict[str, Any]) -> None:
+        """Run the candidate as a program on each input (stdin/stdout tests)."""
+        code = self.code
+        reason = "ok"
+        if isinstance(code, (bytes, str)):
+            reason, code = self.run(compile, code, req["path"], "exec", dont_inherit=True)
+        if reason == "raised":
+            reason, code = _w_fault(code)
+        if reason != "ok":
+            _w_send(self.conn, ("load", "%s while compiling the candidate: %s" % (reason, code)))
+            return
+        for index, given in enumerate(req["inputs"]):
+            reason, text = _w_run_program(self, req["path"], code, given)
+            record = marshal.dumps((index, reason, text))
+            self.conn.sendall(len(record).to_bytes(4, "big") + record)
+
+
+def _serve(conn: Any, code: Any) -> NoReturn:
+    """A candidate's process: answer the grader until it hangs up."""
+    cand = _Candidate(conn, code)
+    import time
+
+    try:
+        while True:
+            req = _w_recv(conn)
+            cand.deadline_left = time.monotonic() + float(req.get("left", 0.0))
+            cand.per_check = req.get("per_check")
+            what = req["do"]
+            if what == "load":
+                _w_send(conn, cand.load(req))
+            elif what == "batch":
+                cand.batch(req)
+                _w_send(conn, ("done",))
+            elif what == "program":
+                cand.program(req)
+                _w_send(conn, ("done",))
+            elif what == "call":
+                _w_send(conn, cand.call(req))
+            elif what == "op":
+                _w_send(conn, cand.op(req))
+            elif what == "drop":
+                cand.handles.pop(req["handle"], None)
+            else:
+                break
+    except BaseException:
+        pass
+    os._exit(0)
+
+
+def _w_fault(exc: BaseException) -> tuple[str, str]:
+    """(reason, message) of an exception the candidate's code raised; a
+    standard library module that cannot be imported because the guest
+    cannot read its standard library is the guest's fault (the grader
+    checks that claim before believing it)."""
+    if type(exc) is ModuleNotFoundError:
+        names = getattr(sys, "stdlib_module_names", ())
+        name = (getattr(exc, "name", None) or "").split(".")[0]
+        stdlib = os.path.dirname(os.__file__)
+        if name and name in names and not os.access(stdlib, os.R_OK | os.X_OK):
+            return "environment", "the guest cannot import the standard library module %r" % name
+    return "error", (_w_type_name(type(exc)) + ": " + _w_text(exc))[:_W_MSG]
+
+
+def _w_text(exc: BaseException) -> str:
+    try:
+        return str(exc)[:_W_MSG]
+    except BaseException:
+        return "<unprintable>"
+
+
+def _w_type_name(value: Any) -> str:
+    cls = value if isinstance(value, type) else type(value)
+    try:
+        return str(type.__getattribute__(cls, "__name__"))[:80]
+    except BaseException:
+        return "object"
+
+
+def _w_builtin_bases(cls: Any) -> tuple[str, ...]:
+    """The builtin exception classes ``cls`` derives from, nearest first
+    (read from the real MRO, not from anything the class says of itself)."""
+    try:
+        mro = type.__getattribute__(cls, "__mro__")
+    except BaseException:
+        return ()
+    import builtins
+
+    out = []
+    for base in mro:
+        name = type.__getattribute__(base, "__name__")
+        if getattr(builtins, name, None) is base and issubclass(base, BaseException):
+            out.append(name)
+    return tuple(out)
+
+
+_W_PLAIN = (type(None), bool, int, float, complex, str, bytes, list, tuple, dict, set, frozenset)
+
+
+def _w_is_plain(value: Any, depth: int = 0) -> bool:
+    """Exact builtin types all the way down (a subclass of int is not an int)."""
+    kind = type(value)
+    if kind not in _W_PLAIN or depth > 100:
+        return False
+    if kind in (list, tuple, set, frozenset):
+        return all(_w_is_plain(v, depth + 1) for v in value)
+    if kind is dict:
+        return all(_w_is_plain(k, depth + 1) and _w_is_plain(v, depth + 1) for k, v in value.items())
+    return True
+
+
+def _w_plain(value: Any) -> Any:
+    """numpy scalars and arrays as builtins (the candidate's own answer,
+    whichever way it spells it)."""
+    try:
+        mod = type(value).__module__
+        if mod == "numpy" or mod.startswith("numpy."):
+            if hasattr(value, "tolist"):
+                return value.tolist()
+            if hasattr(value, "item"):
+                return value.item()
+    except BaseException:
+        pass
+    return value
+
+
+def _w_repr(value: Any) -> str:
+    try:
+        return repr(value)[:_W_REPR]
+    except BaseException:
+        return "<%s>" % _w_type_name(value)
+
+
+def _w_scratch(path: str, content: bytes) -> int:
+    fd = os.open(path, os.O_RDWR | os.O_CREAT | os.O_TRUNC, 0o600)
+    os.unlink(path)
+    view = memoryview(content)
+    while view:
+        view = view[os.write(fd, view) :]
+    os.lseek(fd, 0, 0)
+    return fd
+
+
+def _w_run_program(cand: _Candidate, path: str, code: Any, given: str) -> tuple[str, str]:
+    """One run of the compiled program with fds 0 and 1 on real files (so
+    ``input()``, ``sys.stdin.buffer``, ``open(0)`` and ``os.write(1, ...)``
+    behave as under a judge): (reason, its output or why it failed)."""
+    real_in, real_out = sys.stdin, sys.stdout
+    null = os.open(os.devnull, os.O_RDWR)
+    fd_in = _w_scratch(path + ".stdin", given.encode("utf-8"))
+    fd_out = _w_scratch(path + ".stdout", b"")
+    os.dup2(fd_in, 0)
+    os.dup2(fd_out, 1)
+    os.close(fd_in)
+    sys.stdin = open(0, encoding="utf-8", closefd=False)  # noqa: SIM115
+    sys.stdout = open(1, "w", encoding="utf-8", closefd=False)  # noqa: SIM115
+    opened = sys.stdout
+    namespace = {"__name__": "__main__", "__file__": path, "__builtins__": __builtins__}
+    try:
+        reason, message = cand.run(exec, code, namespace)
+        if reason == "raised":
+            reason, message = _w_fault(message)
+        for stream in (sys.stdout, opened):
+            try:
+                stream.flush()
+            except BaseException:
+                pass
+    finally:
+        sys.stdin, sys.stdout = real_in, real_out
+        os.dup2(null, 0)
+        os.dup2(null, 1)
+        os.close(null)
+    os.lseek(fd_out, 0, 0)
+    chunks = []
+    while True:
+        chunk = os.read(fd_out, 1 << 20)
+        if not chunk:
+            break
+        chunks.append(chunk)
+    os.close(fd_out)
+    if reason != "ok":
+        return reason, str(message)
+    return "ok", b"".join(chunks).decode("utf-8", "replace")
