@@ -36,9 +36,13 @@ from .plugins import get_plugin_manager, hookimpl, hookspec
 # --- grading and sandbox (seeds.py, rewards.py, sandbox.py, manifest) ---
 from .seeds import DET_SEED, fresh_seed, group_seeds, is_valid_seed, seed_from_key
 from .rewards import (
+    AssertReward,
+    CallReward,
     GuestReward,
     PropertyReward,
+    PytestReward,
     RewardSpec,
+    StdinStdoutReward,
     StdioReward,
     UnitTestReward,
     extract_code,
@@ -81,6 +85,10 @@ __all__ = [
     "UnitTestReward",
     "PropertyReward",
     "StdioReward",
+    "AssertReward",
+    "PytestReward",
+    "CallReward",
+    "StdinStdoutReward",
     "extract_code",
     "reward_spec_from_ground_truth",
     "GradeResult",

@@ -15,6 +15,7 @@ from __future__ import annotations
 
 from typing import TYPE_CHECKING, Any
 
+from .dataset_kinds import AssertReward, CallReward, PytestReward, StdinStdoutReward
 from .extract import extract_code
 from .kinds import PropertyReward, StdioReward, UnitTestReward
 from .registry import reward_kind_registry, reward_spec_from_ground_truth
@@ -43,6 +44,10 @@ def __getattr__(name: str) -> Any:
 
 __all__ = [
     "REWARD_LINE_PREFIX",
+    "AssertReward",
+    "CallReward",
+    "PytestReward",
+    "StdinStdoutReward",
     "VERDICT_MARKER",
     "GradeContext",
     "GradeResult",

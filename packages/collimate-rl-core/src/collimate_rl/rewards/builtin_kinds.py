@@ -7,17 +7,160 @@ decoded (see :mod:`.registry` for the accepted shapes).
 
 from __future__ import annotations
 
+import json
 from collections.abc import Mapping
 from typing import Any
 
 from ..plugins.events import RewardFactory
 from ..plugins.markers import hookimpl
+from .dataset_kinds import AssertReward, CallReward, PytestReward, StdinStdoutReward, lcb_args
 from .kinds import PropertyReward, StdioReward, UnitTestReward
 from .spec import RewardSpec
 
 
 def _opt(gt: Mapping[str, Any], *names: str) -> dict[str, Any]:
     return {n: gt[n] for n in names if gt.get(n) is not None}
+
+
+def _json(value: Any, what: str) -> Any:
+    """A field some datasets store as a JSON string (LiveCodeBench's test
+    lists and metadata)."""
+    if isinstance(value, str):
+        try:
+            return json.loads(value)
+        except ValueError as exc:
+            raise ValueError(f"{what} is a string but not JSON ({exc})") from exc
+    return value
+
+
+def _first(gt: Mapping[str, Any], *names: str) -> Any:
+    return next((gt[n] for n in names if gt.get(n) is not None), None)
+
+
+def assert_kind(gt: Any, entry: str) -> RewardSpec:
+    """A list of assert statements; MBPP ``{"test_list", "test_setup_code"?}``;
+    AceCoder ``{"test_cases": [...]}``; ``{"tests", "setup"?}``; HumanEval
+    ``{"test": "def check(candidate): ...", "entry_point"}`` or ``{"check"}``."""
+    if isinstance(gt, (list, tuple)):
+        return AssertReward(list(gt), entry=entry)
+    if not isinstance(gt, Mapping):
+        raise ValueError(f"assert ground truth must be a list or an object, got {gt!r:.80}")
+    name = str(_first(gt, "entry", "entry_point", "fn_name") or entry)
+    check = gt.get("check")
+    if check is None and isinstance(gt.get("test"), str) and "def check" in gt["test"]:
+        check = gt["test"]
+    tests = _first(gt, "tests", "test_list", "test_cases")
+    if check is None and tests is None:
+        raise ValueError(
+            "assert ground truth needs assert statements ('tests', MBPP's 'test_list', "
+            "AceCoder's 'test_cases') or a HumanEval check ('test' or 'check')"
+        )
+    return AssertReward(
+        None if check is not None else tests,
+        check=check,
+        setup=_first(gt, "setup", "test_setup_code"),
+        entry=name,
+        **_opt(gt, "scoring", "test_timeout"),
+    )
+
+
+def pytest_kind(gt: Any, entry: str) -> RewardSpec:
+    """KodCode ``{"test": "<module importing from solution>"}`` (or the source itself)."""
+    if isinstance(gt, str):
+        return PytestReward(gt)
+    if not isinstance(gt, Mapping) or not isinstance(gt.get("test"), str):
+        raise ValueError("pytest ground truth needs 'test': the source of a test module")
+    return PytestReward(gt["test"], **_opt(gt, "scoring", "test_timeout"))
+
+
+def _lcb_tests(gt: Any) -> list[Any]:
+    """LiveCodeBench / DeepCoder tests: a list, ``tests``, or the public and
+    private lists (each possibly a JSON string)."""
+    if isinstance(gt, (list, tuple)):
+        return list(gt)
+    tests: list[Any] = []
+    if gt.get("tests") is not None:
+        tests.extend(_json(gt["tests"], "tests"))
+    for key in ("public_test_cases", "private_test_cases"):
+        if gt.get(key) is not None:
+            tests.extend(_json(gt[key], key))
+    return tests
+
+
+def _func_name(gt: Any, entry: str) -> str:
+    if isinstance(gt, Mapping):
+        meta = _json(gt.get("metadata"), "metadata") or {}
+        if not isinstance(meta, Mapping):
+            raise ValueError("metadata must be an object")
+        found = _first(gt, "fn_name", "func_name", "entry") or meta.get("func_name")
+        if found:
+            return str(found)
+    return entry
+
+
+def call_kind(gt: Any, entry: str) -> RewardSpec:
+    """APPS / TACO ``{"fn_name", "inputs": [[args]], "outputs": [...]}``, or
+    LiveCodeBench / DeepCoder functional tests
+    ``[{"input": "<json per line>", "output": "<json>", "testtype": "functional"}]``
+    (``func_name`` in ``metadata``)."""
+    if isinstance(gt, Mapping) and "inputs" in gt and "outputs" in gt:
+        inputs, outputs = gt["inputs"], gt["outputs"]
+        if not isinstance(inputs, list) or not isinstance(outputs, list):
+            raise ValueError("call ground truth: 'inputs' and 'outputs' must be lists")
+        if len(inputs) != len(outputs):
+            raise ValueError(f"{len(inputs)} inputs but {len(outputs)} outputs")
+        tests, accept = [], []
+        for i, (args, out) in enumerate(zip(inputs, outputs, strict=True)):
+            if not isinstance(args, list):
+                raise ValueError(f"call test #{i}: an APPS input is the list of arguments")
+            tests.append((args, out))
+            # APPS: a return value is stored wrapped in a one-element list, or not
+            accept.append([out[0]] if isinstance(out, list) and len(out) == 1 else [])
+        fn = _func_name(gt, "")
+        if not fn:
+            raise ValueError("call ground truth needs 'fn_name' (the function to call)")
+        return CallReward(tests, fn, accept=accept, **_opt(gt, "scoring", "tol", "test_timeout"))
+    if not isinstance(gt, (Mapping, list, tuple)):
+        raise ValueError(f"call ground truth must be an object or a list, got {gt!r:.80}")
+    pairs = []
+    for i, test in enumerate(_lcb_tests(gt)):
+        if not isinstance(test, Mapping) or "input" not in test or "output" not in test:
+            raise ValueError(f"functional test #{i} must be an object with 'input' and 'output'")
+        try:
+            expected = json.loads(test["output"]) if isinstance(test["output"], str) else test["output"]
+        except ValueError as exc:
+            raise ValueError(f"functional test #{i}: output is not JSON ({exc})") from exc
+        pairs.append((lcb_args(test["input"], i), expected))
+    if not pairs:
+        raise ValueError("call ground truth has no tests")
+    fn = _func_name(gt, entry)
+    extra = _opt(gt, "scoring", "tol", "test_timeout") if isinstance(gt, Mapping) else {}
+    return CallReward(pairs, fn, **extra)
+
+
+def stdin_stdout_kind(gt: Any, entry: str) -> RewardSpec:
+    """open-r1 ``{"language", "test_cases": [{"input", "output", "type": "stdin_stdout"}]}``,
+    LiveCodeBench ``[{"input", "output", "testtype": "stdin"}]``, or
+    ``{"inputs": [...], "outputs": [...]}``; lines compared stripped."""
+    if isinstance(gt, Mapping):
+        language = gt.get("language")
+        if language is not None and str(language).lower() not in ("python", "python3", "py"):
+            raise ValueError(f"stdin_stdout: only Python candidates are graded, not {language!r}")
+        if "inputs" in gt and "outputs" in gt:
+            inputs, outputs = gt["inputs"], gt["outputs"]
+            if not isinstance(inputs, list) or not isinstance(outputs, list):
+                raise ValueError("stdin_stdout: 'inputs' and 'outputs' must be lists")
+            if len(inputs) != len(outputs):
+                raise ValueError(f"{len(inputs)} inputs but {len(outputs)} outputs")
+            tests: list[Any] = [{"input": i, "output": o} for i, o in zip(inputs, outputs, strict=True)]
+        elif gt.get("test_cases") is not None:
+            tests = list(_json(gt["test_cases"], "test_cases"))
+        else:
+            tests = _lcb_tests(gt)
+        return StdinStdoutReward(tests, **_opt(gt, "scoring", "test_timeout"))
+    if isinstance(gt, (list, tuple)):
+        return StdinStdoutReward(list(gt))
+    raise ValueError(f"stdin_stdout ground truth must be an object or a list, got {gt!r:.80}")
 
 
 def unit_test_kind(gt: Any, entry: str) -> RewardSpec:
@@ -40,7 +183,7 @@ def unit_test_kind(gt: Any, entry: str) -> RewardSpec:
             {"input": i, "output": o[0] if isinstance(o, list) and len(o) == 1 else o}
             for i, o in zip(inputs, outputs, strict=True)
         ]
-    return UnitTestReward(tests, entry=name, **_opt(gt, "tol", "test_timeout"))
+    return UnitTestReward(tests, entry=name, **_opt(gt, "tol", "test_timeout", "scoring"))
 
 
 def property_kind(gt: Any, entry: str) -> RewardSpec:
@@ -52,7 +195,7 @@ def property_kind(gt: Any, entry: str) -> RewardSpec:
         gt["generator"],
         k=int(gt.get("k", 16)),
         entry=str(gt.get("entry") or entry),
-        **_opt(gt, "tol", "test_timeout"),
+        **_opt(gt, "tol", "test_timeout", "scoring"),
     )
 
 
@@ -72,7 +215,7 @@ def stdio_kind(gt: Any, entry: str) -> RewardSpec:
         if len(inputs) != len(outputs):
             raise ValueError(f"{len(inputs)} inputs but {len(outputs)} outputs")
         tests = [{"input": i, "output": o} for i, o in zip(inputs, outputs, strict=True)]
-    return StdioReward(tests, **_opt(gt, "float_tol", "test_timeout"))
+    return StdioReward(tests, **_opt(gt, "float_tol", "test_timeout", "scoring"))
 
 
 @hookimpl
@@ -81,4 +224,8 @@ def collimate_rl_reward_kinds() -> Mapping[str, RewardFactory]:
         "unit_test": unit_test_kind,
         "property": property_kind,
         "stdio": stdio_kind,
+        "assert": assert_kind,
+        "pytest": pytest_kind,
+        "call": call_kind,
+        "stdin_stdout": stdin_stdout_kind,
     }

@@ -10,7 +10,7 @@ from __future__ import annotations
 from collections.abc import Mapping, Sequence
 from typing import Any, Final
 
-from .spec import GuestReward
+from .spec import SCORINGS, GuestReward
 
 __all__ = ["ARG_KEYS", "EXPECTED_KEYS", "PropertyReward", "StdioReward", "UnitTestReward"]
 
@@ -35,6 +35,12 @@ def _check_json_like(value: Any, where: str) -> None:
             _check_json_like(v, where)
         return
     raise ValueError(f"{where}: {type(value).__name__} is not JSON-like data")
+
+
+def _scoring(scoring: Any) -> str:
+    if scoring not in SCORINGS:
+        raise ValueError(f"scoring must be one of {SCORINGS}, got {scoring!r}")
+    return str(scoring)
 
 
 def _positive_or_none(value: float | None, name: str) -> float | None:
@@ -99,10 +105,12 @@ class UnitTestReward(GuestReward):
         *,
         tol: float | None = 1e-9,
         test_timeout: float | None = None,
+        scoring: str = "fraction",
     ) -> None:
         raw: object = tests
         if isinstance(raw, (str, bytes)) or not isinstance(raw, Sequence):
             raise ValueError("tests must be a list of {'input': ..., 'output': ...} objects")
+        self.scoring = _scoring(scoring)
         self.tests = list(tests)
         self.entry = entry
         self.tol = _tolerance(tol, "tol")
@@ -138,7 +146,9 @@ class PropertyReward(GuestReward):
         *,
         tol: float | None = 1e-9,
         test_timeout: float | None = None,
+        scoring: str = "fraction",
     ) -> None:
+        self.scoring = _scoring(scoring)
         if not isinstance(reference, str) or not reference.strip():
             raise ValueError("reference must be Python source (a function body or a def)")
         if not isinstance(generator, str) or not generator.strip():
@@ -200,7 +210,9 @@ class StdioReward(GuestReward):
         float_tol: float | None = 1e-6,
         test_timeout: float | None = None,
         entry: str = "solve",
+        scoring: str = "fraction",
     ) -> None:
+        self.scoring = _scoring(scoring)
         raw: object = tests
         if isinstance(raw, (str, bytes)) or not isinstance(raw, Sequence):
             raise ValueError("tests must be a list of {'input': str, 'output': str} objects")

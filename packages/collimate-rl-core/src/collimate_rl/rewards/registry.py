@@ -13,9 +13,16 @@ shape                                                      kind
 ``[{"input": args, "output": expected}, ...]``             ``unit_test``
 ``{"tests": [...], "entry"?: name}``                       ``unit_test``
 ``{"reference": body, "generator": expr, "k"?: n}``        ``property``
-``{"fn_name": f, "inputs": [...], "outputs": [...]}``      ``unit_test``
+``{"fn_name": f, "inputs": [...], "outputs": [...]}``      ``call``
 ``{"inputs": [str], "outputs": [str]}``                    ``stdio``
 ``{"input_output": "<json of either of the above>"}``      (unwrapped)
+``["assert f(1) == 2", ...]``, ``{"test_list": [...]}``    ``assert``
+``{"test_cases": ["assert ...", ...]}`` (AceCoder)         ``assert``
+``{"test": "def check(candidate): ...", "entry_point"}``   ``assert``
+``{"test": "from solution import f ..."}`` (KodCode)       ``pytest``
+``[{"input", "output", "testtype": "functional"}]``        ``call``
+``[{"input", "output", "testtype": "stdin"}]``             ``stdin_stdout``
+``{"language", "test_cases": [{"input", "output"}]}``      ``stdin_stdout``
 ========================================================  =============
 
 A JSON string of any of these is decoded first; a ``RewardSpec`` passes
@@ -73,22 +80,65 @@ def _decode(ground_truth: Any) -> Any:
     return ground_truth
 
 
+def _testtype_kind(tests: Any) -> str | None:
+    """LiveCodeBench / DeepCoder tests name their type: ``functional`` is
+    call-based, ``stdin`` is a program on stdin."""
+    if isinstance(tests, str):
+        try:
+            tests = json.loads(tests)
+        except ValueError:
+            return None
+    if isinstance(tests, (list, tuple)) and tests and isinstance(tests[0], Mapping):
+        kind = tests[0].get("testtype")
+        if kind == "functional":
+            return "call"
+        if kind in ("stdin", "stdin_stdout"):
+            return "stdin_stdout"
+    return None
+
+
+def _all_str(value: Any) -> bool:
+    return isinstance(value, (list, tuple)) and bool(value) and all(isinstance(v, str) for v in value)
+
+
 def infer_kind(ground_truth: Any) -> str:
     """The kind a ground truth without ``"kind"`` describes (see the table)."""
-    if isinstance(ground_truth, (list, tuple)):
-        return "unit_test"
-    if isinstance(ground_truth, Mapping):
-        if "reference" in ground_truth and "generator" in ground_truth:
+    gt = ground_truth
+    if isinstance(gt, (list, tuple)):
+        if _all_str(gt):
+            return "assert"
+        return _testtype_kind(gt) or "unit_test"
+    if isinstance(gt, Mapping):
+        if "reference" in gt and "generator" in gt:
             return "property"
-        if "tests" in ground_truth:
-            return "unit_test"
-        if "inputs" in ground_truth and "outputs" in ground_truth:
-            return "unit_test" if ground_truth.get("fn_name") else "stdio"
+        if "test_list" in gt:
+            return "assert"
+        if "test_cases" in gt:
+            if _all_str(gt["test_cases"]):
+                return "assert"
+            return "stdin_stdout"
+        if isinstance(gt.get("test"), str):
+            return "assert" if "def check" in gt["test"] else "pytest"
+        if isinstance(gt.get("check"), str):
+            return "assert"
+        for key in ("tests", "public_test_cases", "private_test_cases"):
+            if key in gt:
+                if key == "tests" and _all_str(gt[key]):
+                    return "assert"
+                found = _testtype_kind(gt[key])
+                if found is not None:
+                    return found
+                if key == "tests":
+                    return "unit_test"
+        if "inputs" in gt and "outputs" in gt:
+            return "call" if gt.get("fn_name") else "stdio"
     raise ValueError(
-        "ground_truth must be a list of unit tests, an object with 'reference' and "
-        "'generator' (property), {'inputs', 'outputs'} (stdio, or unit tests with "
-        f"'fn_name'), or name its 'kind'; got {type(ground_truth).__name__}: "
-        f"{ground_truth!r:.120}"
+        "ground_truth must be a list of unit tests or assert statements, an object with "
+        "'reference' and 'generator' (property), MBPP/AceCoder asserts ('test_list', "
+        "'test_cases'), a HumanEval 'test' with check(), a KodCode pytest 'test', APPS "
+        "'inputs'/'outputs' (with 'fn_name': call-based), LiveCodeBench tests with "
+        "'testtype', open-r1 'test_cases', or name its 'kind'; got "
+        f"{type(ground_truth).__name__}: {ground_truth!r:.120}"
     )
 
 
