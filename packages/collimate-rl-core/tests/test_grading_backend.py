@@ -387,11 +387,13 @@ def test_details_name_the_failure(grader: Grader) -> None:
             "message": "the candidate's process ended before this check",
         },
     ]
-    killed = grader.grade(MISBEHAVING["kills_the_grader"][0], ADD)
-    assert "before it wrote its verdict" in killed.detail["message"]
+    killed = grader.grade(MISBEHAVING["kills_the_grader"][0], ADD)  # (its parent: the spawner)
+    assert "killed or stopped the process that started it" in killed.detail["load_error"]
     flood = grader.grade(MISBEHAVING["floods_every_fd_it_has"][0], ADD)
-    assert {f["message"] for f in flood.detail["failed"]} == {
-        "the candidate's process sent over 16777216 bytes"
+    # (bytes on its socket: too many, or not a record)
+    assert {f["message"] for f in flood.detail["failed"]} <= {
+        "the candidate's process sent over 16777216 bytes",
+        "the candidate's process sent garbage",
     }
 
 

@@ -17,6 +17,7 @@ from typing import Any
 import pytest
 
 from collimate_rl import (
+    CallReward,
     PropertyReward,
     RewardSpec,
     StdioReward,
@@ -62,6 +63,11 @@ def run_locally(
     ctx = candidate_context(candidate, secrets.token_hex(8), timeout)
     with open(ctx.candidate_path, "w", encoding="utf-8") as fh:
         fh.write(delivered_text(candidate))
+    extra = spec.program_files(ctx)
+    for entry in extra:  # the sealed test data, as an exec's files deliver it
+        with open(entry["path"], "w", encoding="utf-8") as fh:
+            fh.write(entry["content"])
+    script = f"{ctx.candidate_path}.program.py"
     try:
         if form == "source":
             program = source_only_program(_config_of(spec, ctx))
@@ -70,8 +76,10 @@ def run_locally(
         prefix = "import collimate_rl.rewards.guest_runtime\n" if preload else ""
         code = f"{prefix}import random\nrandom.seed(int({seed!r}, 16))\n" + program
         env = dict(os.environ, PYTHONPATH=str(SRC)) if preload else None
+        with open(script, "w", encoding="utf-8") as fh:
+            fh.write(code)  # (too long for one argv string)
         proc = subprocess.run(
-            [python, "-c", code],
+            [python, script],
             stdout=subprocess.PIPE,
             stderr=subprocess.STDOUT,
             timeout=timeout + 30,
@@ -81,8 +89,9 @@ def run_locally(
         out = proc.stdout.decode("utf-8", "replace")
         return spec.outcome(out, proc.returncode, ctx), out
     finally:
-        if os.path.exists(ctx.candidate_path):
-            os.unlink(ctx.candidate_path)
+        for path in [ctx.candidate_path, script, *(e["path"] for e in extra)]:
+            if os.path.exists(path):
+                os.unlink(path)
 
 
 def _config_of(spec: GuestReward, ctx: Any) -> dict[str, Any]:
@@ -204,7 +213,7 @@ def test_extract_code_honours_entry() -> None:
         ({"kind": "property", "reference": "    return x", "generator": "1"}, PropertyReward),
         ({"kind": "stdio", "tests": [{"input": "1\n", "output": "1\n"}]}, StdioReward),
         ({"inputs": ["1 2\n"], "outputs": ["3\n"]}, StdioReward),
-        ({"fn_name": "add", "inputs": [[1, 2]], "outputs": [[3]]}, UnitTestReward),
+        ({"fn_name": "add", "inputs": [[1, 2]], "outputs": [[3]]}, CallReward),
         ({"input_output": json.dumps({"inputs": ["1\n"], "outputs": ["1\n"]})}, StdioReward),
         ([], UnitTestReward),
     ],
@@ -215,8 +224,8 @@ def test_reward_spec_from_ground_truth_shapes(gt: Any, kind: type) -> None:
 
 def test_ground_truth_entry_and_options() -> None:
     spec = reward_spec_from_ground_truth({"fn_name": "add", "inputs": [[1, 2]], "outputs": [[3]]})
-    assert isinstance(spec, UnitTestReward)
-    assert spec.entry == "add" and spec.guest_config()["tests"] == [([1, 2], {}, 3)]
+    assert isinstance(spec, CallReward)  # APPS: either the wrapped or the bare value passes
+    assert spec.entry == "add" and spec.guest_config()["tests"] == [([1, 2], [[3], 3])]
     prop = reward_spec_from_ground_truth({"reference": "    return x", "generator": "1"}, "f")
     assert isinstance(prop, PropertyReward) and prop.entry == "f" and prop.k == 16
     assert reward_spec_from_ground_truth(VOWELS) is VOWELS
@@ -369,8 +378,9 @@ def test_build_and_parse_standalone() -> None:
     with open(path, "w") as fh:
         fh.write("def solve(a, b):\n    return a + b\n")
     try:
-        proc = subprocess.run(
-            [sys.executable, "-c", spec.build(path)], capture_output=True, text=True, check=False
+        proc = subprocess.run(  # (the program on stdin: too long for one argv string)
+            [sys.executable, "-"], input=spec.build(path), capture_output=True, text=True,
+            check=False,
         )
     finally:
         if os.path.exists(path):
@@ -485,7 +495,7 @@ def test_the_preloaded_runtime_reports_the_id_the_sdk_expects() -> None:
         "m = types.ModuleType('collimate_rl.rewards.guest_runtime'); m.__file__ = sys.argv[1]\n"
         "exec(compile(open(sys.argv[1], 'rb').read(), sys.argv[1], 'exec', dont_inherit=True),"
         " m.__dict__)\n"
-        "print(m.RUNTIME_ID, callable(m.main), callable(m._pack), 'hashlib' in sys.modules)\n"
+        "print(m.RUNTIME_ID, callable(m.main), callable(m._grade_pytest), 'hashlib' in sys.modules)\n"
     )
     out = subprocess.run(
         [sys.executable, "-I", "-S", "-c", probe, path], capture_output=True, text=True, check=True

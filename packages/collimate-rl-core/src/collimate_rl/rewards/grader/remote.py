@@ -177,7 +177,7 @@ class _Conn:
         try:
             _send(self.sock, req)
         except (OSError, ValueError) as exc:
-            self.end("its process is gone: %s" % exc)
+            self.end("is gone: %s" % exc)
             raise _Gone(self.gone or "gone") from None
 
     def receive(self, budget: _Budget) -> Any:
@@ -189,7 +189,7 @@ class _Conn:
             if len(self.buffer) >= 4:
                 size = int.from_bytes(self.buffer[:4], "big")
                 if size > _MAX_REPLY:
-                    self.end("its process sent over %d bytes" % _MAX_REPLY)
+                    self.end("sent over %d bytes" % _MAX_REPLY)
                     raise _Gone(self.gone or "flood")
                 if len(self.buffer) >= 4 + size:
                     data = self.buffer[4 : 4 + size]
@@ -197,7 +197,7 @@ class _Conn:
                     try:
                         return marshal.loads(data)
                     except Exception:
-                        self.end("its process sent garbage")
+                        self.end("sent garbage")
                         raise _Gone(self.gone or "garbage") from None
             left = budget.left()
             if left <= 0:
