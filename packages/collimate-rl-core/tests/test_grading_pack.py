@@ -233,9 +233,10 @@ def test_a_trace_the_sweep_cannot_undo_sends_the_rest_of_the_pack_alone(
 def test_a_candidate_that_kills_the_pack_only_costs_it_its_speed(
     victim: str, backend: LocalCollimateBackend
 ) -> None:
-    """Killing the spawner (its parent) or the grader (the spawner's parent):
-    every candidate without a verdict written is graded alone, as a lone
-    grade (a pack writes its verdicts at most a quarter second apart)."""
+    """Killing the spawner (its parent) costs the killer its reward, and a
+    new spawner takes the rest of the pack; killing the grader (the
+    spawner's parent) ends the exec, and the candidates without a verdict
+    are graded again. Either way every reward is the lone grade's."""
     killer = (
         f"import os, signal\ndef solve(i):\n    os.kill({victim}, signal.SIGKILL)\n"
         "    return i % 3\n"
@@ -243,10 +244,12 @@ def test_a_candidate_that_kills_the_pack_only_costs_it_its_speed(
     candidates = [DRAWS, SLOW, killer, DRAWS, "def solve(i):\n    return i % 3\n"]
     seeds = distinct(5)
     results = batch("async", backend.base_url, candidates, SEEDED, seeds=seeds, pack=5)
-    # (verdicts are written every quarter second: SLOW's time let both out)
-    assert [packed(r) for r in results] == [True, True, False, False, False]
+    if victim == "os.getppid()":
+        assert all(packed(r) for r in results)  # the rest went on in a new spawner
+        assert "killed or stopped" in results[2].detail["load_error"]
     for result, candidate, seed in zip(results, candidates, seeds, strict=True):
         same_grade(result, alone(backend.base_url, candidate, SEEDED, seed))
+    assert results[2].reward == 0.0
     assert results[4].reward == 1.0 and not any(r.infra_error for r in results)
 
 
@@ -446,43 +449,3 @@ def test_big_reports_arrive_whole(pack: int | None, backend: LocalCollimateBacke
     for result in results:
         assert result.reward == 0.0 and not result.detail["timeout"], result.detail
         assert {f["reason"] for f in result.detail["failed"]} == {"wrong_answer"}
-
-
-BIG_REPORT = """
-import sys
-from collimate_rl.rewards.guest_runtime import _Outbox
-outbox = _Outbox(int(sys.argv[1]))
-for i in range(16):
-    outbox.put((i, "ok", "y" * (1 << 19)))
-outbox.put(("done",))
-"""
-
-
-def test_a_sleeping_grader_drains_a_big_report_as_it_flows(
-    monkeypatch: pytest.MonkeyPatch,
-) -> None:
-    """The grader sleeps on the candidate's pidfd and looks at the pipe only
-    now and then; a look that finds a flow must switch to reading as it
-    comes, or an 8 MiB report would take a look per pipeful (here 2 s
-    each, against a 10 s budget)."""
-    from collimate_rl.rewards import guest_runtime as rt
-
-    monkeypatch.setattr(rt, "_PEEK_S", 2.0)
-    previous = signal.getsignal(signal.SIGALRM)  # (pytest-timeout's, maybe)
-    try:
-        budget = rt._Budget({"budget": 10.0, "test_timeout": None}, time.monotonic())
-        read_fd, write_fd = os.pipe()
-        writer = subprocess.Popen(  # a candidate's process with a big report
-            [sys.executable, "-c", BIG_REPORT, str(write_fd)], pass_fds=[write_fd]
-        )
-        os.close(write_fd)
-        inbox = rt._Inbox()
-        try:
-            assert inbox.gather(read_fd, writer.pid, budget) == "done"
-        finally:
-            os.close(read_fd)
-            writer.kill()
-            writer.wait()
-        assert inbox.size > 16 << 19
-    finally:
-        signal.signal(signal.SIGALRM, previous)
