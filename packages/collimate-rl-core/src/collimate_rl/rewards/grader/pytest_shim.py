@@ -116,8 +116,10 @@ class _Mark:
         self.kwargs = kwargs or {}
 
     def __call__(self, *args: Any, **kwargs: Any) -> Any:
-        if len(args) == 1 and not kwargs and callable(args[0]) and not self.args:
-            return _with_mark(args[0], self)
+        applied = bool(self.args or self.kwargs)  # @mark.parametrize(...) then the function
+        if len(args) == 1 and not kwargs and callable(args[0]) and (applied or self.name != "skipif"):
+            if applied or not isinstance(args[0], str):
+                return _with_mark(args[0], self)
         return _Mark(self.name, args, kwargs)
 
     def __getattr__(self, name: str) -> _Mark:
