@@ -66,6 +66,7 @@ class _Spawner:
     """The clean spawner: a fresh interpreter holding the candidates' code."""
 
     def __init__(self, codes: list[Any], sweep: bool, state: Any = None) -> None:
+        self.codes = codes  # (kept here: each goes to its own candidate's process only)
         import _socket
 
         self.broken: str | None = None
@@ -95,7 +96,7 @@ class _Spawner:
         self.sock = ours
         ours.settimeout(_SPAWNER_ANSWER_S)
         try:
-            _send(ours, {"path": list(sys.path), "codes": codes, "sweep": sweep, "state": state})
+            _send(ours, {"path": list(sys.path), "sweep": sweep, "state": state})
             hello = ours.recv(4096)
             hello = marshal.loads(hello[4:]) if len(hello) > 4 else ""
         except Exception:
@@ -126,7 +127,12 @@ class _Spawner:
         if not reply.isdigit():
             ours.close()
             raise _SpawnerGone()
-        return _Conn(ours, int(reply), self)
+        conn = _Conn(ours, int(reply), self)
+        try:
+            _send(ours, {"do": "code", "code": self.codes[index]})
+        except (OSError, ValueError) as exc:
+            conn.end("is gone: %s" % exc)
+        return conn
 
     def reap(self, pid: int) -> int:
         try:

@@ -4,8 +4,9 @@ The grader starts this module's source with ``python -S -I -c`` (see
 ``remote._start_worker``): a new address space, not a fork of the grader, so
 nothing that decides a reward (expected outputs, a reference solution, test
 source, the verdict's fd) was ever in the memory a candidate can read. It
-runs as the **spawner**: it gets every candidate's code, and on the grader's
-word forks one process per candidate (``f``), kills and reaps it (``w``).
+runs as the **spawner**: on the grader's word it forks one process per
+candidate (``f``), kills and reaps it (``w``); it never holds a candidate's
+code (each process gets its own from the grader).
 Each candidate's process answers the grader's requests on a socket of its
 own (``_serve``): load the module, call functions (a batch, or one at a time
 for tests that run in the grader), operate on objects it returned (handles),
@@ -78,7 +79,6 @@ def _worker_main() -> NoReturn:
     signal.signal(signal.SIGALRM, _w_alarm)
     import random  # seeded per candidate: a fresh interpreter's draws would differ
 
-    codes = boot["codes"]
     reaper = None
     if boot.get("sweep"):
         reaper = _w_subreaper()
@@ -97,7 +97,7 @@ def _worker_main() -> NoReturn:
                 fd = int.from_bytes(data[:_W_FD], sys.byteorder)
         request = msg.decode("ascii", "replace").split(" ")
         if request[0] == "f" and fd is not None:
-            index, seed = int(request[1]), request[2]
+            seed = request[2]
             pid = os.fork()
             if pid == 0:
                 try:
@@ -110,7 +110,7 @@ def _worker_main() -> NoReturn:
                     conn = _socket.socket(fileno=fd)
                 except BaseException:
                     os._exit(0)
-                _serve(conn, codes[index])
+                _serve(conn)
             os.close(fd)
             sock.send(b"%d" % pid)
         elif request[0] == "w":
@@ -399,9 +399,11 @@ class _Candidate:
             self.conn.sendall(len(record).to_bytes(4, "big") + record)
 
 
-def _serve(conn: Any, code: Any) -> NoReturn:
-    """A candidate's process: answer the grader until it hangs up."""
-    cand = _Candidate(conn, code)
+def _serve(conn: Any) -> NoReturn:
+    """A candidate's process: answer the grader until it hangs up. Its code
+    comes first, straight from the grader: the spawner never holds any
+    candidate's code, so no candidate of a pack can find another's."""
+    cand = _Candidate(conn, None)
     import time
 
     try:
@@ -410,7 +412,9 @@ def _serve(conn: Any, code: Any) -> NoReturn:
             cand.deadline_left = time.monotonic() + float(req.get("left", 0.0))
             cand.per_check = req.get("per_check")
             what = req["do"]
-            if what == "load":
+            if what == "code":
+                cand.code = req["code"]
+            elif what == "load":
                 _w_send(conn, cand.load(req))
             elif what == "batch":
                 cand.batch(req)
