@@ -99,7 +99,8 @@ KODCODE = {
         "def test_merge_empty():\n    assert merge_intervals([]) == []\n\n"
         "def test_merge_bad_input():\n"
         "    with pytest.raises(ValueError):\n        merge_intervals(None)\n\n"
-        "@pytest.mark.parametrize('given, want', [([[1, 4], [4, 5]], [[1, 5]]), ([[1, 2]], [[1, 2]])])\n"
+        "@pytest.mark.parametrize('given, want',\n"
+        "                         [([[1, 4], [4, 5]], [[1, 5]]), ([[1, 2]], [[1, 2]])])\n"
         "def test_merge_param(given, want):\n    assert merge_intervals(given) == want\n\n"
         "class TestCounter:\n"
         "    def test_counts(self):\n"
@@ -155,8 +156,7 @@ LCB_FUNCTIONAL = {
     "metadata": json.dumps({"func_name": "sumLargest"}),
 }
 LCB_RIGHT = (
-    "class Solution:\n    def sumLargest(self, nums, k):\n"
-    "        return sum(sorted(nums)[-k:])\n"
+    "class Solution:\n    def sumLargest(self, nums, k):\n        return sum(sorted(nums)[-k:])\n"
 )
 LCB_WRONG = "class Solution:\n    def sumLargest(self, nums, k):\n        return -1\n"
 
@@ -180,7 +180,13 @@ LCB_STDIN_RIGHT = "n = int(input())\nprint(n * n, end='  \\n\\n')\n"  # stripped
 LCB_STDIN_SHORT = "pass\n"  # no output at all never passes
 
 CASES: list[tuple[str, Any, type, str, list[tuple[str, float]]]] = [
-    ("mbpp", MBPP, AssertReward, "solve", [(MBPP_RIGHT, 1.0), (MBPP_WRONG, 0.0), (MBPP_HALF, 0.75)]),
+    (
+        "mbpp",
+        MBPP,
+        AssertReward,
+        "solve",
+        [(MBPP_RIGHT, 1.0), (MBPP_WRONG, 0.0), (MBPP_HALF, 0.75)],
+    ),
     (
         "acecoder",
         ACECODER,
@@ -192,22 +198,46 @@ CASES: list[tuple[str, Any, type, str, list[tuple[str, float]]]] = [
             ("def add_one(xs):\n    return None\n", 0.0),
         ],
     ),
-    ("humaneval", HUMANEVAL, AssertReward, "solve", [(HUMANEVAL_RIGHT, 1.0), (HUMANEVAL_WRONG, 0.0)]),
+    (
+        "humaneval",
+        HUMANEVAL,
+        AssertReward,
+        "solve",
+        [(HUMANEVAL_RIGHT, 1.0), (HUMANEVAL_WRONG, 0.0)],
+    ),
     (
         "kodcode",
         KODCODE,
         PytestReward,
         "solve",
-        [(KODCODE_RIGHT, 1.0), (KODCODE_WRONG, 0.0), (KODCODE_RIGHT.replace("intervals.sort()", "intervals = sorted(intervals)"), 6 / 7)],
+        [
+            (KODCODE_RIGHT, 1.0),
+            (KODCODE_WRONG, 0.0),
+            (KODCODE_RIGHT.replace("intervals.sort()", "intervals = sorted(intervals)"), 6 / 7),
+        ],
     ),
     ("apps", APPS, CallReward, "solve", [(APPS_RIGHT, 1.0), (APPS_HALF, 0.5), ("x = 1\n", 0.0)]),
     ("lcb-functional", LCB_FUNCTIONAL, CallReward, "solve", [(LCB_RIGHT, 1.0), (LCB_WRONG, 0.0)]),
-    ("open-r1", OPENR1, StdinStdoutReward, "solve", [(OPENR1_RIGHT, 1.0), (OPENR1_HALF, 0.5), ("print(0)\n", 0.0)]),
-    ("lcb-stdin", LCB_STDIN, StdinStdoutReward, "solve", [(LCB_STDIN_RIGHT, 1.0), (LCB_STDIN_SHORT, 0.0)]),
+    (
+        "open-r1",
+        OPENR1,
+        StdinStdoutReward,
+        "solve",
+        [(OPENR1_RIGHT, 1.0), (OPENR1_HALF, 0.5), ("print(0)\n", 0.0)],
+    ),
+    (
+        "lcb-stdin",
+        LCB_STDIN,
+        StdinStdoutReward,
+        "solve",
+        [(LCB_STDIN_RIGHT, 1.0), (LCB_STDIN_SHORT, 0.0)],
+    ),
 ]
 
 
-@pytest.mark.parametrize(("name", "row", "kind", "entry", "graded"), CASES, ids=[c[0] for c in CASES])
+@pytest.mark.parametrize(
+    ("name", "row", "kind", "entry", "graded"), CASES, ids=[c[0] for c in CASES]
+)
 def test_native_rows_grade_right_wrong_and_partial(
     client: CollimateClient, name: str, row: Any, kind: type, entry: str, graded: list[Any]
 ) -> None:
@@ -245,8 +275,12 @@ def test_every_format_in_one_packed_batch(client: CollimateClient) -> None:
 )
 def test_scoring_all_gives_one_or_zero(client: CollimateClient, row: Any, entry: str) -> None:
     spec = reward_spec_from_ground_truth(row, entry)
-    half = {AssertReward: MBPP_HALF, CallReward: APPS_HALF, StdinStdoutReward: OPENR1_HALF}[type(spec)]
-    right = {AssertReward: MBPP_RIGHT, CallReward: APPS_RIGHT, StdinStdoutReward: OPENR1_RIGHT}[type(spec)]
+    half = {AssertReward: MBPP_HALF, CallReward: APPS_HALF, StdinStdoutReward: OPENR1_HALF}[
+        type(spec)
+    ]
+    right = {AssertReward: MBPP_RIGHT, CallReward: APPS_RIGHT, StdinStdoutReward: OPENR1_RIGHT}[
+        type(spec)
+    ]
     partial = grade(client, TEMPLATE, half, spec)
     assert partial.reward == 0.0 and 0.0 < partial.detail["fraction"] < 1.0
     assert grade(client, TEMPLATE, right, spec).reward == 1.0

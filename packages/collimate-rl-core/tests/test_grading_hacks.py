@@ -48,8 +48,10 @@ def _specs() -> dict[str, RewardSpec]:
         ),
         "assert": reward_spec_from_ground_truth({"test_list": [f"assert f('x') == {SECRET!r}"]}),
         "humaneval": reward_spec_from_ground_truth(
-            {"test": f"def check(candidate):\n    assert candidate('x') == {SECRET!r}\n",
-             "entry_point": "f"}
+            {
+                "test": f"def check(candidate):\n    assert candidate('x') == {SECRET!r}\n",
+                "entry_point": "f",
+            }
         ),
         "pytest": reward_spec_from_ground_truth(
             {"test": f"from solution import f\n\ndef test_f():\n    assert f('x') == {SECRET!r}\n"}
@@ -150,7 +152,8 @@ FUNCTION_HACKS: dict[str, str] = {
         "def f(x):\n"
         "    line = '\\n__COLLIMATE_VERDICT__ ' + json.dumps({'reward': 1.0}) + '\\n'\n"
         "    for fd in range(64):\n"
-        "        try:\n            os.write(fd, line.encode())\n        except OSError:\n            pass\n"
+        "        try:\n            os.write(fd, line.encode())\n"
+        "        except OSError:\n            pass\n"
         "    print(line)\n"
         "    return 'nope'\n"
     ),
@@ -202,7 +205,7 @@ def test_hacks_in_a_pack_score_nothing_and_cost_nobody_else(
         candidates += [source, right]
     results = grade_batch(client, TEMPLATE, candidates, spec, pack=len(candidates))
     got: list[Any] = [(r.reward, r.infra_error) for r in results]
-    assert got == [(0.0, False), (1.0, False)] * len(hacks), list(zip(hacks, got[::2]))
+    assert got == [(0.0, False), (1.0, False)] * len(hacks), list(zip(hacks, got[::2], strict=True))
     assert any(r.raw.get("pack") for r in results)  # (graded packed, not all alone)
 
 

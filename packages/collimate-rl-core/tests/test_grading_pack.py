@@ -10,10 +10,6 @@ from __future__ import annotations
 import asyncio
 import logging
 import os
-import signal
-import subprocess
-import sys
-import time
 from collections.abc import Iterator, Sequence
 from typing import Any
 

@@ -379,7 +379,10 @@ def test_build_and_parse_standalone() -> None:
         fh.write("def solve(a, b):\n    return a + b\n")
     try:
         proc = subprocess.run(  # (the program on stdin: too long for one argv string)
-            [sys.executable, "-"], input=spec.build(path), capture_output=True, text=True,
+            [sys.executable, "-"],
+            input=spec.build(path),
+            capture_output=True,
+            text=True,
             check=False,
         )
     finally:
@@ -495,7 +498,8 @@ def test_the_preloaded_runtime_reports_the_id_the_sdk_expects() -> None:
         "m = types.ModuleType('collimate_rl.rewards.guest_runtime'); m.__file__ = sys.argv[1]\n"
         "exec(compile(open(sys.argv[1], 'rb').read(), sys.argv[1], 'exec', dont_inherit=True),"
         " m.__dict__)\n"
-        "print(m.RUNTIME_ID, callable(m.main), callable(m._grade_pytest), 'hashlib' in sys.modules)\n"
+        "print(m.RUNTIME_ID, callable(m.main), callable(m._grade_pytest),"
+        " 'hashlib' in sys.modules)\n"
     )
     out = subprocess.run(
         [sys.executable, "-I", "-S", "-c", probe, path], capture_output=True, text=True, check=True

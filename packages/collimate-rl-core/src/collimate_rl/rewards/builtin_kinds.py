@@ -127,7 +127,9 @@ def call_kind(gt: Any, entry: str) -> RewardSpec:
         if not isinstance(test, Mapping) or "input" not in test or "output" not in test:
             raise ValueError(f"functional test #{i} must be an object with 'input' and 'output'")
         try:
-            expected = json.loads(test["output"]) if isinstance(test["output"], str) else test["output"]
+            expected = (
+                json.loads(test["output"]) if isinstance(test["output"], str) else test["output"]
+            )
         except ValueError as exc:
             raise ValueError(f"functional test #{i}: output is not JSON ({exc})") from exc
         pairs.append((lcb_args(test["input"], i), expected))
@@ -152,7 +154,9 @@ def stdin_stdout_kind(gt: Any, entry: str) -> RewardSpec:
                 raise ValueError("stdin_stdout: 'inputs' and 'outputs' must be lists")
             if len(inputs) != len(outputs):
                 raise ValueError(f"{len(inputs)} inputs but {len(outputs)} outputs")
-            tests: list[Any] = [{"input": i, "output": o} for i, o in zip(inputs, outputs, strict=True)]
+            tests: list[Any] = [
+                {"input": i, "output": o} for i, o in zip(inputs, outputs, strict=True)
+            ]
         elif gt.get("test_cases") is not None:
             tests = list(_json(gt["test_cases"], "test_cases"))
         else:

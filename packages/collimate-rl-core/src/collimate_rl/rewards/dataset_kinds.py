@@ -165,7 +165,8 @@ class CallReward(GuestReward):
     ) -> None:
         if not isinstance(fn_name, str) or not fn_name.isidentifier():
             raise ValueError(f"fn_name must be a function name, got {fn_name!r:.80}")
-        if isinstance(tests, (str, bytes)) or not isinstance(tests, Sequence):
+        raw: object = tests
+        if isinstance(raw, (str, bytes)) or not isinstance(raw, Sequence):
             raise ValueError("tests must be a list of (args, expected) pairs")
         sealed = []
         for i, pair in enumerate(tests):
@@ -208,7 +209,8 @@ class StdinStdoutReward(GuestReward):
         test_timeout: float | None = None,
         entry: str = "solve",
     ) -> None:
-        if isinstance(tests, (str, bytes)) or not isinstance(tests, Sequence) or not tests:
+        raw: object = tests
+        if isinstance(raw, (str, bytes)) or not isinstance(raw, Sequence) or not raw:
             raise ValueError("tests must be a non-empty list of {'input', 'output'} objects")
         pairs = []
         for i, test in enumerate(tests):

@@ -98,7 +98,9 @@ def _testtype_kind(tests: Any) -> str | None:
 
 
 def _all_str(value: Any) -> bool:
-    return isinstance(value, (list, tuple)) and bool(value) and all(isinstance(v, str) for v in value)
+    return (
+        isinstance(value, (list, tuple)) and bool(value) and all(isinstance(v, str) for v in value)
+    )
 
 
 def infer_kind(ground_truth: Any) -> str:

@@ -51,7 +51,9 @@ def ship_pack(nonce: str, items: Sequence[PackItem], form: RuntimeForm = "full")
     many prompts)."""
     if not items:
         raise ValueError("a pack needs at least one candidate")
-    files = [{"path": it.ctx.candidate_path, "content": delivered_text(it.candidate)} for it in items]
+    files = [
+        {"path": it.ctx.candidate_path, "content": delivered_text(it.candidate)} for it in items
+    ]
     code, extra = GuestReward.pack_parts(nonce, items, form)
     files.extend(extra)
     return Shipment(code, files)

@@ -62,6 +62,8 @@ class _Item:
         self.spec = spec
         self.ctx = ctx
         self.seed = seed
+
+
 _TAIL = 400
 
 
@@ -268,9 +270,8 @@ class GuestReward(RewardSpec):
         before the grader starts: a caller of ``build`` ships no other file."""
         ctx = GradeContext("", candidate_path, 30.0)
         text = self._sealed()[0]
-        return (
-            f"open({sealed_path('')!r}, 'w', encoding='utf-8').write({text!r})\n"
-            + self.program(ctx)
+        return f"open({sealed_path('')!r}, 'w', encoding='utf-8').write({text!r})\n" + self.program(
+            ctx
         )
 
     def parse(self, stdout: str) -> float:
@@ -310,8 +311,8 @@ class GuestReward(RewardSpec):
             if verdict.get(infra_key):
                 return Outcome(0.0, "infra_error", dict(verdict), str(verdict[infra_key]))
         reward = clamp_reward(verdict.get("reward"))
-        detail = {k: v for k, v in verdict.items() if k != "reward"}
+        scored: dict[str, Any] = {k: v for k, v in verdict.items() if k != "reward"}
         if self.scoring == "all" and reward < 1.0:
-            detail["fraction"] = reward
+            scored["fraction"] = reward
             reward = 0.0
-        return Outcome(reward, "passed" if reward >= 1.0 else "failed", detail)
+        return Outcome(reward, "passed" if reward >= 1.0 else "failed", scored)

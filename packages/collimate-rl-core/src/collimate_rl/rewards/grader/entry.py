@@ -18,7 +18,7 @@ Order matters, and is the same for one candidate and for a pack:
 
 # The guest may run Python 3.8 with nothing imported beyond its preload:
 # no zip(strict=), no contextlib, and %-formatting is as good as any.
-# ruff: noqa: UP031, BLE001, SIM105
+# ruff: noqa: UP031
 from __future__ import annotations
 
 import os
@@ -59,8 +59,16 @@ def main(cfg: dict[str, Any], how: str = "source") -> NoReturn:
     if packed:
         items, specs = cfg["pack"], cfg["specs"]
     else:
-        items = [{"nonce": cfg["nonce"], "path": cfg["path"], "size": cfg["size"],
-                  "crc": cfg["crc"], "seed": None, "spec": 0}]
+        items = [
+            {
+                "nonce": cfg["nonce"],
+                "path": cfg["path"],
+                "size": cfg["size"],
+                "crc": cfg["crc"],
+                "seed": None,
+                "spec": 0,
+            }
+        ]
         specs = [cfg]
     sealed = [_read_sealed(spec) for spec in specs]
     codes = [_precompiled(_read_candidate(item), item["path"]) for item in items]

@@ -15,7 +15,7 @@ the candidate's process, and the candidate's time budget.
 
 # The guest may run Python 3.8 with nothing imported beyond its preload:
 # no zip(strict=), no contextlib, and %-formatting is as good as any.
-# ruff: noqa: UP031, SIM105, SIM102, BLE001, B905
+# ruff: noqa: UP031, SIM105, SIM102
 from __future__ import annotations
 
 import os
@@ -414,7 +414,7 @@ def _grade_pytest(
         for name, value in session.exports.items():
             if value is not None:
                 setattr(module, name, value)
-        runner = globals().get("_run_pytest_module")
+        runner: Any = globals().get("_run_pytest_module")
         if runner is None:  # imported as a package (tests), not joined into one program
             from .pytest_shim import _run_pytest_module as runner
         return runner(sealed["test"], module, session, budget)  # type: ignore[no-any-return]

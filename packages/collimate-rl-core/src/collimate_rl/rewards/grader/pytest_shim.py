@@ -10,7 +10,7 @@ pytest's meaning. Each collected test (each parametrized case) counts once.
 
 # The guest may run Python 3.8 with nothing imported beyond its preload:
 # no zip(strict=), no contextlib, and %-formatting is as good as any.
-# ruff: noqa: UP031, SIM105, BLE001, B905
+# ruff: noqa: UP031, SIM105, SIM102, B905
 from __future__ import annotations
 
 import sys
@@ -70,7 +70,7 @@ class _Approx:
     """``pytest.approx``: numbers (and lists, tuples, dicts of them) equal
     within a relative 1e-6 or an absolute 1e-12, as pytest's defaults."""
 
-    def __init__(self, expected: Any, rel: Any = None, abs: Any = None) -> None:  # noqa: A002
+    def __init__(self, expected: Any, rel: Any = None, abs: Any = None) -> None:
         self.expected = expected
         self.rel = 1e-6 if rel is None else rel
         self.abs = 1e-12 if abs is None else abs
@@ -117,7 +117,12 @@ class _Mark:
 
     def __call__(self, *args: Any, **kwargs: Any) -> Any:
         applied = bool(self.args or self.kwargs)  # @mark.parametrize(...) then the function
-        if len(args) == 1 and not kwargs and callable(args[0]) and (applied or self.name != "skipif"):
+        if (
+            len(args) == 1
+            and not kwargs
+            and callable(args[0])
+            and (applied or self.name != "skipif")
+        ):
             if applied or not isinstance(args[0], str):
                 return _with_mark(args[0], self)
         return _Mark(self.name, args, kwargs)
@@ -142,7 +147,7 @@ class _MarkFactory:
 
 
 class _Param:
-    def __init__(self, values: Any, marks: Any = (), id: Any = None) -> None:  # noqa: A002
+    def __init__(self, values: Any, marks: Any = (), id: Any = None) -> None:
         self.values = values
         self.marks = marks
 
@@ -166,7 +171,7 @@ def _fail(reason: str = "", **kwargs: Any) -> Any:
 
 
 def _pytest_module() -> Any:
-    module = type(sys)("pytest")
+    module: Any = type(sys)("pytest")
     module.raises = _raises
     module.approx = _Approx
     module.mark = _MarkFactory()

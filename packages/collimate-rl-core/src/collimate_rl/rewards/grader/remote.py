@@ -15,7 +15,7 @@ value is False.
 
 # The guest may run Python 3.8 with nothing imported beyond its preload:
 # no zip(strict=), no contextlib, and %-formatting is as good as any.
-# ruff: noqa: UP031, SIM105, BLE001
+# ruff: noqa: UP031, SIM105, B905
 from __future__ import annotations
 
 import marshal
@@ -85,7 +85,9 @@ class _Spawner:
         ]
         try:
             self.pid = os.posix_spawn(
-                exe, [exe, "-S", "-I", "-c", _worker_source()], dict(os.environ),
+                exe,
+                [exe, "-S", "-I", "-c", _worker_source()],
+                dict(os.environ),
                 file_actions=actions,
             )
         except OSError as exc:
@@ -97,8 +99,8 @@ class _Spawner:
         ours.settimeout(_SPAWNER_ANSWER_S)
         try:
             _send(ours, {"path": list(sys.path), "sweep": sweep, "state": state})
-            hello = ours.recv(4096)
-            hello = marshal.loads(hello[4:]) if len(hello) > 4 else ""
+            raw = ours.recv(4096)
+            hello: Any = marshal.loads(raw[4:]) if len(raw) > 4 else ""
         except Exception:
             hello = ""
         if hello != "ok":
@@ -348,7 +350,10 @@ class _Session:
         if kind is set or kind is frozenset:
             return ("s", [self.encode(v, depth + 1) for v in value])
         if kind is dict:
-            return ("d", [(self.encode(k, depth + 1), self.encode(v, depth + 1)) for k, v in value.items()])
+            return (
+                "d",
+                [(self.encode(k, depth + 1), self.encode(v, depth + 1)) for k, v in value.items()],
+            )
         if kind in (type(None), bool, int, float, complex, str, bytes):
             return ("v", value)
         raise CandidateError(
@@ -413,10 +418,9 @@ def _sync(given: Any, back: Any) -> None:
                         given[i] = b
             else:
                 given[:] = back
-        elif type(given) is dict and type(back) is dict:
-            given.clear()
-            given.update(back)
-        elif type(given) is set and type(back) in (set, frozenset):
+        elif (type(given) is dict and type(back) is dict) or (
+            type(given) is set and type(back) in (set, frozenset)
+        ):
             given.clear()
             given.update(back)
     except Exception:
@@ -495,7 +499,7 @@ class _Remote:
 
     def __lt__(self, other: object) -> bool:
         if not isinstance(other, _Remote):
-            return NotImplemented  # type: ignore[return-value]
+            return NotImplemented
         return self._op("lt", other) is True
 
     def __hash__(self) -> int:

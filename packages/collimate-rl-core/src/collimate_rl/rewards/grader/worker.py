@@ -19,7 +19,7 @@ This module imports none of its siblings: it is shipped on its own.
 
 # The guest may run Python 3.8 with nothing imported beyond its preload:
 # no zip(strict=), no contextlib, and %-formatting is as good as any.
-# ruff: noqa: UP031, SIM105, BLE001
+# ruff: noqa: UP031, SIM105
 from __future__ import annotations
 
 import marshal
@@ -352,7 +352,7 @@ class _Candidate:
     def op(self, req: dict[str, Any]) -> Any:
         """An operation on a handle: attribute, item, iteration, length,
         comparison with another handle, text, truth."""
-        obj = self.handles.get(req["handle"])
+        obj: Any = self.handles.get(req["handle"])
         what = req["op"]
         args = [self.into(a) for a in req["args"]]
         table = {
@@ -468,15 +468,17 @@ def _w_builtin_bases(cls: Any) -> tuple[str, ...]:
     """The builtin exception classes ``cls`` derives from, nearest first
     (read from the real MRO, not from anything the class says of itself)."""
     try:
-        mro = type.__getattribute__(cls, "__mro__")
+        mro: Any = type.__getattribute__(cls, "__mro__")
     except BaseException:
         return ()
     import builtins
 
     out = []
+    base: Any
     for base in mro:
         name = type.__getattribute__(base, "__name__")
-        if getattr(builtins, name, None) is base and issubclass(base, BaseException):
+        found = getattr(builtins, name, None)
+        if found is base and isinstance(found, type) and issubclass(found, BaseException):
             out.append(name)
     return tuple(out)
 
@@ -492,7 +494,9 @@ def _w_is_plain(value: Any, depth: int = 0) -> bool:
     if kind in (list, tuple, set, frozenset):
         return all(_w_is_plain(v, depth + 1) for v in value)
     if kind is dict:
-        return all(_w_is_plain(k, depth + 1) and _w_is_plain(v, depth + 1) for k, v in value.items())
+        return all(
+            _w_is_plain(k, depth + 1) and _w_is_plain(v, depth + 1) for k, v in value.items()
+        )
     return True
 
 
