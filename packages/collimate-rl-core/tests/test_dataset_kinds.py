@@ -10,6 +10,7 @@ gives 1.0 or 0.0; a malformed row raises a ValueError naming what is wrong.
 from __future__ import annotations
 
 import json
+import secrets
 from collections.abc import Iterator
 from typing import Any
 
@@ -22,10 +23,14 @@ from collimate_rl import (
     PytestReward,
     StdinStdoutReward,
     grade,
-    grade_batch,
     reward_spec_from_ground_truth,
 )
 from collimate_rl.local_backend import LocalCollimateBackend
+from collimate_rl.rewards import GuestReward
+from collimate_rl.rewards.shipping import PackItem, ship_pack
+from collimate_rl.rewards.spec import candidate_context
+from collimate_rl.rewards.verdict import read_frames
+from collimate_rl.seeds import fresh_seed
 
 TEMPLATE = "py"
 
@@ -250,18 +255,27 @@ def test_native_rows_grade_right_wrong_and_partial(
             assert not result.infra_error
 
 
-def test_every_format_in_one_packed_batch(client: CollimateClient) -> None:
-    """One call, one spec per candidate, across formats: the same rewards as alone."""
-    specs, candidates, want = [], [], []
+def test_every_format_in_one_pack(client: CollimateClient) -> None:
+    """One exec grades candidates of every format, each with its own spec
+    (a pack across prompts): the same rewards as alone."""
+    items, want = [], []
     for _name, row, _kind, entry, graded in CASES:
         spec = reward_spec_from_ground_truth(row, entry)
+        assert isinstance(spec, GuestReward)
         for candidate, reward in graded:
-            specs.append(spec)
-            candidates.append(candidate)
+            ctx = candidate_context(candidate, secrets.token_hex(12), 30)
+            items.append(PackItem(spec, ctx, candidate, fresh_seed()))
             want.append(reward)
-    results = grade_batch(client, TEMPLATE, candidates, specs, pack=len(candidates))
-    assert [r.reward for r in results] == pytest.approx(want)
-    assert not any(r.infra_error for r in results)
+    shipment = ship_pack(secrets.token_hex(12), items)
+    answer = client.exec_once(
+        TEMPLATE, code=shipment.code, files=shipment.files, timeout_seconds=120
+    )
+    got = []
+    for item in items:
+        frames = read_frames(answer["stdout"], item.ctx.nonce)
+        got.append(item.spec.outcome_from_frames(frames, answer["stdout"], 0))
+    assert [o.reward for o in got] == pytest.approx(want)
+    assert not any(o.verdict == "infra_error" for o in got)
 
 
 @pytest.mark.parametrize(
