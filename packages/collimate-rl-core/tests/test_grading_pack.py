@@ -399,7 +399,9 @@ class _LoneExecs:
     @hookimpl
     def collimate_rl_after_exec(self, event: ExecEvent) -> None:
         files = event.request.get("files") or []
-        if len(files) == 1 and files[0]["content"] == self.content and event.elapsed_ms:
+        # (besides its candidate, an exec carries the sealed test data)
+        shipped = [f for f in files if "collimate_candidate_" in f["path"]]
+        if len(shipped) == 1 and shipped[0]["content"] == self.content and event.elapsed_ms:
             self.spans.append((event.started_at, event.started_at + event.elapsed_ms / 1000))
 
 
