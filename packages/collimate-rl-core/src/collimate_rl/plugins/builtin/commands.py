@@ -16,6 +16,7 @@ from dataclasses import asdict
 from typing import Any
 
 from ...__about__ import __version__
+from ...dataset_grading.cli import add_grade_command
 from ..inventory import PluginInfo, plugin_inventory
 from ..markers import hookimpl
 
@@ -43,6 +44,8 @@ def collimate_rl_cli_commands(subparsers: argparse._SubParsersAction[Any]) -> No
         add_help=False,  # -h belongs to the backend's own parser
     )
     serve.set_defaults(func=run_serve, passthrough=True)
+
+    add_grade_command(subparsers)  # collimate grade: collimate_rl.dataset_grading
 
 
 def run_version(args: argparse.Namespace) -> int:

@@ -1,0 +1,44 @@
+"""Grading a dataset file: what ``collimate grade`` is made of.
+
+The parts are kept apart so that each can be tested without a backend:
+
+* :mod:`.rows` reads the input JSONL and validates every row up front
+  (code, ground truth, id, group), so a bad row stops the run before the
+  first exec instead of after an hour of grading;
+* :mod:`.results` owns the output JSONL: the record of one row, an
+  append-only writer whose every complete line is valid at any moment, and
+  the resume plan (what an earlier run already graded, whether the file
+  belongs to this input at all);
+* :mod:`.runner` grades the pending rows in chunks through
+  :func:`collimate_rl.grade_batch`, with CRN seeds and interrupts;
+* :mod:`.summary` tallies the output per data source;
+* :mod:`.cli` is the argparse glue of ``collimate grade``.
+"""
+
+from __future__ import annotations
+
+from .results import (
+    ExistingOutput,
+    OutputMismatchError,
+    ResultWriter,
+    infra_record,
+    invalid_record,
+    load_existing,
+    result_record,
+)
+from .rows import InputRow, ReadResult, RowOptions, RowProblem, read_rows
+
+__all__ = [
+    "ExistingOutput",
+    "InputRow",
+    "OutputMismatchError",
+    "ReadResult",
+    "ResultWriter",
+    "RowOptions",
+    "RowProblem",
+    "infra_record",
+    "invalid_record",
+    "load_existing",
+    "read_rows",
+    "result_record",
+]

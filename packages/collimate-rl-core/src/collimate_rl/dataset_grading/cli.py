@@ -1,0 +1,445 @@
+"""``collimate grade``: the argparse glue over :mod:`.rows`, :mod:`.results`,
+:mod:`.runner` and :mod:`.summary`.
+
+Registered by core's built-in commands plugin through the
+``collimate_rl_cli_commands`` hook. Building the parser imports nothing but
+argparse (``collimate plugins`` should not pay for grading); the run imports
+the rest.
+
+Exit codes (the README lists them too):
+
+* 0: every row has a reward (or, with ``--skip-invalid``, is an invalid row);
+* 1: rows are left without a reward because of the infrastructure (flagged
+  rows, rows not written with ``--on-infra-error skip``, a stop with
+  ``raise``, an unreachable target): run the same command again;
+* 2: a usage or input error (bad rows, an output file that is not this
+  input's, an unknown template); nothing was graded;
+* 130 (SIGINT) / 143 (SIGTERM): interrupted; the file holds every row graded
+  so far and the same command finishes it.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import sys
+from pathlib import Path
+from typing import IO, TYPE_CHECKING, Any, Final
+
+if TYPE_CHECKING:
+    from .results import ResumePlan
+    from .runner import RunStats
+    from .summary import SourceTally
+
+__all__ = [
+    "DEFAULT_TEMPLATE",
+    "EXIT_INFRA",
+    "EXIT_INTERRUPTED",
+    "EXIT_OK",
+    "EXIT_USAGE",
+    "add_grade_command",
+    "run_grade",
+]
+
+EXIT_OK: Final = 0
+EXIT_INFRA: Final = 1
+EXIT_USAGE: Final = 2
+EXIT_INTERRUPTED: Final = 130
+#: The python template the local backend serves under the name of the real
+#: daemon's python image, so that one command works on both.
+DEFAULT_TEMPLATE: Final = "dkr-python311"
+#: How many bad rows are listed before "... and N more".
+_SHOWN_PROBLEMS: Final = 20
+
+_DESCRIPTION = """\
+Grade a JSONL file: one candidate per row, against the row's ground truth.
+
+A row: {"id": 7, "completion": "```python\\ndef solve(x): ...```",
+        "ground_truth": [{"input": [2], "output": 4}], "data_source": "apps",
+        "prompt_id": "p3"}
+
+Code is read from "code" (as is), else "completion"/"response" (the fenced
+block is extracted; a chat message list works). The ground truth is read
+from "ground_truth", "reward_spec.ground_truth" (SkyRL) or
+"reward_model.ground_truth" (verl), in any shape a reward kind accepts.
+Rows of one group ("group", "uid", "prompt_id" or "prompt") share one seed.
+
+Results go to -o FILE, one line per row, as they are graded; Ctrl-C keeps
+every line written and the same command resumes. Every row is checked
+before grading starts: a bad row stops the run (exit 2) unless
+--skip-invalid is given.
+"""
+
+_EPILOG = """\
+exit codes:
+  0    every row graded
+  1    rows left without a reward by infrastructure errors (rerun to retry them)
+  2    usage or input error (nothing graded)
+  130  interrupted (SIGINT; 143 for SIGTERM): rerun the same command to finish
+"""
+
+
+def add_grade_command(subparsers: argparse._SubParsersAction[Any]) -> None:
+    """Add ``grade`` to the ``collimate`` parser."""
+    p = subparsers.add_parser(
+        "grade",
+        help="grade a JSONL file of completions against their ground truths",
+        description=_DESCRIPTION,
+        epilog=_EPILOG,
+        formatter_class=argparse.RawDescriptionHelpFormatter,
+    )
+    p.add_argument("input", help="JSONL file, one row per candidate")
+    p.add_argument(
+        "-o", "--output", required=True, help="JSONL results (appended; a rerun resumes it)"
+    )
+
+    target = p.add_argument_group(
+        "target (default: the environment, as connect() reads it: "
+        "$COLLIMATE_SERVE_SOCKET, $COLLIMATE_API_KEY, $COLLIMATE_SERVE_URL, ...)"
+    )
+    target.add_argument("--url", help="a daemon's URL (or the gateway's, with --api-key)")
+    target.add_argument("--socket", help="a daemon's unix socket")
+    target.add_argument(
+        "--api-key", help="the gateway (prefer $COLLIMATE_API_KEY: argv is visible to ps)"
+    )
+    target.add_argument("--transport", help="a transport a plugin registered, by name")
+
+    rows = p.add_argument_group("rows")
+    rows.add_argument(
+        "--ground-truth-field", metavar="NAME", help="where the ground truth is (dotted path)"
+    )
+    rows.add_argument("--code-field", metavar="NAME", help="a field holding code, taken as is")
+    rows.add_argument(
+        "--completion-field", metavar="NAME", help="a field holding a completion (code extracted)"
+    )
+    rows.add_argument(
+        "--group-field",
+        metavar="NAME",
+        help="the CRN group key (default: the first of group, uid, prompt_id, prompt)",
+    )
+    rows.add_argument(
+        "--id-field",
+        metavar="NAME",
+        default="id",
+        help="the row id (default: id; rows without one are numbered by line)",
+    )
+    rows.add_argument(
+        "--entry", default="solve", help="the function to call when a row names none (solve)"
+    )
+    rows.add_argument(
+        "--skip-invalid",
+        action="store_true",
+        help="write bad rows as error rows (verdict 'invalid') and grade the rest, "
+        "instead of stopping before grading",
+    )
+
+    grading = p.add_argument_group("grading")
+    grading.add_argument(
+        "--template", default=DEFAULT_TEMPLATE, help=f"template to grade in ({DEFAULT_TEMPLATE})"
+    )
+    grading.add_argument("--timeout", type=_positive_int, metavar="S", help="seconds per grade")
+    grading.add_argument(
+        "--concurrency", type=_positive_int, metavar="N", help="execs in flight (default: 24)"
+    )
+    grading.add_argument(
+        "--pack",
+        type=_pack,
+        metavar="N|auto|off",
+        help="candidates per exec (default: grade_batch's own)",
+    )
+    grading.add_argument(
+        "--chunk-size",
+        type=_positive_int,
+        default=1024,
+        metavar="N",
+        help="rows per batch; the file is made durable between two (1024)",
+    )
+    grading.add_argument(
+        "--seed-mode",
+        choices=("crn", "vanilla", "deterministic"),
+        default="crn",
+        help="crn: one seed per group, derived from its key (default); vanilla: "
+        "the target draws each; deterministic: one fixed seed",
+    )
+    grading.add_argument("--seed-salt", default="", help="salt of the crn seeds (new draws)")
+    grading.add_argument(
+        "--on-infra-error",
+        choices=("raise", "zero", "skip"),
+        default="zero",
+        help="zero: write the row flagged, reward null (default); skip: write nothing "
+        "for it; raise: stop at the first. A rerun grades such rows again",
+    )
+
+    out = p.add_argument_group("output")
+    out.add_argument(
+        "--overwrite", action="store_true", help="start over instead of resuming the output"
+    )
+    out.add_argument(
+        "--progress",
+        action=argparse.BooleanOptionalAction,
+        default=None,
+        help="progress bar on stderr (default: when stderr is a terminal)",
+    )
+    out.add_argument(
+        "--json-summary",
+        metavar="FILE",
+        help="also write the summary as JSON to FILE ('-': stdout, the table then goes to stderr)",
+    )
+    p.set_defaults(func=run_grade)
+
+
+def _positive_int(text: str) -> int:
+    try:
+        value = int(text)
+    except ValueError:
+        raise argparse.ArgumentTypeError(f"not an integer: {text!r}") from None
+    if value < 1:
+        raise argparse.ArgumentTypeError(f"must be >= 1, got {value}")
+    return value
+
+
+def _pack(text: str) -> int | str:
+    if text in ("auto", "off"):
+        return text
+    return _positive_int(text)
+
+
+class _UsageError(Exception):
+    """Exit 2: said on stderr, nothing graded."""
+
+
+def _err(message: str) -> None:
+    print(f"collimate grade: {message}", file=sys.stderr, flush=True)
+
+
+def run_grade(args: argparse.Namespace) -> int:
+    """``collimate grade``'s ``func``: the exit code (see the module docstring)."""
+    try:
+        return _run(args)
+    except _UsageError as exc:
+        _err(str(exc))
+        return EXIT_USAGE
+    except KeyboardInterrupt:  # before or after grading (during it, a handler halts)
+        _err("interrupted")
+        return EXIT_INTERRUPTED
+
+
+def _run(args: argparse.Namespace) -> int:
+    from ..errors import CollimateError
+    from ..transport import connect
+    from .results import (
+        OutputMismatchError,
+        ResultWriter,
+        ResumePlan,
+        invalid_record,
+        load_existing,
+        plan_resume,
+        read_records,
+        rewrite_records,
+    )
+    from .rows import RowOptions, read_rows
+    from .runner import (
+        GradeSettings,
+        Halt,
+        Progress,
+        check_supported,
+        grade_rows,
+        halting_on_signals,
+        preflight,
+    )
+    from .summary import summarize
+
+    src, dst = Path(args.input), Path(args.output)
+    if not src.is_file():
+        raise _UsageError(f"no such input file: {src}")
+    if dst.exists() and dst.resolve() == src.resolve():
+        raise _UsageError("the output file is the input file")
+    pack: int | str | None = 1 if args.pack == "off" else args.pack  # 1: each alone
+    try:
+        settings = GradeSettings(
+            template=args.template,
+            seed_mode=args.seed_mode,
+            seed_salt=args.seed_salt,
+            timeout_seconds=args.timeout,
+            concurrency=args.concurrency,
+            pack=pack,
+            on_infra_error=args.on_infra_error,
+            chunk_size=args.chunk_size,
+        )
+        check_supported(settings)
+    except ValueError as exc:
+        raise _UsageError(str(exc)) from None
+
+    options = RowOptions(
+        ground_truth_field=args.ground_truth_field,
+        code_field=args.code_field,
+        completion_field=args.completion_field,
+        group_field=args.group_field,
+        id_field=args.id_field,
+        entry=args.entry,
+    )
+    try:
+        read = read_rows(src, options, pm=getattr(args, "plugin_manager", None))
+    except OSError as exc:
+        raise _UsageError(f"cannot read {src}: {exc}") from None
+    if read.problems and not args.skip_invalid:
+        for problem in read.problems[:_SHOWN_PROBLEMS]:
+            print(f"{src}:{problem}", file=sys.stderr)
+        more = len(read.problems) - _SHOWN_PROBLEMS
+        raise _UsageError(
+            (f"... and {more} more; " if more > 0 else "")
+            + f"{len(read.problems)} of {len(read.rows) + len(read.problems)} rows cannot be "
+            "graded; nothing was graded (fix them, or --skip-invalid to write them as "
+            "error rows and grade the rest)"
+        )
+
+    plan = ResumePlan()
+    start: list[dict[str, Any]] | None = None
+    if dst.exists() and not args.overwrite:
+        try:
+            plan = plan_resume(
+                load_existing(dst),
+                read.rows,
+                settings.template,
+                output_name=str(dst),
+                input_name=str(src),
+            )
+        except OutputMismatchError as exc:
+            raise _UsageError(str(exc)) from None
+        if plan.rewrite:
+            start = plan.keep
+        if plan.keep or plan.rewrite:
+            _err(_resume_note(plan, len(read.rows), dst))
+    elif dst.exists():
+        start = []  # --overwrite
+
+    pending = [row for row in read.rows if row.key not in plan.done]
+    halt = Halt()
+    stats = None
+    with ResultWriter(dst, start=start) as writer:
+        if args.skip_invalid:
+            for problem in read.problems:
+                writer.write(invalid_record(problem, settings.template))
+        if pending:
+            try:
+                client = connect(
+                    args.url,
+                    api_key=args.api_key,
+                    unix_socket=args.socket,
+                    transport=args.transport,
+                )
+            except (ValueError, TypeError) as exc:
+                raise _UsageError(f"cannot connect: {exc}") from None
+            try:
+                try:
+                    preflight(client, settings.template)
+                except LookupError as exc:
+                    raise _UsageError(str(exc)) from None
+                except CollimateError as exc:
+                    _err(f"cannot reach the target: {exc}")
+                    return EXIT_INFRA
+                show = args.progress if args.progress is not None else sys.stderr.isatty()
+                with halting_on_signals(halt):
+                    stats = grade_rows(
+                        client,
+                        pending,
+                        read.specs,
+                        settings,
+                        writer,
+                        halt=halt,
+                        progress=Progress(show, len(pending)),
+                    )
+            finally:
+                client.close()
+
+    interrupted = halt.signum is not None
+    records = read_records(dst)
+    if not interrupted:  # a finished file lists its rows in input order
+        order = {row.key: row.line for row in read.rows}
+        sorted_records = sorted(records, key=lambda r: _line_of(r, order))
+        if sorted_records != records:
+            rewrite_records(dst, sorted_records)
+
+    summary = summarize(read.rows, read.problems, records)
+    total = summary.total
+    if interrupted:
+        code = 128 + (halt.signum or 2)
+    elif total.infra_errors or total.not_graded:
+        code = EXIT_INFRA
+    else:
+        code = EXIT_OK
+    table_out: IO[str] = sys.stdout
+    if args.json_summary is not None:
+        payload = {
+            **summary.as_dict(),
+            "input": str(src),
+            "output": str(dst),
+            "exit_code": code,
+            "interrupted": interrupted,
+            "graded_this_run": stats.graded if stats is not None else 0,
+            "elapsed_s": round(stats.elapsed_s, 3) if stats is not None else 0.0,
+        }
+        text = json.dumps(payload, indent=2)
+        if args.json_summary == "-":
+            print(text, flush=True)
+            table_out = sys.stderr
+        else:
+            Path(args.json_summary).write_text(text + "\n")
+    from .summary import render_summary
+
+    render_summary(summary, table_out)
+    _final_notes(summary.total, stats, interrupted, settings.on_infra_error, dst)
+    return code
+
+
+def _line_of(record: dict[str, Any], order: dict[str, int]) -> int:
+    from .rows import id_key
+
+    line = record.get("line")
+    fallback = line if isinstance(line, int) else 0
+    if record.get("verdict") == "invalid":
+        return fallback
+    return order.get(id_key(record.get("id")), fallback)
+
+
+def _resume_note(plan: ResumePlan, total: int, dst: Path) -> str:
+    parts = [f"resuming {dst}: {len(plan.keep)} of {total} rows already graded"]
+    if plan.infra_retried:
+        parts.append(f"{plan.infra_retried} rows flagged with infra errors are graded again")
+    if plan.torn_bytes:
+        parts.append(
+            f"a torn last line ({plan.torn_bytes} bytes, left by a killed run) was dropped"
+        )
+    if plan.invalid_dropped:
+        parts.append(f"{plan.invalid_dropped} invalid-row records are written again")
+    return "; ".join(parts)
+
+
+def _final_notes(
+    total: SourceTally, stats: RunStats | None, interrupted: bool, infra_mode: str, dst: Path
+) -> None:
+    if stats is not None and stats.stopped_on_infra:
+        _err(
+            f"stopped at the first infrastructure error (--on-infra-error raise): "
+            f"{stats.first_infra_error}"
+        )
+    if interrupted:
+        _err(
+            f"interrupted: {total.graded + total.infra_errors} of {total.rows} rows are in "
+            f"{dst}; run the same command again to grade the rest"
+        )
+        return
+    if total.infra_errors:
+        first = f" (first: {stats.first_infra_error})" if stats and stats.first_infra_error else ""
+        _err(
+            f"{total.infra_errors} rows hit infrastructure errors{first}: written with "
+            '"infra_error": true, "reward": null (no reward was computed). Run the same '
+            "command again to grade them again."
+        )
+    if total.not_graded:
+        why = (
+            "infrastructure errors, not written (--on-infra-error skip)"
+            if infra_mode == "skip"
+            else "not graded"
+        )
+        _err(f"{total.not_graded} rows have no result ({why}); run the same command again.")
