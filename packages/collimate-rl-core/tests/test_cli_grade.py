@@ -404,6 +404,11 @@ def test_unreachable_target_and_unknown_template(
     gone = run(grade_cmd(src, out, "http://127.0.0.1:9"), timeout=120)
     assert gone.returncode == 1
     assert "cannot reach the target" in gone.stderr
+    assert not out.exists()  # checked before the output is touched
+    assert run(grade_cmd(src, out, backend.base_url)).returncode == 0
+    kept = out.read_bytes()
+    gone = run(grade_cmd(src, out, "http://127.0.0.1:9", "--overwrite"), timeout=120)
+    assert gone.returncode == 1 and out.read_bytes() == kept
 
 
 def test_rows_go_by_ground_truth_when_grade_batch_takes_one_spec(

@@ -27,11 +27,13 @@ from pathlib import Path
 from typing import IO, TYPE_CHECKING, Any, Final
 
 if TYPE_CHECKING:
+    from ..transport import SessionClient
     from .results import ResumePlan
     from .runner import RunStats
     from .summary import SourceTally
 
 __all__ = [
+    "DEFAULT_CHUNK_SIZE",
     "DEFAULT_TEMPLATE",
     "EXIT_INFRA",
     "EXIT_INTERRUPTED",
@@ -48,6 +50,12 @@ EXIT_INTERRUPTED: Final = 130
 #: The python template the local backend serves under the name of the real
 #: daemon's python image, so that one command works on both.
 DEFAULT_TEMPLATE: Final = "dkr-python311"
+#: Rows graded together (one ``grade_batch`` call when it takes a spec per
+#: candidate). Packs are sized to the target, so a chunk
+#: is in flight all at once: this bounds how long a Ctrl-C waits and what a
+#: crash loses. Larger chunks were not measurably faster on the local backend
+#: (2,000 rows: 128 to 1,024 rows per chunk all within the noise, 4-5 s).
+DEFAULT_CHUNK_SIZE: Final = 256
 #: How many bad rows are listed before "... and N more".
 _SHOWN_PROBLEMS: Final = 20
 
@@ -150,9 +158,10 @@ def add_grade_command(subparsers: argparse._SubParsersAction[Any]) -> None:
     grading.add_argument(
         "--chunk-size",
         type=_positive_int,
-        default=1024,
+        default=DEFAULT_CHUNK_SIZE,
         metavar="N",
-        help="rows per batch; the file is made durable between two (1024)",
+        help="rows graded together; Ctrl-C waits for the chunk in flight, and the "
+        f"file is made durable between two ({DEFAULT_CHUNK_SIZE})",
     )
     grading.add_argument(
         "--seed-mode",
@@ -219,14 +228,15 @@ def run_grade(args: argparse.Namespace) -> int:
     except _UsageError as exc:
         _err(str(exc))
         return EXIT_USAGE
+    except _Unreachable as exc:
+        _err(str(exc))
+        return EXIT_INFRA
     except KeyboardInterrupt:  # before or after grading (during it, a handler halts)
         _err("interrupted")
         return EXIT_INTERRUPTED
 
 
 def _run(args: argparse.Namespace) -> int:
-    from ..errors import CollimateError
-    from ..transport import connect
     from .results import (
         OutputMismatchError,
         ResultWriter,
@@ -245,7 +255,6 @@ def _run(args: argparse.Namespace) -> int:
         check_supported,
         grade_rows,
         halting_on_signals,
-        preflight,
     )
     from .summary import summarize
 
@@ -314,30 +323,17 @@ def _run(args: argparse.Namespace) -> int:
         start = []  # --overwrite
 
     pending = [row for row in read.rows if row.key not in plan.done]
+    # the target is checked before the output is touched: an unreachable one
+    # must not cost an --overwrite's file, nor leave an empty one behind
+    client = _connect_checked(args, settings.template) if pending else None
     halt = Halt()
     stats = None
-    with ResultWriter(dst, start=start) as writer:
-        if args.skip_invalid:
-            for problem in read.problems:
-                writer.write(invalid_record(problem, settings.template))
-        if pending:
-            try:
-                client = connect(
-                    args.url,
-                    api_key=args.api_key,
-                    unix_socket=args.socket,
-                    transport=args.transport,
-                )
-            except (ValueError, TypeError) as exc:
-                raise _UsageError(f"cannot connect: {exc}") from None
-            try:
-                try:
-                    preflight(client, settings.template)
-                except LookupError as exc:
-                    raise _UsageError(str(exc)) from None
-                except CollimateError as exc:
-                    _err(f"cannot reach the target: {exc}")
-                    return EXIT_INFRA
+    try:
+        with ResultWriter(dst, start=start) as writer:
+            if args.skip_invalid:
+                for problem in read.problems:
+                    writer.write(invalid_record(problem, settings.template))
+            if client is not None:
                 show = args.progress if args.progress is not None else sys.stderr.isatty()
                 with halting_on_signals(halt):
                     stats = grade_rows(
@@ -349,8 +345,9 @@ def _run(args: argparse.Namespace) -> int:
                         halt=halt,
                         progress=Progress(show, len(pending)),
                     )
-            finally:
-                client.close()
+    finally:
+        if client is not None:
+            client.close()
 
     interrupted = halt.signum is not None
     records = read_records(dst)
@@ -390,6 +387,36 @@ def _run(args: argparse.Namespace) -> int:
     render_summary(summary, table_out)
     _final_notes(summary.total, stats, interrupted, settings.on_infra_error, dst)
     return code
+
+
+class _Unreachable(Exception):
+    """Exit 1: the target did not answer; nothing was graded."""
+
+
+def _connect_checked(args: argparse.Namespace, template: str) -> SessionClient:
+    """A client of the target, which answered and serves ``template``."""
+    from ..errors import CollimateError
+    from ..transport import connect
+    from .runner import preflight
+
+    try:
+        client = connect(
+            args.url, api_key=args.api_key, unix_socket=args.socket, transport=args.transport
+        )
+    except (ValueError, TypeError) as exc:
+        raise _UsageError(f"cannot connect: {exc}") from None
+    try:
+        preflight(client, template)
+    except LookupError as exc:
+        client.close()
+        raise _UsageError(str(exc)) from None
+    except CollimateError as exc:
+        client.close()
+        raise _Unreachable(f"cannot reach the target: {exc}") from None
+    except BaseException:
+        client.close()
+        raise
+    return client
 
 
 def _line_of(record: dict[str, Any], order: dict[str, int]) -> int:

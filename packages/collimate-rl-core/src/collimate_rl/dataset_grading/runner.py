@@ -78,7 +78,7 @@ class GradeSettings:
     concurrency: int | None = None
     pack: int | str | None = None
     on_infra_error: str = "zero"
-    chunk_size: int = 1024
+    chunk_size: int = 256
 
     def __post_init__(self) -> None:
         if self.seed_mode not in SEED_MODES:
