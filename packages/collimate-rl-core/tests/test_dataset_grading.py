@@ -302,3 +302,26 @@ def test_summary_per_data_source() -> None:
     lines = plain.getvalue().splitlines()
     assert lines[0].split()[:2] == ["data_source", "rows"]
     assert lines[-1].split()[:4] == ["total", "7", "3", "33.3%"]
+
+
+def test_an_empty_input_needs_no_target(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    from collimate_rl.cli import main
+
+    src, out = tmp_path / "in.jsonl", tmp_path / "out.jsonl"
+    src.write_text("\n\n")
+    assert main(["grade", str(src), "-o", str(out), "--url", "http://127.0.0.1:9"]) == 0
+    assert out.read_bytes() == b""
+    assert "has no rows" in capsys.readouterr().err
+
+
+def test_usage_errors_exit_2(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    from collimate_rl.cli import main
+
+    src = write_rows(tmp_path / "in.jsonl", [{"code": CODE, "ground_truth": UT}])
+    assert main(["grade", str(tmp_path / "missing.jsonl"), "-o", str(src)]) == 2
+    assert "no such input file" in capsys.readouterr().err
+    assert main(["grade", str(src), "-o", str(src)]) == 2
+    assert "the output file is the input file" in capsys.readouterr().err
+    with pytest.raises(SystemExit) as info:
+        main(["grade", str(src), "-o", str(tmp_path / "o"), "--chunk-size", "0"])
+    assert info.value.code == 2

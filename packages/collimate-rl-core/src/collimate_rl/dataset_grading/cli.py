@@ -384,7 +384,10 @@ def _run(args: argparse.Namespace) -> int:
             Path(args.json_summary).write_text(text + "\n")
     from .summary import render_summary
 
-    render_summary(summary, table_out)
+    if total.rows:
+        render_summary(summary, table_out)
+    else:
+        _err(f"{src} has no rows")
     _final_notes(summary.total, stats, interrupted, settings.on_infra_error, dst)
     return code
 
