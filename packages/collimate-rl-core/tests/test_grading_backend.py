@@ -785,7 +785,8 @@ def test_the_async_path_learns_and_resends_too(backend: LocalCollimateBackend) -
             rec.exec_once = rec.exec_once_async  # type: ignore[method-assign]
             out = [await grade_async(rec, BARE, RIGHT_VOWELS, VOWELS)]  # type: ignore[arg-type]
             runtime_forms.remember(runtime_forms.key(rec, BARE, None), "preloaded")
-            out += await grade_batch_async(rec, BARE, [RIGHT_VOWELS] * 3, VOWELS)  # type: ignore[arg-type]
+            # (each alone: a pack would send one exec for the three)
+            out += await grade_batch_async(rec, BARE, [RIGHT_VOWELS] * 3, VOWELS, pack=1)  # type: ignore[arg-type]
             out.append(await grade_async(rec, BARE, RIGHT_VOWELS, VOWELS))  # type: ignore[arg-type]
             return out, rec.sizes
 

@@ -29,7 +29,8 @@ from collimate_rl import (
     grade_batch_async,
 )
 from collimate_rl.local_backend import LocalCollimateBackend
-from collimate_rl.packing import pack_timeout, pack_units, prepare_pack, read_pack
+from collimate_rl.packing import pack_timeout, prepare_pack, read_pack
+from collimate_rl.pipeline.plan import Job, chunk
 from collimate_rl.plugins import ExecEvent, get_plugin_manager, hookimpl
 from collimate_rl.rewards import verdict as verdict_module
 from collimate_rl.rewards.spec import GradeContext, Outcome
@@ -214,13 +215,17 @@ def ipc_leaver(kind: str) -> str:
 @pytest.mark.parametrize(
     ("mode", "kind"), [("sync", "shm"), ("async", "shm"), ("async", "msg"), ("sync", "sem")]
 )
-def test_a_trace_the_sweep_cannot_undo_sends_the_rest_of_the_pack_alone(
+def test_a_trace_the_sweep_cannot_undo_sends_the_rest_of_the_pack_to_a_new_one(
     mode: str, kind: str, backend: LocalCollimateBackend
 ) -> None:
+    """The pack stops after the candidate that left the trace (its verdict
+    written); the rest go on in a new pack, in a fresh guest."""
     candidates = [ipc_leaver(kind), FINDER, DRAWS]
     seeds = distinct(3)
     results = batch(mode, backend.base_url, candidates, SEEDED, seeds=seeds, pack=3)
-    assert [packed(r) for r in results] == [True, False, False]
+    assert all(packed(r) for r in results)
+    nonces = [r.raw["pack"]["nonce"] for r in results]
+    assert nonces[0] != nonces[1] == nonces[2]
     assert results[0].reward == results[1].reward == 1.0
     same_grade(results[2], alone(backend.base_url, DRAWS, SEEDED, seeds[2]))
 
@@ -281,19 +286,18 @@ def test_reading_a_pack_decodes_each_verdict_once_and_keeps_a_subclass_outcome(
     monkeypatch.setattr(
         verdict_module, "_decode", lambda text: decoded.append(text) or decode(text)
     )
-    candidates = ["def solve(i):\n    return i % 3\n"] * 3
-    prepared = prepare_pack(
-        SEEDED, candidates, distinct(3), [0, 1, 2], timeout_seconds=5, form="full"
-    )
+    right = "def solve(i):\n    return i % 3\n"
+    jobs = [Job(i, right, SEEDED, seed) for i, seed in enumerate(distinct(3))]
+    prepared = prepare_pack(jobs, timeout_seconds=5, form="full")
     marker = "__COLLIMATE_VERDICT__"
     stdout = "".join(
         f"{marker}{ctx.nonce} hello\n{marker}{ctx.nonce} "
         f'{{"reward": {i / 2}, "passed": {i}, "total": 2, "seed": "{seed}", "ms": 1.5}}\n'
         for i, (ctx, seed) in enumerate(zip(prepared.contexts[:2], prepared.seeds, strict=False))
     )  # (the third has no verdict: it goes alone)
-    grades, note = read_pack(SEEDED, prepared, stdout)
+    grades, note = read_pack(prepared, stdout)
     assert len(decoded) == 2  # one verdict each, read once
-    assert [(g.index, g.outcome.reward, g.seed_echo) for g in grades] == [
+    assert [(g.position, g.outcome.reward, g.seed_echo) for g in grades] == [
         (0, 0.0, prepared.seeds[0]),
         (1, 0.5, prepared.seeds[1]),
     ]
@@ -306,7 +310,12 @@ def test_reading_a_pack_decodes_each_verdict_once_and_keeps_a_subclass_outcome(
             return Outcome(made.reward / 2, made.verdict, made.detail)
 
     halved = Halved([{"input": [i], "output": i % 3} for i in range(8)])
-    assert [g.outcome.reward for g in read_pack(halved, prepared, stdout)[0]] == [0.0, 0.25]
+    for job in jobs:
+        job.spec = halved
+    again = prepare_pack(jobs, timeout_seconds=5, form="full")
+    stdout = stdout.replace(prepared.contexts[0].nonce, again.contexts[0].nonce)
+    stdout = stdout.replace(prepared.contexts[1].nonce, again.contexts[1].nonce)
+    assert [g.outcome.reward for g in read_pack(again, stdout)[0]] == [0.0, 0.25]
 
 
 def test_a_candidate_that_stops_the_grader_holds_its_pack_four_budgets_at_most(
@@ -314,7 +323,8 @@ def test_a_candidate_that_stops_the_grader_holds_its_pack_four_budgets_at_most(
 ) -> None:
     """The grader shares its uid with the candidates, so one can SIGSTOP it.
     The pack's exec then runs out (four candidate timeouts, not one per
-    candidate) and whoever has no verdict is graded alone."""
+    candidate); the candidate it died on is graded alone, the others
+    without a verdict are re-packed."""
     stopper = (
         "import os, signal\ndef solve(i):\n"
         "    os.kill(os.getppid() - 1, signal.SIGSTOP)\n    return i % 3\n"
@@ -325,7 +335,7 @@ def test_a_candidate_that_stops_the_grader_holds_its_pack_four_budgets_at_most(
         "async", backend.base_url, candidates, SEEDED, seeds=seeds, pack=10, timeout_seconds=2
     )
     assert [packed(r) for r in results[:3]] == [True, True, False]
-    assert not any(packed(r) for r in results[3:])
+    assert all(packed(r) for r in results[3:])  # (in new packs)
     assert results[0].raw["exit_code"] == -1  # the pack's exec timed out...
     assert results[0].raw["exec_time_ms"] < 15_000  # ...at 8 s, not 10 x 2 s
     for result, candidate, seed in zip(results, candidates, seeds, strict=True):
@@ -364,10 +374,11 @@ def test_the_pack_argument_is_checked(backend: LocalCollimateBackend) -> None:
     assert [r.reward for r in results] == [1.0] * 3 and not any(packed(r) for r in results)
 
 
-def test_pack_units_and_timeouts() -> None:
-    assert pack_units(5, 2) == [[0, 1], [2, 3], [4]]
-    assert pack_units(3, 1) == [[0], [1], [2]]
-    assert pack_units(0, 4) == []
+def test_pack_sizes_and_timeouts() -> None:
+    jobs = [Job(i, "x = 1\n", SEEDED, None) for i in range(5)]
+    assert [[j.index for j in u.jobs] for u in chunk(jobs, 2)] == [[0, 1], [2, 3], [4]]
+    assert [len(u.jobs) for u in chunk(jobs, 1)] == [1] * 5
+    assert chunk([], 4) == []
     # a pack's exec may take four candidate timeouts, within the wire's 3600 s
     assert [pack_timeout(30, n) for n in (1, 2, 4, 64)] == [30, 60, 120, 120]
     assert pack_timeout(1000, 64) == 3600
@@ -389,20 +400,22 @@ def test_candidates_compile_as_python_would_run_them(backend: LocalCollimateBack
         assert "NameError" in str(result.detail.get("load_error")), result.detail
 
 
-class _LoneExecs:
-    """Records the time span of every one-candidate exec of ``content``."""
+class _ExecsOf:
+    """Records, for every exec carrying ``content`` as a candidate, its time
+    span and how many candidates it carried."""
 
     def __init__(self, content: str) -> None:
         self.content = content
-        self.spans: list[tuple[float, float]] = []
+        self.spans: list[tuple[float, float, int]] = []
 
     @hookimpl
     def collimate_rl_after_exec(self, event: ExecEvent) -> None:
         files = event.request.get("files") or []
-        # (besides its candidate, an exec carries the sealed test data)
+        # (besides its candidates, an exec carries the sealed test data)
         shipped = [f for f in files if "collimate_candidate_" in f["path"]]
-        if len(shipped) == 1 and shipped[0]["content"] == self.content and event.elapsed_ms:
-            self.spans.append((event.started_at, event.started_at + event.elapsed_ms / 1000))
+        if any(f["content"] == self.content for f in shipped) and event.elapsed_ms:
+            end = event.started_at + event.elapsed_ms / 1000
+            self.spans.append((event.started_at, end, len(shipped)))
 
 
 @pytest.mark.parametrize("mode", ["sync", "async"])
@@ -410,14 +423,15 @@ def test_a_candidate_that_loops_does_not_hold_its_pack_mates(
     mode: str, backend: LocalCollimateBackend
 ) -> None:
     """Behind a candidate that uses its whole budget, the rest would take up
-    to one budget each: they go alone instead, side by side (the execs of
-    two more loopers among them overlap)."""
+    to one budget each: they are re-packed as two packs, side by side (the
+    two more loopers among them run at the same time, not one after the
+    other)."""
     looper = "def solve(i):\n    while True:\n        pass\n"
     candidates = [DRAWS, looper, DRAWS, looper, looper]
     seeds = distinct(5)
-    lone = _LoneExecs(looper)
+    execs = _ExecsOf(looper)
     pm = get_plugin_manager()
-    pm.register(lone, name="test-lone-loopers")
+    pm.register(execs, name="test-looper-execs")
     try:
         results = batch(
             mode,
@@ -430,11 +444,14 @@ def test_a_candidate_that_loops_does_not_hold_its_pack_mates(
             concurrency=4,
         )
     finally:
-        pm.unregister(name="test-lone-loopers")
-    assert [packed(r) for r in results] == [True, True, False, False, False]
+        pm.unregister(name="test-looper-execs")
+    # the first pack stops behind the first looper; [DRAWS, looper] and [looper] follow
+    assert [packed(r) for r in results] == [True, True, True, True, False]
     assert all(results[i].detail["timeout"] and results[i].reward == 0.0 for i in (1, 3, 4))
     same_grade(results[2], alone(backend.base_url, DRAWS, SEEDED, seeds[2]))
-    (_, first_end), (second_start, _) = sorted(lone.spans)
+    first, *after = sorted(execs.spans)
+    assert first[2] == 5 and sorted(n for _, _, n in after) == [1, 2]
+    (_, first_end, _), (second_start, _, _) = sorted(after)
     assert second_start < first_end  # side by side, not one after the other
 
 

@@ -1,0 +1,178 @@
+"""Step 2: run the execs. A unit's exec is built, sent within what the
+target admits, sent again in full if the target refused the short program
+form, and read (step 3) into a :class:`Report`: the results it produced
+and the units that must grade what it left (step 1's follow-up).
+
+The logic is written once, as *steps* (:func:`unit_steps`): a generator
+that yields each exec request and is sent the answer (or thrown the
+backend's error). :func:`run_unit` and :func:`run_unit_async` only drive
+those steps, one blocking, one on the running loop, so the two paths cannot
+drift apart.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Awaitable, Callable, Generator, Mapping
+from dataclasses import dataclass, field
+from typing import Any
+
+from ..errors import CollimateError
+from .admission import admitted, admitted_async, gate_for
+from .execs import prepare_grade, prepare_pack
+from .forms import runtime_forms
+from .plan import Job, Unit, follow_up, refuse_mixing, singles, split_by_spec
+from .read import asked_again_in_full, read_pack_answer, result_from_response
+from .result import Graded, as_outcome
+from .targets import facts, facts_async, unpackable
+
+__all__ = ["Report", "Route", "run_unit", "run_unit_async", "unit_steps"]
+
+Request = dict[str, Any]
+Answer = dict[str, Any]
+Steps = Generator[Request, Answer, "Report"]
+
+
+@dataclass(frozen=True)
+class Route:
+    """Where a unit's exec goes: a fresh clone of ``template_id`` (or the
+    warm session ``session_id``), with each candidate's ``timeout_seconds``."""
+
+    template_id: str
+    session_id: str | None
+    timeout_seconds: int
+
+
+@dataclass
+class Report:
+    """What running a unit produced."""
+
+    #: each candidate graded, with its result or the error a lone grade raises
+    finished: list[tuple[Job, Graded]] = field(default_factory=list)
+    #: units that must grade the candidates it did not (see plan.follow_up)
+    follow: list[Unit] = field(default_factory=list)
+
+
+def unit_steps(key: tuple[str, str], route: Route, unit: Unit) -> Steps:
+    """The steps of grading ``unit``; ``key`` names the target (endpoint,
+    template or session) for what is learnt about it."""
+    if unit.packed:
+        return (yield from _pack_steps(key, route, unit))
+    return (yield from _alone_steps(key, route, unit.jobs[0]))
+
+
+def _alone_steps(key: tuple[str, str], route: Route, job: Job) -> Steps:
+    form = runtime_forms.get(key)
+    try:
+        prepared = prepare_grade(
+            job.spec, job.candidate, seed=job.seed, timeout_seconds=route.timeout_seconds, form=form
+        )
+        response = yield prepared.exec_kwargs
+        if asked_again_in_full(prepared.ctx.nonce, form, response):  # the target changed
+            runtime_forms.forget(key)
+            prepared = prepare_grade(
+                job.spec, job.candidate, seed=job.seed, timeout_seconds=route.timeout_seconds
+            )
+            response = yield prepared.exec_kwargs
+        result = result_from_response(job.spec, prepared, response, job.index)
+    except Exception as exc:  # the backend's error, or the spec's: this grade's own
+        return Report([(job, exc)])
+    runtime_forms.learn(key, result)
+    return Report([(job, as_outcome(result))])
+
+
+def _pack_steps(key: tuple[str, str], route: Route, unit: Unit) -> Steps:
+    if key in unpackable:
+        return Report(follow=singles(unit.jobs))
+    form = runtime_forms.get(key)
+    try:
+        prepared = prepare_pack(unit.jobs, timeout_seconds=route.timeout_seconds, form=form)
+    except ValueError:
+        per_spec = split_by_spec(unit)
+        if len(per_spec) == 1:
+            raise
+        refuse_mixing()  # this runtime packs one spec at a time
+        return Report(follow=per_spec)
+    try:
+        response = yield prepared.exec_kwargs
+        if asked_again_in_full(prepared.nonce, form, response):
+            runtime_forms.forget(key)
+            prepared = prepare_pack(unit.jobs, timeout_seconds=route.timeout_seconds)
+            response = yield prepared.exec_kwargs
+    except CollimateError:  # alone, each meets the failure as a lone grade would
+        return Report(follow=singles(unit.jobs))
+    reading = read_pack_answer(unit.jobs, prepared, response)
+    if reading.cannot_pack:
+        unpackable.mark(key, reading.note or "")
+    finished: list[tuple[Job, Graded]] = []
+    for position, result in reading.taken:
+        runtime_forms.learn(key, result)
+        finished.append((unit.jobs[position], result))
+    follow = follow_up(
+        unit,
+        [position for position, _ in reading.taken],
+        reading.blamed,
+        said_why=reading.said_why,
+        on_time=reading.on_time,
+        cannot_pack=reading.cannot_pack,
+    )
+    return Report(finished, follow)
+
+
+def _exec(client: Any, route: Route, request: Mapping[str, Any]) -> Any:
+    if route.session_id is not None:
+        return client.session_exec(route.session_id, **request)
+    return client.exec_once(route.template_id, **request)
+
+
+def _drive(steps: Steps, send: Callable[[Request], Answer]) -> Report:
+    answer: Answer | None = None
+    error: CollimateError | None = None
+    while True:
+        try:
+            request = steps.send(answer) if error is None else steps.throw(error)  # type: ignore[arg-type]
+        except StopIteration as done:
+            report: Report = done.value
+            return report
+        try:
+            answer, error = send(request), None
+        except CollimateError as exc:
+            answer, error = None, exc
+
+
+async def _drive_async(steps: Steps, send: Callable[[Request], Awaitable[Answer]]) -> Report:
+    answer: Answer | None = None
+    error: CollimateError | None = None
+    while True:
+        try:
+            request = steps.send(answer) if error is None else steps.throw(error)  # type: ignore[arg-type]
+        except StopIteration as done:
+            report: Report = done.value
+            return report
+        try:
+            answer, error = await send(request), None
+        except CollimateError as exc:
+            answer, error = None, exc
+
+
+def run_unit(client: Any, route: Route, unit: Unit) -> Report:
+    """Grade ``unit`` with a blocking client."""
+    key = runtime_forms.key(client, route.template_id, route.session_id)
+    gate = gate_for(client, facts(client))
+
+    def send(request: Request) -> Answer:
+        answer: Answer = admitted(gate, lambda: _exec(client, route, request))
+        return answer
+
+    return _drive(unit_steps(key, route, unit), send)
+
+
+async def run_unit_async(client: Any, route: Route, unit: Unit) -> Report:
+    """Grade ``unit`` with an async client, on the running loop."""
+    key = runtime_forms.key(client, route.template_id, route.session_id)
+    gate = gate_for(client, await facts_async(client))
+
+    async def send(request: Request) -> Answer:
+        answer: Answer = await admitted_async(gate, lambda: _exec(client, route, request))
+        return answer
+
+    return await _drive_async(unit_steps(key, route, unit), send)
