@@ -54,7 +54,9 @@ def test_every_exec_is_recorded_and_replays_exactly(
 ) -> None:
     path = tmp_path / "run.jsonl"
     with record_manifest(path) as manifest:
-        results = grade_batch(client, "py", CANDIDATES, VOWELS, seeds=group_seeds(3, "vanilla"))
+        # (pack=1: one exec per candidate, each recorded with the seed it drew)
+        seeds = group_seeds(3, "vanilla")
+        results = grade_batch(client, "py", CANDIDATES, VOWELS, seeds=seeds, pack=1)
         with Sandbox("py", client=client) as sb:
             sb.exec(command="echo state > /tmp/s")
             sb.exec(command="cat /tmp/s")  # state carried across execs
@@ -118,7 +120,7 @@ def test_async_execs_are_recorded_and_the_plugin_is_removed_after(
 
     async def run() -> None:
         async with AsyncCollimateClient(backend.base_url) as ac:
-            await grade_batch_async(ac, "py", CANDIDATES, VOWELS, seeds=["cd" * 32] * 3)
+            await grade_batch_async(ac, "py", CANDIDATES, VOWELS, seeds=["cd" * 32] * 3, pack=1)
 
     plugins_before = len(get_plugin_manager().get_plugins())
     with record_manifest(path):
