@@ -98,7 +98,15 @@ class _Spawner:
         self.sock = ours
         ours.settimeout(_SPAWNER_ANSWER_S)
         try:
-            _send(ours, {"path": list(sys.path), "sweep": sweep, "state": state})
+            _send(
+                ours,
+                {
+                    "path": list(sys.path),
+                    "sweep": sweep,
+                    "state": state,
+                    "preload": _stdlib_loaded() if sweep else [],
+                },
+            )
             raw = ours.recv(4096)
             hello: Any = marshal.loads(raw[4:]) if len(raw) > 4 else ""
         except Exception:
@@ -159,6 +167,25 @@ class _Spawner:
             os.waitpid(self.pid, 0)
         except OSError:
             pass
+
+
+def _stdlib_loaded() -> list[str]:
+    """The standard library modules this (warm) interpreter has imported,
+    for a pack's spawner to import once, before it forks the candidates:
+    forked from the warm template, they found these loaded, and so should
+    they here (a pack's candidates would each pay for ``re`` or
+    ``collections`` otherwise). Only top-level, public, standard names."""
+    names = getattr(sys, "stdlib_module_names", None)
+    if not names:
+        return []
+    return sorted(
+        name
+        for name in list(sys.modules)
+        if "." not in name
+        and not name.startswith("_")
+        and name in names
+        and name not in ("this", "antigravity")  # (imports with side effects)
+    )
 
 
 def _send(sock: Any, obj: Any) -> None:
