@@ -9,11 +9,11 @@ group. Here every exec of the grading pipeline goes through its server's
 wait their turn in arrival order (threads and event loops alike, in one
 queue). The limit starts at what the server says in ``/v1/health`` and,
 where it says nothing or other processes share it, is learnt from
-``at_capacity`` answers: each one lowers the limit to what was in flight
-and the exec is sent again once a slot frees (for
+``at_capacity`` answers: each one lowers the limit below what was in
+flight and the exec is sent again once a slot frees (for
 :data:`CAPACITY_PATIENCE_S` at most, if the server stays full of others'
-work); every ``limit`` execs admitted in a row raise it by one again, up
-to what the server said.
+work); execs admitted in a row raise it again, slowly, up to what the
+server said.
 """
 
 from __future__ import annotations
@@ -44,6 +44,11 @@ T = TypeVar("T")
 #: full of other processes' work); past that, the refusal is raised.
 CAPACITY_PATIENCE_S: Final = 300.0
 _BACKOFF_S: Final = 0.02
+#: Execs admitted in a row, in limits, before the limit grows by one. A
+#: server may hold a slot a little past its answer (the local backend wipes
+#: the clone first), so a limit at its word meets a refusal now and then:
+#: growing back slowly keeps those rare.
+_STREAK: Final = 4
 _BACKOFF_MAX_S: Final = 1.0
 
 
@@ -153,13 +158,13 @@ class Gate:
         self._grant(waiters)
 
     def admitted(self) -> None:
-        """An exec got through: after ``limit`` in a row, allow one more
-        (up to what the server said)."""
+        """An exec got through: after :data:`_STREAK` times ``limit`` in a
+        row, allow one more (up to what the server said)."""
         with self._lock:
             if self.limit is None or (self.ceiling is not None and self.limit >= self.ceiling):
                 return
             self._streak += 1
-            if self._streak < self.limit:
+            if self._streak < _STREAK * self.limit:
                 return
             self._streak = 0
             self.limit += 1
@@ -202,8 +207,14 @@ class _Gates:
             if gate is None:
                 gate = self._gates[endpoint] = Gate(facts.max_inflight)
                 return gate
-        gate.told(facts.max_inflight)
+        if facts.max_inflight is not None:  # (not saying is not news)
+            gate.told(facts.max_inflight)
         return gate
+
+    def find(self, endpoint: str) -> Gate | None:
+        """The gate of ``endpoint``, if any exec went there."""
+        with self._lock:
+            return self._gates.get(endpoint)
 
     def clear(self) -> None:
         with self._lock:

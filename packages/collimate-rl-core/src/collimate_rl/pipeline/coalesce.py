@@ -151,9 +151,8 @@ class _Pool:
         with self.cond:
             self.queue.append(entry)
             self.last_join = time.monotonic()
-            if len(self.queue) >= FULL:
-                self._nudge()
             if self.gathering:
+                self._nudge()  # (the gatherer looks again: company may be enough now)
                 return False
             self.gathering = True
             return True
