@@ -87,28 +87,32 @@ def _load_error(tally: _Tally, message: str) -> dict[str, Any]:
 
 
 def _collect(conn: _Conn, budget: _Budget, requests: list[dict[str, Any]]) -> _Results:
-    """Send ``requests`` in turn; gather each check's record until the last
-    says done (or the process ends, or the budget does)."""
+    """Send every request at once (the candidate's process takes them in
+    order: one wake-up instead of one per request), then gather the answers:
+    the load's, then each check's record, until the last request says done
+    (or the process ends, or the budget does). The first load error stands."""
     results = _Results()
+    requests[-1]["last"] = True
     try:
         for req in requests:
             conn.send(req, budget)
+        conn.settle(budget)
+        for req in requests:
             while True:
                 record = conn.receive(budget)
                 if record == ("done",):
                     break
-                if record[0] in ("load", "loaded"):
-                    if record[0] == "load":
+                if record[0] == "load":
+                    if results.load is None:
                         results.load = str(record[1])
-                        if req["do"] == "load":
-                            conn.end("done")
-                            results.vouch(budget)
-                            return results
                     if req["do"] == "load":
                         break
                     continue
+                if record[0] == "loaded":
+                    break
                 if type(record) is tuple and len(record) == 3 and type(record[0]) is int:
-                    results.checks.setdefault(record[0], (str(record[1]), record[2]))
+                    if results.load is None:
+                        results.checks.setdefault(record[0], (str(record[1]), record[2]))
     except _Gone as gone:
         results.missing = _failure_of(gone.why)
     except _Abort:
