@@ -700,6 +700,34 @@ def test_bad_batch_arguments_fail_before_any_exec(
         grader.batch([RIGHT_VOWELS] * 2, VOWELS, **kwargs)
 
 
+def test_one_spec_per_candidate_grades_many_prompts_in_one_call(grader: Grader) -> None:
+    specs: list[RewardSpec] = [ADD, VOWELS, ADD, VOWELS]
+    cands = [
+        "def solve(a, b):\n    return a + b\n",
+        RIGHT_VOWELS,
+        "def solve(a, b):\n    return 0\n",
+        HALF_VOWELS,
+    ]
+    results = grader.batch(cands, specs, seeds=["ab" * 32] * 4)
+    assert [r.reward for r in results] == [1.0, 1.0, 0.25, 0.0625]
+    assert [r.index for r in results] == [0, 1, 2, 3]
+
+
+@pytest.mark.parametrize(
+    ("spec", "error", "match"),
+    [
+        ([VOWELS], ValueError, "1 specs for 2 candidates"),
+        ([VOWELS, "unit"], TypeError, "must be a RewardSpec"),
+        ("unit", TypeError, "one per candidate"),
+    ],
+)
+def test_bad_specs_fail_before_any_exec(
+    grader: Grader, spec: Any, error: type[Exception], match: str
+) -> None:
+    with pytest.raises(error, match=match):
+        grader.batch([RIGHT_VOWELS] * 2, spec)
+
+
 def test_empty_batch(grader: Grader) -> None:
     assert grader.batch([], VOWELS) == []
 

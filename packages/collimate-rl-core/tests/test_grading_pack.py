@@ -28,9 +28,11 @@ from collimate_rl import (
     grade_batch,
     grade_batch_async,
 )
+from collimate_rl.grading import runtime_forms
 from collimate_rl.local_backend import LocalCollimateBackend
 from collimate_rl.packing import pack_timeout, prepare_pack, read_pack
 from collimate_rl.pipeline.plan import Job, chunk
+from collimate_rl.pipeline.targets import unpackable
 from collimate_rl.plugins import ExecEvent, get_plugin_manager, hookimpl
 from collimate_rl.rewards import verdict as verdict_module
 from collimate_rl.rewards.spec import GradeContext, Outcome
@@ -38,6 +40,7 @@ from collimate_rl.rewards.spec import GradeContext, Outcome
 TEMPLATE = "py"
 SEEDED = UnitTestReward([{"input": [i], "output": i % 3} for i in range(8)])
 DRAWS = "import random\ndef solve(i):\n    return random.randint(0, 2)\n"
+RIGHT = "def solve(i):\n    return i % 3\n"
 # right, and slower than the quarter second a pack holds its verdicts at most
 SLOW = "import time\ndef solve(i):\n    time.sleep(0.04)\n    return i % 3\n"
 VOWELS = PropertyReward(
@@ -254,6 +257,127 @@ def test_a_candidate_that_kills_the_pack_only_costs_it_its_speed(
     assert results[4].reward == 1.0 and not any(r.infra_error for r in results)
 
 
+@pytest.mark.parametrize("victim", ["os.getppid()", "os.getppid() - 1"])
+def test_a_candidate_that_kills_its_pack_first_costs_only_itself(
+    victim: str, backend: LocalCollimateBackend
+) -> None:
+    """First in its pack, a candidate kills the spawner (its parent) or the
+    grader: the others still get their rewards from packs (a new spawner,
+    or a new pack), and the next batch is packed as ever."""
+    killer = (
+        f"import os, signal\ndef solve(i):\n    os.kill({victim}, signal.SIGKILL)\n"
+        "    return i % 3\n"
+    )
+    candidates = [killer, DRAWS, SLOW, DRAWS, RIGHT]
+    seeds = distinct(5)
+    results = batch("async", backend.base_url, candidates, SEEDED, seeds=seeds, pack=5)
+    assert all(packed(r) for r in results[1:]), [r.raw.get("pack") for r in results]
+    for result, candidate, seed in zip(results, candidates, seeds, strict=True):
+        same_grade(result, alone(backend.base_url, candidate, SEEDED, seed))
+    assert results[0].reward == 0.0 and results[4].reward == 1.0
+    assert not any(r.infra_error for r in results)
+    again = batch("sync", backend.base_url, [DRAWS, RIGHT] * 3, SEEDED)  # (pack="auto")
+    assert all(packed(r) for r in again) and again[1].reward == 1.0
+
+
+class _GraderDies:
+    """A real client whose first pack's answer is cut as if its grader had
+    died after writing the verdicts of its first ``keep`` candidates (the
+    guest's own recovery cannot hide this from the SDK)."""
+
+    def __init__(self, inner: CollimateClient, keep: int) -> None:
+        self.inner = inner
+        self.keep = keep
+        self.cut = False
+        self.endpoint = inner.endpoint
+
+    def health(self) -> dict[str, Any]:
+        return self.inner.health()
+
+    def exec_once(self, *a: Any, **kw: Any) -> dict[str, Any]:
+        answer = self.inner.exec_once(*a, **kw)
+        paths = [f["path"] for f in kw.get("files") or [] if "collimate_candidate_" in f["path"]]
+        if self.cut or len(paths) < 2:
+            return answer
+        self.cut = True
+        nonces = [p.rpartition("collimate_candidate_")[2].removesuffix(".py") for p in paths]
+        dropped = nonces[self.keep :]
+        lines = answer["stdout"].splitlines()
+        kept = [ln for ln in lines if not any(n in ln for n in dropped) and "unpacked" not in ln]
+        return {**answer, "stdout": "\n".join(kept) + "\n", "exit_code": -9}
+
+
+@pytest.mark.parametrize("keep", [0, 2])
+def test_when_a_packs_grader_dies_the_sdk_regrades_what_it_left(
+    keep: int, backend: LocalCollimateBackend
+) -> None:
+    """The candidate the pack died on is graded alone; the others without a
+    verdict go on in a new pack; every reward is the lone grade's."""
+    candidates = [DRAWS, SLOW, DRAWS, RIGHT, DRAWS]
+    seeds = distinct(5)
+    with CollimateClient(backend.base_url, retries=0) as c:
+        dying = _GraderDies(c, keep)
+        results = grade_batch(dying, TEMPLATE, candidates, SEEDED, seeds=seeds, pack=5)  # type: ignore[arg-type]
+    assert dying.cut
+    assert [packed(r) for r in results] == [True] * keep + [False] + [True] * (4 - keep)
+    first = {r.raw["pack"]["nonce"] for r in results[:keep]}
+    later = {r.raw["pack"]["nonce"] for r in results[keep + 1 :]}
+    assert len(later) == 1 and not first & later  # a new pack
+    for result, candidate, seed in zip(results, candidates, seeds, strict=True):
+        same_grade(result, alone(backend.base_url, candidate, SEEDED, seed))
+
+
+def test_a_step_of_many_prompts_is_packed_across_them(backend: LocalCollimateBackend) -> None:
+    """One spec per candidate (three prompts, their candidates interleaved):
+    one call, packs that span prompts, each result its lone grade's."""
+    rows: list[tuple[str, RewardSpec]] = [
+        (DRAWS, SEEDED),
+        ("def solve(x):\n    return sum(c in 'aeiou' for c in x)\n", VOWELS),
+        ("a, b = map(int, input().split())\nprint(a + b)\n", ECHO),
+    ]
+    step = [rows[i % 3] for i in range(12)]
+    seeds = distinct(12)
+    with CollimateClient(backend.base_url, retries=0) as c:
+        results = grade_batch(
+            c, TEMPLATE, [cand for cand, _ in step], [spec for _, spec in step], seeds=seeds
+        )
+    assert all(packed(r) for r in results)
+    specs_of: dict[str, set[int]] = {}
+    for result, (_, spec) in zip(results, step, strict=True):
+        specs_of.setdefault(result.raw["pack"]["nonce"], set()).add(id(spec))
+    assert len(specs_of) == 2 and any(len(s) > 1 for s in specs_of.values())
+    for result, (cand, spec), seed in zip(results, step, seeds, strict=True):
+        same_grade(result, alone(backend.base_url, cand, spec, seed))
+
+
+def test_a_pack_refused_in_its_short_form_is_sent_again_in_full(
+    backend: LocalCollimateBackend,
+) -> None:
+    """A target believed to preload the runtime but that does not: the
+    pack's guest asks for the full program, and gets it, once."""
+    sizes: list[int] = []
+    with CollimateClient(backend.base_url, retries=0) as c:
+
+        class Recording:
+            endpoint = c.endpoint
+
+            def health(self) -> dict[str, Any]:
+                return c.health()
+
+            def exec_once(self, *a: Any, **kw: Any) -> dict[str, Any]:
+                sizes.append(len(kw["code"]))
+                return c.exec_once(*a, **kw)
+
+        rec = Recording()
+        runtime_forms.remember(runtime_forms.key(rec, BARE, None), "preloaded")
+        try:
+            results = grade_batch(rec, BARE, [RIGHT] * 4, SEEDED, pack=4)  # type: ignore[arg-type]
+        finally:
+            runtime_forms.clear()
+    assert [r.reward for r in results] == [1.0] * 4 and all(packed(r) for r in results)
+    assert len(sizes) == 2 and sizes[0] < sizes[1]  # refused short, then sent whole
+
+
 def test_a_pack_writes_its_verdicts_in_batches_and_in_order() -> None:
     """Every write to the exec's output wakes the backend that reads it: a
     pack holds its verdict lines and writes them together."""
@@ -357,6 +481,23 @@ def test_packs_are_graded_alone_where_the_guest_is_shared(
     assert all(r.verdict != "infra_error" for r in results + again)
     warnings = [r.message for r in caplog.records if "cannot grade packs" in r.message]
     assert len(warnings) == 1  # said once per target, then not tried again
+
+
+def test_a_target_that_cannot_pack_goes_alone_by_itself_until_forgotten(
+    backend: LocalCollimateBackend, caplog: pytest.LogCaptureFixture
+) -> None:
+    """The guest's ``cannot pack:`` note marks that target only (another
+    server still packs), and the mark can be forgotten (it is tried again)."""
+    with (
+        LocalCollimateBackend(isolation="process") as shared,
+        caplog.at_level(logging.WARNING, logger="collimate_rl.grading"),
+    ):
+        first = batch("sync", shared.base_url, [DRAWS] * 4, SEEDED, pack=4)
+        elsewhere = batch("sync", backend.base_url, [DRAWS] * 4, SEEDED, pack=4)
+        unpackable.clear()
+        again = batch("sync", shared.base_url, [DRAWS] * 2, SEEDED, pack=2)
+    assert not any(packed(r) for r in first + again) and all(packed(r) for r in elsewhere)
+    assert sum("cannot grade packs" in r.message for r in caplog.records) == 2
 
 
 def test_the_pack_argument_is_checked(backend: LocalCollimateBackend) -> None:
