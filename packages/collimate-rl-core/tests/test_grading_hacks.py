@@ -209,6 +209,17 @@ def test_hacks_in_a_pack_score_nothing_and_cost_nobody_else(
     assert any(r.raw.get("pack") for r in results)  # (graded packed, not all alone)
 
 
+def test_the_memory_scan_reads_the_candidates_own_memory(client: CollimateClient) -> None:
+    """The scan above is no straw man: planted in the candidate's own
+    memory, a value of the secret's shape is found, alone and packed."""
+    own = "SEC" + "RET-" + "f" * 16
+    spec = reward_spec_from_ground_truth([{"input": ["x"], "output": own}], "f")
+    planted = "PLANTED = 'SEC' + 'RET-' + 'f' * 16\n" + FUNCTION_HACKS["scans_its_memory"]
+    assert grade(client, TEMPLATE, planted, spec).reward == 1.0
+    results = grade_batch(client, TEMPLATE, [planted] * 3, spec, pack=3)
+    assert [r.reward for r in results] == [1.0] * 3
+
+
 def test_the_right_answer_scores_on_every_kind(client: CollimateClient) -> None:
     """The specs above are gradeable: the right answer passes everywhere."""
     for kind, spec in _specs().items():

@@ -213,6 +213,8 @@ class ForkEngine:
             # a ready clone runs execs at the server's priority (the zygote is niced)
             "nice": os.getpriority(os.PRIO_PROCESS, 0) if BACKGROUND_NICE else None,
             "limits": _limits_dict(template.limits),
+            # python execs get a clean twin (see guest/twin.py): graders use it
+            "clean_twin": template.kind == "python",
         }
         if template.kind == "app":
             limits = _limits_dict(template.limits)

@@ -26,7 +26,7 @@ import time
 
 from .budget import _MSG, _Abort, _Budget
 from .kinds import _property_cases, _read_candidate, _read_sealed
-from .remote import _Spawner, _SpawnerGone
+from .remote import _Spawner, _SpawnerGone, twin_pid
 from .sweep import _Files, _not_dedicated
 from .wire import _Frame, _mute, _verdict_json
 
@@ -76,7 +76,8 @@ def main(cfg: dict[str, Any], how: str = "source") -> NoReturn:
     _stay_on_turn_cpu()  # (the spawner and every candidate inherit it)
     files = None
     if packed:
-        why = _not_dedicated()
+        twin = twin_pid()
+        why = _not_dedicated(() if twin is None else (twin,))
         if why is not None:
             frame.line("unpacked cannot pack: " + why)
             frame._exit(0)

@@ -31,6 +31,7 @@ if TYPE_CHECKING:  # pragma: no cover - typing only, never imported in the guest
 _SPAWNER_ANSWER_S = 10.0  # a spawner silent this long is taken for gone
 _MAX_REPLY = 1 << 24  # what one answer of the candidate's process may weigh
 _FD_SIZE = 4
+_TWIN_ENV = "COLLIMATE_CLEAN_TWIN"
 _MAX_RESTARTS = 8  # fresh processes for one candidate's interactive tests
 _PEEK_S = 0.05  # how often a grader waiting for a candidate's exit looks at its socket
 _BUSY_BYTES = 1 << 14  # found at one look: the grader reads as it comes
@@ -54,6 +55,39 @@ class CandidateError(Exception):
     ``SystemExit`` or another ``BaseException``, or its process is gone)."""
 
 
+# How a fresh interpreter takes its program (the protocol of the local
+# backend's clean twin too, ``local_backend/engine/guest/twin.py``): on fd 3,
+# a 4-byte big-endian length, a kind byte (``s``: source, ``m``: a code
+# object's marshal), the payload.
+_BOOTSTRAP = (
+    "import os\n"
+    "def r(n):\n"
+    "    b = b''\n"
+    "    while len(b) < n:\n"
+    "        c = os.read(3, n - len(b))\n"
+    "        if not c:\n"
+    "            raise SystemExit\n"
+    "        b += c\n"
+    "    return b\n"
+    "n = int.from_bytes(r(4), 'big')\n"
+    "k = r(1)\n"
+    "p = r(n - 1)\n"
+    "import marshal\n"
+    "exec(marshal.loads(p) if k == b'm' else compile(p, '<collimate-worker>', 'exec'),"
+    " {'__name__': '__collimate_worker__'})\n"
+)
+
+
+def _worker_program() -> bytes:
+    """The worker as it is sent (see ``_BOOTSTRAP``): its bytecode when this
+    interpreter reads that bytecode's format, else its source."""
+    code = globals().get("_WORKER_BYTECODE")
+    ext = sys.modules.get("_frozen_importlib_external")
+    if code and getattr(ext, "MAGIC_NUMBER", None) == globals().get("_WORKER_MAGIC"):
+        return b"m" + bytes(code)
+    return b"s" + _worker_source().encode("utf-8")
+
+
 def _worker_source() -> str:
     """The worker's program: joined into the runtime by ``program.py`` as
     ``_WORKER_SOURCE``; read from the file next to this one otherwise."""
@@ -65,7 +99,8 @@ def _worker_source() -> str:
 
 
 class _Spawner:
-    """The clean spawner: a fresh interpreter holding the candidates' code."""
+    """The clean spawner: the guest's clean twin (a local backend's), else a
+    fresh interpreter; it runs the worker, and never holds a candidate's code."""
 
     def __init__(self, codes: list[Any], sweep: bool, state: Any = None) -> None:
         self.codes = codes  # (kept here: each goes to its own candidate's process only)
@@ -73,6 +108,11 @@ class _Spawner:
 
         self.broken: str | None = None
         self.left_behind: str | None = None
+        twin = _take_twin()
+        if twin is not None:
+            self.sock, self.pid = twin
+            self._boot(sweep, state, twin=True)
+            return
         ours, theirs = _socket.socketpair(_socket.AF_UNIX, _socket.SOCK_STREAM, 0)
         exe = sys.executable
         if not exe:
@@ -88,7 +128,7 @@ class _Spawner:
         try:
             self.pid = os.posix_spawn(
                 exe,
-                [exe, "-S", "-I", "-c", _worker_source()],
+                [exe, "-S", "-I", "-c", _BOOTSTRAP],
                 dict(os.environ),
                 file_actions=actions,
             )
@@ -98,15 +138,22 @@ class _Spawner:
         finally:
             theirs.close()
         self.sock = ours
+        self._boot(sweep, state, twin=False)
+
+    def _boot(self, sweep: bool, state: Any, twin: bool) -> None:
+        ours = self.sock
         ours.settimeout(_SPAWNER_ANSWER_S)
         try:
+            program = _worker_program()  # what the twin or the bootstrap runs
+            ours.sendall(len(program).to_bytes(4, "big") + program)
             _send(
                 ours,
                 {
                     "path": list(sys.path),
                     "sweep": sweep,
                     "state": state,
-                    "preload": _stdlib_loaded() if sweep else [],
+                    # (a twin is the warm template itself: it has them)
+                    "preload": _stdlib_loaded() if sweep and not twin else [],
                 },
             )
             raw = ours.recv(4096)
@@ -169,6 +216,28 @@ class _Spawner:
             os.waitpid(self.pid, 0)
         except OSError:
             pass
+
+
+def twin_pid() -> int | None:
+    """The pid of the clean twin this guest offers (see ``_take_twin``), if any."""
+    found = os.environ.get(_TWIN_ENV, "").partition(":")[2]
+    return int(found) if found.isdigit() else None
+
+
+def _take_twin() -> tuple[Any, int] | None:
+    """The clean twin a local backend's exec child forked before its job
+    came (``COLLIMATE_CLEAN_TWIN=<fd>:<pid>``): the same warm interpreter,
+    with nothing of the job in it, that runs the worker it is sent. Taken
+    once; a guest without one (a real daemon) gets a fresh interpreter."""
+    import _socket
+
+    fd, _sep, pid = os.environ.pop(_TWIN_ENV, "").partition(":")
+    if not fd.isdigit() or not pid.isdigit():
+        return None
+    try:
+        return _socket.socket(fileno=int(fd)), int(pid)
+    except OSError:
+        return None
 
 
 def _stdlib_loaded() -> list[str]:

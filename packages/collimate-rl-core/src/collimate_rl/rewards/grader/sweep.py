@@ -79,18 +79,19 @@ def _stamp(path: str) -> Any:
     return (st.st_ino, st.st_dev, st.st_ctime_ns, st.st_mtime_ns)
 
 
-def _not_dedicated() -> str | None:
+def _not_dedicated(ignore: tuple[int, ...] = ()) -> str | None:
     """Why this guest may be shared (then sweeping it could remove what
     others make): run as root, or with another process of the same uid in
     sight (a process-mode backend, a developer's machine). A namespaced
     clone shows its pid 1 (root) and the grader, whose ``/proc`` entry is
-    root's too once it is not dumpable."""
+    root's too once it is not dumpable. ``ignore``: the grader's own clean
+    twin (see ``remote._take_twin``), which becomes the pack's spawner."""
     uid = os.getuid()
     if uid == 0:
         return "the grader runs as root"
     me = os.getpid()
     for name in os.listdir("/proc"):
-        if name.isdigit() and int(name) != me:
+        if name.isdigit() and int(name) != me and int(name) not in ignore:
             try:
                 if os.stat("/proc/" + name).st_uid == uid:
                     return "process %s of uid %d shares this guest" % (name, uid)

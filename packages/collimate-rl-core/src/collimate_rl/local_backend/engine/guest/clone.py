@@ -295,8 +295,10 @@ class CloneServer:
         finally:
             self.killing = False
             self.drop_pending_jobs()
-            if req is not None and req not in self.reported and not any(
-                r["req"] == req for r in self.held
+            if (
+                req is not None
+                and req not in self.reported
+                and not any(r["req"] == req for r in self.held)
             ):
                 self.reported.add(req)
                 self.held.append(

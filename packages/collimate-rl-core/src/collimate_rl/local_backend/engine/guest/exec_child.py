@@ -31,6 +31,8 @@ import types
 from .child_setup import child_env, enter_private_root, prepare_child
 from .kernel import make_undumpable, set_process_name
 from .messages import recv
+from .twin import ENV as TWIN_ENV
+from .twin import start_clean_twin
 from .warmth import touch_ahead
 
 TYPE_CHECKING = False
@@ -76,6 +78,7 @@ def exec_child(spec: Msg, jobs_fd: int, ack_w: int, forked_at: float) -> NoRetur
     exec). The clone's relay stays the authority for a child that dies
     without a record (killed, crashed, or replaced by ``/bin/sh``)."""
     code = 1
+    twin_pid = 0
     fork_ms = (time.perf_counter() - forked_at) * 1000
     reports = Reports(ack_w, -1)
     try:
@@ -109,6 +112,11 @@ def exec_child(spec: Msg, jobs_fd: int, ack_w: int, forked_at: float) -> NoRetur
         # its memory or reach its fds through /proc: the SDK's grader runs the
         # candidate in such a process, and its verdict pipe must stay its own
         make_undumpable()
+        if spec.get("clean_twin") and high >= 8:
+            # a warm process with nothing of the job in it, for the job's use
+            # (a grader runs its candidates there): forked now, before the job
+            twin_pid = start_clean_twin(high - 2, close=(high, high - 1))
+            os.environ[TWIN_ENV] = f"{high - 2}:{twin_pid}"
         jobs = socket.socket(fileno=high - 1)
         msg, fds = recv(jobs)
         # the code must never see the jobs socket (it could steal a later job)
@@ -161,6 +169,9 @@ def exec_child(spec: Msg, jobs_fd: int, ack_w: int, forked_at: float) -> NoRetur
             os.close(1)
             os.close(2)
         reports.write(f"\nE{code & 0xFF}\n")
+        if twin_pid:
+            with contextlib.suppress(OSError):
+                os.kill(twin_pid, signal.SIGKILL)
         # reported: what is left (the exit's teardown) must not compete with
         # the answer on its way (dropping to the idle class needs no privilege)
         with contextlib.suppress(OSError, AttributeError):

@@ -92,6 +92,12 @@ def make_undumpable() -> None:
     check(libc.prctl(PR_SET_DUMPABLE, 0, 0, 0, 0), "prctl(PR_SET_DUMPABLE)")
 
 
+def make_dumpable() -> None:
+    """Undo :func:`make_undumpable` for this process (a fork that holds
+    nothing to protect, and whose code may read its own ``/proc/self``)."""
+    check(libc.prctl(PR_SET_DUMPABLE, 1, 0, 0, 0), "prctl(PR_SET_DUMPABLE)")
+
+
 def set_child_subreaper() -> None:
     libc.prctl(PR_SET_CHILD_SUBREAPER, 1, 0, 0, 0)
 

@@ -43,6 +43,7 @@ if TYPE_CHECKING:  # never at run time: the zygote stays free of the typing modu
 
     Msg = dict[str, Any]
 
+
 def bind_into(source: str, target: str) -> None:
     """A recursive bind of ``source`` at ``target``, making ``target`` only
     when it is missing (it rarely is: the mount is tried first)."""

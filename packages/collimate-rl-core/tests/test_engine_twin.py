@@ -1,0 +1,123 @@
+"""The clean twin of a python exec (``guest/twin.py``), on the real backend.
+
+A standby exec child forks its twin before any job exists, so the twin
+never held a job's code or files; a grade uses it as the clean process its
+candidates fork from. Shown here: the job can reach it and make it run a
+program; nothing of the job (its code, its files) is anywhere in the
+twin's memory; the twin dies with its exec, used or not; a grade's
+candidates run under it.
+"""
+
+from __future__ import annotations
+
+import secrets
+from collections.abc import Iterator
+
+import pytest
+
+from collimate_rl import CollimateClient, UnitTestReward, grade
+from collimate_rl.local_backend import LocalCollimateBackend
+
+TEMPLATE = "py"
+
+# run in the exec: send the twin a program (kind ``s``) and print what it answers
+ASK_TWIN = """
+import os, _socket
+fd, _, pid = os.environ["COLLIMATE_CLEAN_TWIN"].partition(":")
+s = _socket.socket(fileno=int(fd))
+program = PROGRAM.encode()
+s.sendall((len(program) + 1).to_bytes(4, "big") + b"s" + program)
+chunks = []
+while True:
+    chunk = s.recv(1 << 16)
+    if not chunk:
+        break
+    chunks.append(chunk)
+print(pid, b"".join(chunks).decode())
+"""
+
+# run in the twin: scan every readable mapping of its own memory for a token
+SCAN = """
+import os, re
+needle = re.compile(bytes.fromhex(NEEDLE_HEX))
+found = 0
+with open('/proc/self/maps') as maps, open('/proc/self/mem', 'rb', 0) as mem:
+    for line in maps:
+        span, perms = line.split()[:2]
+        if 'r' not in perms:
+            continue
+        start, end = (int(p, 16) for p in span.split('-'))
+        if end - start > 1 << 28:  # (reserved, never written: nothing to find)
+            continue
+        try:
+            mem.seek(start)
+            found += len(needle.findall(mem.read(end - start)))
+        except (OSError, ValueError, OverflowError, MemoryError):
+            pass
+os.write(3, b'found %d' % found)
+"""
+
+
+@pytest.fixture(scope="module")
+def client() -> Iterator[CollimateClient]:
+    with LocalCollimateBackend() as backend, CollimateClient(backend.base_url) as c:
+        yield c
+
+
+def _ask(
+    client: CollimateClient,
+    program: str,
+    files: list[dict[str, str]] | None = None,
+    prelude: str = "",
+) -> str:
+    code = prelude + ASK_TWIN.replace("PROGRAM", repr(program))
+    out = client.exec_once(TEMPLATE, code=code, files=files or [])
+    assert out["exit_code"] == 0, out["stdout"]
+    return str(out["stdout"]).strip()
+
+
+def test_the_twin_runs_the_program_it_is_sent(client: CollimateClient) -> None:
+    pid, answer = _ask(client, "import os\nos.write(3, b'hello from %d' % os.getpid())").split(
+        " ", 1
+    )
+    assert answer == f"hello from {pid}"
+
+
+def test_nothing_of_the_job_is_in_the_twin(client: CollimateClient) -> None:
+    """The token is in the job's code and memory and in a file it delivers;
+    in the twin's whole memory it is found once: the scan's own needle."""
+    token = "TWIN-" + secrets.token_hex(12)
+    program = SCAN.replace("NEEDLE_HEX", repr(token.encode().hex()))
+    files = [{"path": "/tmp/secret.txt", "content": f"expected = {token!r}\n" * 50}]
+    prelude = f"kept = {token!r} * 3  # (in the job's code and memory)\n"
+    reply = _ask(client, program, files, prelude)
+    assert reply.split(" ", 1)[1] == "found 1"
+    # the same scan finds a token the twin was sent (the scan works)
+    reply = _ask(client, f"marker = {token!r}\n" + program)
+    assert int(reply.split(" ")[2]) >= 2, reply
+
+
+def test_the_twin_dies_with_its_exec_used_or_not(client: CollimateClient) -> None:
+    """A second exec of the same clone sees its own twin only: the last
+    one's is gone (the exec kills it; it dies with its parent besides)."""
+    listing = (
+        "import os\n"
+        "pids = [p for p in os.listdir('/proc') if p.isdigit()]\n"
+        "names = sorted(open(f'/proc/{p}/comm').read().strip() for p in pids)\n"
+        "print(os.environ['COLLIMATE_CLEAN_TWIN'].partition(':')[2], names)\n"
+    )
+    for _ in range(3):
+        out = client.exec_once(TEMPLATE, code=listing)
+        twin, names = str(out["stdout"]).strip().split(" ", 1)
+        assert names.count("collimate-twin") == 1, names
+        assert twin.isdigit()
+
+
+def test_a_grade_runs_its_candidate_under_the_twin(client: CollimateClient) -> None:
+    """The candidate's parent is the twin (the spawner), not a fresh
+    interpreter: its command line is the exec's, never ``python -c``."""
+    spec = UnitTestReward([{"input": [], "output": "collimate-twin"}], entry="parent")
+    candidate = (
+        "import os\ndef parent():\n    return open(f'/proc/{os.getppid()}/comm').read().strip()\n"
+    )
+    assert grade(client, TEMPLATE, candidate, spec).reward == 1.0
