@@ -183,6 +183,8 @@ class _Pool:
             if not entries:
                 return []
             free = max(1, self.slots - self.busy)
+            if self.flying * self.slots < len(entries):
+                free = self.slots  # (what is in flight is small beside this: soon done)
             size = min(FULL, max(MIN_SPLIT, -(-len(entries) // free)))
             by_job = {id(e.job): e for e in entries}
             units = chunk([e.job for e in entries], size)

@@ -102,8 +102,8 @@ class PreparedPack:
 def prepare_pack(
     jobs: Sequence[Job], *, timeout_seconds: int, form: RuntimeForm = "full"
 ) -> PreparedPack:
-    """The exec grading ``jobs`` one after another (their specs must be
-    :class:`GuestReward`; ``ship_pack`` may refuse to mix them: ValueError)."""
+    """The exec grading ``jobs`` one after another (their specs, one or
+    several, must be :class:`GuestReward`)."""
     specs: list[GuestReward] = []
     for job in jobs:
         _check_candidate(job.candidate)

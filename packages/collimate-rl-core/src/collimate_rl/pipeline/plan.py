@@ -46,13 +46,10 @@ __all__ = [
     "check_pack",
     "chunk",
     "follow_up",
-    "mixing_refused",
     "pack_size",
     "packable",
     "plan_units",
-    "refuse_mixing",
     "singles",
-    "split_by_spec",
 ]
 
 PackArg = int | Literal["auto"] | None
@@ -119,23 +116,6 @@ def pack_size(pack: PackArg, count: int, facts: TargetFacts, concurrency: int) -
     return max(1, min(MAX_AUTO_PACK, -(-count // execs)))
 
 
-class _Mixing:
-    """Whether one pack may carry candidates of different specs. It may by
-    design; a runtime that refuses (``ship_pack`` raising ValueError for a
-    mixed pack) is remembered, and packs are then made per spec."""
-
-    refused = False
-
-
-def refuse_mixing() -> None:
-    """The runtime refused a pack of mixed specs: make packs per spec."""
-    _Mixing.refused = True
-
-
-def mixing_refused() -> bool:
-    return _Mixing.refused
-
-
 def _by_spec(jobs: Sequence[Job]) -> list[list[Job]]:
     """``jobs`` grouped by spec (the same object), groups in order of first
     appearance, each in the jobs' order."""
@@ -161,17 +141,9 @@ def _balanced(jobs: Sequence[Job], size: int) -> list[Unit]:
 
 def chunk(jobs: Sequence[Job], size: int) -> list[Unit]:
     """``jobs`` in units of at most ``size``, sizes balanced (130 at 128:
-    65 + 65, not 128 + 2), a spec's candidates kept together; per spec when
-    the runtime refuses mixed packs."""
-    ordered = [job for group in _by_spec(jobs) for job in group]
-    if not mixing_refused():
-        return _balanced(ordered, max(1, size))
-    return [unit for group in _by_spec(ordered) for unit in _balanced(group, max(1, size))]
-
-
-def split_by_spec(unit: Unit) -> list[Unit]:
-    """One unit per spec of ``unit`` (a pack the runtime refused to mix)."""
-    return [Unit(tuple(group)) for group in _by_spec(unit.jobs)]
+    65 + 65, not 128 + 2), a spec's candidates kept together (a pack may
+    carry several specs: one per prompt)."""
+    return _balanced([job for group in _by_spec(jobs) for job in group], max(1, size))
 
 
 def singles(jobs: Iterable[Job]) -> list[Unit]:

@@ -20,7 +20,7 @@ from ..errors import CollimateError
 from .admission import admitted, admitted_async, gate_for
 from .execs import prepare_grade, prepare_pack
 from .forms import runtime_forms
-from .plan import Job, Unit, follow_up, refuse_mixing, singles, split_by_spec
+from .plan import Job, Unit, follow_up, singles
 from .read import asked_again_in_full, read_pack_answer, result_from_response
 from .result import Graded, as_outcome
 from .targets import facts, facts_async, unpackable
@@ -84,14 +84,7 @@ def _pack_steps(key: tuple[str, str], route: Route, unit: Unit) -> Steps:
     if key in unpackable:
         return Report(follow=singles(unit.jobs))
     form = runtime_forms.get(key)
-    try:
-        prepared = prepare_pack(unit.jobs, timeout_seconds=route.timeout_seconds, form=form)
-    except ValueError:
-        per_spec = split_by_spec(unit)
-        if len(per_spec) == 1:
-            raise
-        refuse_mixing()  # this runtime packs one spec at a time
-        return Report(follow=per_spec)
+    prepared = prepare_pack(unit.jobs, timeout_seconds=route.timeout_seconds, form=form)
     try:
         response = yield prepared.exec_kwargs
         if asked_again_in_full(prepared.nonce, form, response):
