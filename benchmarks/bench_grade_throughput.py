@@ -2,32 +2,30 @@
 
 One group = 256 candidates graded with ``PropertyReward(k=16)`` under one CRN
 seed. Each side runs its own local backend as a separate process on loopback,
-and its own client in another process, in the same run, rounds interleaved
-(ours, theirs, ours, ...) so both see the same machine noise:
+in the same run, rounds interleaved (ours, theirs, ours, ...) so both see
+the same machine noise. Every round grades the group five ways:
 
-* ours: ``python -m collimate_rl.local_backend`` (namespaced clones) and
-  ``grade_batch_async`` with an ``AsyncCollimateClient`` (one event loop, no
-  threads); ``grade_batch`` (threads) is reported too; on the built-in ``py``
-  template (``--template``), which preloads the grader runtime from its
-  file (not the ``collimate_rl`` package: a bigger warm interpreter makes
-  every fork dearer), so after the first grade the SDK sends only the
-  grader's config and the candidate (see ``collimate_rl.rewards.program``).
-  Released clones are wiped and reused between grades; the server paces
-  one-shots to the CPUs (``--run-slots``, one per CPU); in the guest each
-  candidate runs in a process of its own, apart from the grader (so it
-  cannot write its own verdict: one more fork per grade than 0.5.0's
-  in-process grader pays);
-* theirs: collimate-rl==0.5.0's ``python -m collimate_rl.local_backend`` and its
-  ``grade_batch`` (threads, its default concurrency of 24), from the venv at
-  ``--peer`` (default ``/tmp/peer``; created in ``~/.cache`` with pip when
-  missing).
+* ``documented``: the call the README documents, ``grade_batch(client,
+  "py", candidates, spec, seeds=..., concurrency=16)``, no ``pack``
+  argument (packing is automatic: ``pack="auto"``, sized from the
+  backend's ``/v1/health``); the judged figure;
+* ``documented async``: the same with ``grade_batch_async``;
+* ``singles async``: 256 concurrent ``grade_async`` calls on one event loop
+  (how a framework calls a reward: one sample at a time), same client as
+  the async batch;
+* ``singles threads``: 256 ``grade`` calls from 32 threads (8 each, one
+  after another), same client as the blocking batch;
+* ``0.5.0``: collimate-rl 0.5.0's ``grade_batch`` on its own backend, from
+  its own venv (threads, its default concurrency of 24, or the highest
+  its backend survives).
 
-Both sides grade the same candidates with the same seed, so their rewards must
-agree exactly (checked and printed). Prints grades/s per round, the medians,
-and the ratio.
+Every way must give the same rewards as 0.5.0 (same seed, same
+candidates); checked and printed. Prints grades/s per round, the medians,
+the documented call against 0.5.0 (target: 10x) and each singles way
+against its batch of the same round (target: within 1.5x of its time).
 
-    python benchmarks/bench_grade_throughput.py [--n 256] [--k 16] [--rounds 3]
-        [--concurrency 32] [--sync-concurrency 24] [--peer /tmp/peer] [--no-sync]
+    python benchmarks/bench_grade_throughput.py [--n 256] [--k 16] [--rounds 5]
+        [--concurrency 16] [--threads 32] [--peer-concurrency 24]
 """
 
 from __future__ import annotations
@@ -36,23 +34,26 @@ import argparse
 import asyncio
 import json
 import os
-import socket
 import statistics
 import subprocess
 import sys
 import tempfile
 import textwrap
+import threading
 import time
-from collections.abc import Iterator
-from contextlib import contextmanager
+from collections.abc import Callable
 from pathlib import Path
 
 import httpx
+from _sides import ours_backend, peer_backend, peer_env, peer_python
 
 from collimate_rl import (
     AsyncCollimateClient,
     CollimateClient,
+    GradeResult,
     PropertyReward,
+    grade,
+    grade_async,
     grade_batch,
     grade_batch_async,
 )
@@ -84,118 +85,81 @@ PEER_CLIENT = textwrap.dedent(
     """
 ) % (REFERENCE, GENERATOR)
 
-
-def free_port() -> int:
-    with socket.socket() as s:
-        s.bind(("127.0.0.1", 0))
-        return int(s.getsockname()[1])
+Timed = tuple[float, list[GradeResult]]
 
 
-def wait_healthy(url: str, proc: subprocess.Popen[bytes], log: Path, timeout_s: float = 60) -> None:
-    deadline = time.monotonic() + timeout_s
-    while time.monotonic() < deadline:
-        if proc.poll() is not None:
-            tail = log.read_text(errors="replace")[-2000:]
-            raise RuntimeError(f"backend {url} exited with {proc.returncode}:\n{tail}")
+def timed(run: Callable[[], list[GradeResult]]) -> Timed:
+    t0 = time.perf_counter()
+    results = run()
+    return time.perf_counter() - t0, results
+
+
+def singles_threads(
+    client: CollimateClient, cands: list[str], spec: PropertyReward, threads: int
+) -> Timed:
+    """``threads`` threads, started and waiting before the clock starts, each
+    grading its share of ``cands`` one ``grade`` call after another."""
+    results: list[GradeResult | None] = [None] * len(cands)
+    errors: list[BaseException] = []
+
+    def worker(mine: range) -> None:
+        go.wait()
         try:
-            if httpx.get(f"{url}/v1/health", timeout=1).status_code == 200:
-                return
-        except httpx.HTTPError:
-            pass
-        time.sleep(0.1)
-    raise RuntimeError(f"backend {url} did not become healthy")
+            for i in mine:
+                results[i] = grade(client, "py", cands[i], spec, seed=SEED)
+        except BaseException as exc:  # reported after the clock stops
+            errors.append(exc)
 
-
-def peer_env() -> dict[str, str]:
-    """The peer's own interpreter and packages only (no PYTHONPATH of ours)."""
-    return {k: v for k, v in os.environ.items() if k not in ("PYTHONPATH", "PYTHONHOME")}
-
-
-@contextmanager
-def backend(cmd: list[str], port: int, env: dict[str, str] | None = None) -> Iterator[str]:
-    url = f"http://127.0.0.1:{port}"
-    with tempfile.TemporaryDirectory() as tmp:
-        log = Path(tmp) / "backend.log"
-        with log.open("wb") as sink:
-            proc = subprocess.Popen(
-                cmd,
-                stdout=sink,
-                stderr=subprocess.STDOUT,
-                start_new_session=True,
-                cwd=tmp,
-                env=env,
-            )
-        try:
-            wait_healthy(url, proc, log)
-            yield url
-        finally:
-            _stop(proc)
-
-
-def _stop(proc: subprocess.Popen[bytes]) -> None:
-    proc.terminate()
-    try:
-        proc.wait(timeout=30)
-    except subprocess.TimeoutExpired:
-        proc.kill()
-        proc.wait(timeout=30)
-
-
-def peer_python(peer: Path) -> Path:
-    """The 0.5.0 interpreter: ``--peer``, else a venv made once in ~/.cache."""
-    python = peer / "bin" / "python"
-    if python.exists():
-        return python
-    cache = Path.home() / ".cache" / "collimate-rl-bench" / "peer-0.5.0"
-    python = cache / "bin" / "python"
-    if not python.exists():
-        subprocess.run([sys.executable, "-m", "venv", str(cache)], check=True)
-        subprocess.run(
-            [str(python), "-m", "pip", "install", "--quiet", "collimate-rl==0.5.0"], check=True
-        )
-    return python
-
-
-def ours_async(
-    url: str,
-    cands: list[str],
-    spec: PropertyReward,
-    concurrency: int,
-    template: str,
-    pack: int | None = None,
-) -> tuple[float, list[float]]:
-    async def run() -> tuple[float, list[float]]:
-        async with AsyncCollimateClient(url) as client:
-            await grade_batch_async(
-                client, template, cands[:16], spec, seeds=[SEED] * 16, pack=pack
-            )
-            t0 = time.perf_counter()
-            res = await grade_batch_async(
-                client,
-                template,
-                cands,
-                spec,
-                seeds=[SEED] * len(cands),
-                concurrency=concurrency,
-                pack=pack,
-            )
-            if pack is not None and not all("pack" in r.raw for r in res):
-                raise RuntimeError("some candidates were not graded in a pack")
-            return time.perf_counter() - t0, [r.reward for r in res]
-
-    return asyncio.run(run())
+    share = -(-len(cands) // threads)
+    pool = [
+        threading.Thread(target=worker, args=(range(at, min(at + share, len(cands))),))
+        for at in range(0, len(cands), share)
+    ]
+    go = threading.Barrier(len(pool) + 1)
+    for t in pool:
+        t.start()
+    go.wait()
+    t0 = time.perf_counter()
+    for t in pool:
+        t.join()
+    dt = time.perf_counter() - t0
+    if errors:
+        raise errors[0]
+    return dt, [r for r in results if r is not None]
 
 
 def ours_sync(
-    url: str, cands: list[str], spec: PropertyReward, concurrency: int, template: str
-) -> tuple[float, list[float]]:
+    url: str, cands: list[str], spec: PropertyReward, args: argparse.Namespace
+) -> dict[str, Timed]:
     with CollimateClient(url) as client:
-        grade_batch(client, template, cands[:16], spec, seeds=[SEED] * 16)
-        t0 = time.perf_counter()
-        res = grade_batch(
-            client, template, cands, spec, seeds=[SEED] * len(cands), concurrency=concurrency
+        grade_batch(client, "py", cands[:16], spec, seeds=[SEED] * 16)  # warm-up
+        batch = timed(
+            lambda: grade_batch(
+                client, "py", cands, spec, seeds=[SEED] * len(cands), concurrency=args.concurrency
+            )
         )
-        return time.perf_counter() - t0, [r.reward for r in res]
+        singles = singles_threads(client, cands, spec, args.threads)
+    return {"documented": batch, "singles threads": singles}
+
+
+def ours_async(
+    url: str, cands: list[str], spec: PropertyReward, args: argparse.Namespace
+) -> dict[str, Timed]:
+    async def run() -> dict[str, Timed]:
+        async with AsyncCollimateClient(url) as client:
+            await grade_batch_async(client, "py", cands[:16], spec, seeds=[SEED] * 16)
+            t0 = time.perf_counter()
+            batch = await grade_batch_async(
+                client, "py", cands, spec, seeds=[SEED] * len(cands), concurrency=args.concurrency
+            )
+            t1 = time.perf_counter()
+            singles = await asyncio.gather(
+                *(grade_async(client, "py", c, spec, seed=SEED) for c in cands)
+            )
+            t2 = time.perf_counter()
+            return {"documented async": (t1 - t0, batch), "singles async": (t2 - t1, list(singles))}
+
+    return asyncio.run(run())
 
 
 def theirs(python: Path, url: str, n: int, k: int, concurrency: int) -> tuple[float, list[float]]:
@@ -213,19 +177,19 @@ def theirs(python: Path, url: str, n: int, k: int, concurrency: int) -> tuple[fl
 
 def theirs_best_effort(
     python: Path, url: str, args: argparse.Namespace
-) -> tuple[float, list[float]]:
+) -> tuple[float, list[float], int]:
     """0.5.0's backend is a stdlib ThreadingHTTPServer (listen backlog 5): at
-    its default ``concurrency=24`` it resets connections and the group fails.
-    Use the highest concurrency it survives (``--peer-concurrency`` first)."""
+    its default ``concurrency=24`` it may reset connections and the group
+    fails. Each round uses the highest concurrency it survives, trying
+    ``--peer-concurrency`` first."""
     last: Exception | None = None
     for conc in dict.fromkeys([args.peer_concurrency, 24, 12, 8, 4, 2, 1]):
         try:
-            result = theirs(python, url, args.n, args.k, conc)
+            dt, rewards = theirs(python, url, args.n, args.k, conc)
         except RuntimeError as exc:
             last = exc
             continue
-        args.peer_concurrency = conc
-        return result
+        return dt, rewards, conc
     raise RuntimeError(f"0.5.0 failed at every concurrency: {last}")
 
 
@@ -233,70 +197,60 @@ def main(argv: list[str]) -> int:
     ap = argparse.ArgumentParser(description=__doc__.split("\n")[0])
     ap.add_argument("--n", type=int, default=256)
     ap.add_argument("--k", type=int, default=16)
-    ap.add_argument("--rounds", type=int, default=3)
-    ap.add_argument("--concurrency", type=int, default=32, help="ours, async")
-    ap.add_argument("--sync-concurrency", type=int, default=24, help="ours, threads")
-    ap.add_argument("--template", default="py", help="our template to grade on")
-    ap.add_argument("--peer", type=Path, default=Path("/tmp/peer"))
+    ap.add_argument("--rounds", type=int, default=5)
+    ap.add_argument("--concurrency", type=int, default=16, help="ours, the documented call")
+    ap.add_argument("--threads", type=int, default=32, help="ours, singles from threads")
     ap.add_argument("--peer-concurrency", type=int, default=24)
-    ap.add_argument("--no-sync", action="store_true", help="skip the threaded grade_batch")
-    ap.add_argument(
-        "--pack", type=int, default=None, help="ours, packed: candidates per exec (default: n/CPUs)"
-    )
-    ap.add_argument(
-        "--pack-concurrency",
-        type=int,
-        default=len(os.sched_getaffinity(0)),
-        help="ours, packed: execs in flight (default: one per CPU)",
-    )
     args, _ = ap.parse_known_args(argv)
 
     spec = PropertyReward(reference=REFERENCE, generator=GENERATOR, k=args.k)
     cands = [VARIANTS[i % len(VARIANTS)] for i in range(args.n)]
-    python = peer_python(args.peer)
-    ours_cmd = [
-        sys.executable, "-m", "collimate_rl.local_backend", "--host", "127.0.0.1",
-    ]  # fmt: skip
-    peer_cmd = [str(python), "-m", "collimate_rl.local_backend", "--template", "py"]
-    if args.pack is None:
-        args.pack = -(-args.n // args.pack_concurrency)  # one pack per exec in flight
-    packed = f"ours async pack={args.pack}"
-    rates: dict[str, list[float]] = {"ours async": [], "ours sync": [], packed: [], "0.5.0": []}
+    python = peer_python()
+    names = ["documented", "documented async", "singles async", "singles threads", "0.5.0"]
+    seconds: dict[str, list[float]] = {name: [] for name in names}
+    packed: dict[str, int] = {}
     rewards: dict[str, list[float]] = {}
-    p_ours, p_peer = free_port(), free_port()
+    peer_conc: list[int] = []
     print(f"{args.n} candidates, PropertyReward(k={args.k}), CRN seed, {os.cpu_count()} CPUs")
-    with (
-        backend([*ours_cmd, "--port", str(p_ours)], p_ours) as ours_url,
-        backend([*peer_cmd, "--port", str(p_peer)], p_peer, peer_env()) as peer_url,
-    ):
-        print(f"ours: {httpx.get(ours_url + '/v1/health').json().get('isolation_detail', '?')}")
+    with ours_backend() as ours_url, peer_backend(python) as peer_url:
+        health = httpx.get(ours_url + "/v1/health").json()
+        print(f"ours: {health.get('isolation_detail', '?')}, run_slots {health.get('run_slots')}")
         for rnd in range(1, args.rounds + 1):
-            dt, rw = ours_async(ours_url, cands, spec, args.concurrency, args.template)
-            rates["ours async"].append(args.n / dt)
-            rewards["ours async"] = rw
-            dt_k, rw_k = ours_async(
-                ours_url, cands, spec, args.pack_concurrency, args.template, args.pack
-            )
-            rates[packed].append(args.n / dt_k)
-            rewards[packed] = rw_k
-            if not args.no_sync:
-                dt_s, rw_s = ours_sync(ours_url, cands, spec, args.sync_concurrency, args.template)
-                rates["ours sync"].append(args.n / dt_s)
-                rewards["ours sync"] = rw_s
-            dt_p, rw_p = theirs_best_effort(python, peer_url, args)
-            rates["0.5.0"].append(args.n / dt_p)
-            rewards["peer"] = rw_p
-            line = "  ".join(f"{name} {r[-1]:6.1f}/s" for name, r in rates.items() if r)
+            got = {
+                **ours_sync(ours_url, cands, spec, args),
+                **ours_async(ours_url, cands, spec, args),
+            }
+            for name, (dt, results) in got.items():
+                seconds[name].append(dt)
+                rewards[name] = [r.reward for r in results]
+                packed[name] = sum("pack" in r.raw for r in results)
+            dt_p, rw_p, conc = theirs_best_effort(python, peer_url, args)
+            peer_conc.append(conc)
+            seconds["0.5.0"].append(dt_p)
+            rewards["0.5.0"] = rw_p
+            line = "  ".join(f"{name} {args.n / s[-1]:6.1f}/s" for name, s in seconds.items())
             print(f"round {rnd}: {line}", flush=True)
-    agree = all(rw == rewards["peer"] for rw in rewards.values())
-    med = {name: statistics.median(r) for name, r in rates.items() if r}
-    print("median grades/s: " + ", ".join(f"{k} {v:.1f}" for k, v in med.items()))
-    print(f"0.5.0 ran at concurrency {args.peer_concurrency} (the highest it survived)")
+    agree = {name: rw == rewards["0.5.0"] for name, rw in rewards.items()}
+    med = {name: statistics.median(s) for name, s in seconds.items()}
+    print("median grades/s: " + ", ".join(f"{k} {args.n / v:.1f}" for k, v in med.items()))
+    print("graded in packs: " + ", ".join(f"{k} {v}/{args.n}" for k, v in packed.items()))
+    print(f"0.5.0's concurrency per round (the highest it survived): {peer_conc}")
     print(f"rewards identical to 0.5.0's (same seed, same candidates): {agree}")
-    for name, value in med.items():
-        if name != "0.5.0":
-            print(f"ratio {name} / 0.5.0: {value / med['0.5.0']:.1f}x")
-    return 0 if agree else 1
+    for name in names[:-1]:
+        per_round = [p / o for o, p in zip(seconds[name], seconds["0.5.0"], strict=True)]
+        print(
+            f"ratio {name} / 0.5.0: {med['0.5.0'] / med[name]:.1f}x of the medians, "
+            f"{statistics.median(per_round):.1f}x the median round "
+            f"(rounds: {', '.join(f'{r:.1f}' for r in per_round)})"
+        )
+    pairs = [("singles async", "documented async"), ("singles threads", "documented")]
+    for single, batch in pairs:
+        per_round = [s / b for s, b in zip(seconds[single], seconds[batch], strict=True)]
+        print(
+            f"time {single} / {batch} (same round): median {statistics.median(per_round):.2f}x "
+            f"(rounds: {', '.join(f'{r:.2f}' for r in per_round)})"
+        )
+    return 0 if all(agree.values()) else 1
 
 
 if __name__ == "__main__":
