@@ -154,6 +154,10 @@ class _Spawner:
                     "state": state,
                     # (a twin is the warm template itself: it has them)
                     "preload": _stdlib_loaded() if sweep and not twin else [],
+                    # (a twin was forked before the grader kept to its turn's CPU)
+                    "cpus": _own_cpus(),
+                    # (and before the job's environment: the exec's seed, CPU, ...)
+                    "env": dict(os.environ),
                 },
             )
             raw = ours.recv(4096)
@@ -237,6 +241,14 @@ def _take_twin() -> tuple[Any, int] | None:
     try:
         return _socket.socket(fileno=int(fd)), int(pid)
     except OSError:
+        return None
+
+
+def _own_cpus() -> list[int] | None:
+    """The CPUs this process may run on (the grader keeps to its turn's)."""
+    try:
+        return sorted(os.sched_getaffinity(0))
+    except (AttributeError, OSError):
         return None
 
 

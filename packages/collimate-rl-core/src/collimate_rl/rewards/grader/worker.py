@@ -77,6 +77,14 @@ def _worker_main() -> NoReturn:
     except Exception:
         os._exit(0)
     sys.path[:] = list(boot["path"])
+    if boot.get("env") is not None:  # the exec's environment, for every candidate
+        os.environ.clear()
+        os.environ.update(boot["env"])
+    if boot.get("cpus"):
+        try:  # the grader's CPU (its turn's): every candidate inherits it
+            os.sched_setaffinity(0, boot["cpus"])
+        except (AttributeError, OSError):
+            pass
     _signal.signal(_signal.SIGALRM, _w_alarm)
     import random  # seeded per candidate: a fresh interpreter's draws would differ
 
