@@ -320,3 +320,40 @@ def test_scoring_all_gives_one_or_zero(client: CollimateClient, row: Any, entry:
 def test_a_malformed_row_names_what_is_wrong(row: Any, message: str) -> None:
     with pytest.raises(ValueError, match=message):
         reward_spec_from_ground_truth(row)
+
+
+def test_what_crosses_between_the_tests_and_the_candidate(client: CollimateClient) -> None:
+    """Tests run in the grader, the candidate's code in its own process:
+    its own exception classes, objects it returns (attributes, methods,
+    iteration) and generators work from the tests; a value that cannot
+    cross (a lambda the test defines) fails that test only, and says why."""
+    row = {
+        "test": (
+            "import pytest\nfrom solution import Tree, parse, InvalidInput, apply\n\n"
+            "def test_own_exception():\n"
+            "    with pytest.raises(InvalidInput):\n        parse('')\n\n"
+            "def test_builtin_base_of_own_exception():\n"
+            "    with pytest.raises(ValueError):\n        parse('')\n\n"
+            "def test_objects_and_iteration():\n"
+            "    t = Tree(1, [Tree(2, []), Tree(3, [])])\n"
+            "    assert t.value == 1 and [c.value for c in t.children] == [2, 3]\n"
+            "    assert list(t.walk()) == [1, 2, 3] and len(t) == 3\n\n"
+            "def test_a_lambda_cannot_cross():\n"
+            "    assert apply(lambda x: x + 1, 2) == 3\n"
+        )
+    }
+    candidate = (
+        "class InvalidInput(ValueError):\n    pass\n\n"
+        "def parse(text):\n    if not text:\n        raise InvalidInput('empty')\n    return text\n\n"
+        "class Tree:\n"
+        "    def __init__(self, value, children):\n"
+        "        self.value, self.children = value, children\n"
+        "    def walk(self):\n        yield self.value\n"
+        "        for c in self.children:\n            yield from c.walk()\n"
+        "    def __len__(self):\n        return len(list(self.walk()))\n\n"
+        "def apply(f, x):\n    return f(x)\n"
+    )
+    result = grade(client, TEMPLATE, candidate, reward_spec_from_ground_truth(row))
+    assert result.reward == pytest.approx(3 / 4), result.detail
+    (failed,) = result.detail["failed"]
+    assert failed["index"] == 3 and "cannot cross" in failed["message"]
