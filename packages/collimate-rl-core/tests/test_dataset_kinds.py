@@ -344,7 +344,8 @@ def test_what_crosses_between_the_tests_and_the_candidate(client: CollimateClien
     }
     candidate = (
         "class InvalidInput(ValueError):\n    pass\n\n"
-        "def parse(text):\n    if not text:\n        raise InvalidInput('empty')\n    return text\n\n"
+        "def parse(text):\n    if not text:\n        raise InvalidInput('empty')\n"
+        "    return text\n\n"
         "class Tree:\n"
         "    def __init__(self, value, children):\n"
         "        self.value, self.children = value, children\n"
