@@ -192,6 +192,16 @@ class _Pool:
             self.flying += len(entries)
         return [[by_job[id(job)] for job in unit.jobs] for unit in units]
 
+    def take_alone(self) -> bool:
+        """Count a grade in flight at once if nothing else of the target is
+        waiting, gathering or in flight (True: it goes alone, now)."""
+        with self.cond:
+            if self.queue or self.gathering or self.busy:
+                return False
+            self.busy += 1
+            self.flying += 1
+            return True
+
     def started(self, grades: int) -> None:
         with self.cond:
             self.busy += 1
@@ -309,8 +319,9 @@ def _send(
     return _deliver(pack, report, me)
 
 
-def _alone(pool: _Pool, client: Any, route: Route, job: Job) -> Graded:
-    pool.started(1)
+def _alone(pool: _Pool, client: Any, route: Route, job: Job, started: bool = False) -> Graded:
+    if not started:
+        pool.started(1)
     try:
         return run_unit(client, route, Unit((job,))).finished[0][1]
     finally:
@@ -321,6 +332,8 @@ def grade_coalesced(client: Any, route: Route, job: Job) -> GradeResult:
     """Grade ``job`` with a blocking client, in a pack with the grades that
     other threads send to the same target at the same time."""
     pool = _pools.for_threads(_key(client, route))
+    if pool.take_alone():  # nothing else of the target waiting or in flight
+        return _result(_alone(pool, client, route, job, started=True))
     me = _Entry(job, client, _Box())
     while True:
         if pool.join(me):
