@@ -17,10 +17,12 @@ When the gathered grades leave (:meth:`_Pool.wait_left`):
 * a full pack (:data:`FULL`) leaves at once;
 * otherwise they leave once no other grade has joined for
   :data:`WINDOW_S` (a burst of callers, e.g. the threads a pack's results
-  just woke, is caught whole), provided a slot of the target is free and
-  they are not a sliver beside the packs already in flight (that would
-  keep one caller ping-ponging alone next to a pack of all the others);
-  never later than :data:`HOLD_S` after the first arrived.
+  just woke, is caught whole), or as soon as as many have joined as the
+  packs that came back carried (those callers are all here again),
+  provided a slot of the target is free and they are not a sliver beside
+  the packs already in flight (that would keep one caller ping-ponging
+  alone next to a pack of all the others); never later than
+  :data:`HOLD_S` after the first arrived.
 
 On an event loop the gatherer first yields once, so the tasks started in
 the same turn (``asyncio.gather`` of 256 grades) join before anything
@@ -136,6 +138,7 @@ class _Pool:
     last_join: float = 0.0
     busy: int = 0  # execs in flight (packs and lone grades)
     flying: int = 0  # grades in those execs
+    returned: int = 0  # grades whose execs came back since the last seal
     slots: int = _DEFAULT_EXECS  # execs the target runs at once
     cond: threading.Condition = field(default_factory=threading.Condition)
     wake: asyncio.Future[None] | None = None  # (pools of a loop)
@@ -172,6 +175,8 @@ class _Pool:
             return hold  # (woken when a slot frees)
         if self.busy and 2 * len(self.queue) * self.busy < self.flying:
             return hold  # (woken when a pack comes back)
+        if self.returned and len(self.queue) >= self.returned:
+            return None  # the callers of what came back are all here again
         quiet = self.last_join + WINDOW_S - now
         return min(quiet, hold) if quiet > 0 else None
 
@@ -180,6 +185,7 @@ class _Pool:
         free slots (one entry: alone)."""
         with self.cond:
             entries, self.queue, self.gathering = self.queue, [], False
+            self.returned = 0
             if not entries:
                 return []
             free = max(1, self.slots - self.busy)
@@ -211,6 +217,7 @@ class _Pool:
         with self.cond:
             self.busy -= 1
             self.flying -= grades
+            self.returned += grades
             self._nudge()
 
 
