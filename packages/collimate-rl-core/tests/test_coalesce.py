@@ -244,3 +244,25 @@ def test_grades_in_a_warm_session_and_without_coalescing_go_alone(
         finally:
             c.delete_session(session)
     assert [r.reward for r in results] == [1.0] * 8 and not any(packed(r) for r in results)
+
+
+def test_several_loops_in_several_threads_each_coalesce_their_own(
+    backend: LocalCollimateBackend,
+) -> None:
+    """Each loop packs its own tasks' grades (its clients belong to it),
+    all within the one server's admission; every result its lone grade's."""
+    batches = [cases(9) for _ in range(4)]
+    out: list[list[Any]] = [[] for _ in batches]
+
+    def loop(i: int) -> None:
+        out[i] = asyncio.run(together(backend.base_url, batches[i]))
+
+    threads = [threading.Thread(target=loop, args=(i,)) for i in range(len(batches))]
+    for t in threads:
+        t.start()
+    for t in threads:
+        t.join()
+    for results, batch in zip(out, batches, strict=True):
+        assert all(isinstance(r, GradeResult) and packed(r) for r in results), results
+        for result, (cand, spec, seed) in zip(results, batch, strict=True):
+            same_grade(result, alone(backend.base_url, cand, spec, seed))

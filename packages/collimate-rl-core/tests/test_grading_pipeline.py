@@ -5,9 +5,11 @@ it back, each importable alone."""
 from __future__ import annotations
 
 import ast
+import asyncio
 import subprocess
 import sys
 from pathlib import Path
+from typing import Any
 
 import pytest
 
@@ -109,3 +111,40 @@ def test_the_public_import_paths_still_work() -> None:
     assert grading.grade_batch_async is grade_batch_async
     assert grading.GradeResult is rewards.GradeResult is GradeResult
     assert rewards.grade is grade and rewards.grade_async is grade_async
+
+
+def test_a_batch_goes_through_each_entry_point_once() -> None:
+    """Followed through ``grade_batch_async`` (one thread: its loop), control
+    enters ``batch`` once (the call itself) and never ``grading`` or
+    ``packing``: the pipeline does not come back up into its entry points."""
+    from collimate_rl import AsyncCollimateClient, UnitTestReward, grade_batch_async
+    from collimate_rl.local_backend import LocalCollimateBackend
+
+    watched = {str(ROOT / f"{m}.py"): m for m in ("batch", "grading", "packing")}
+    entries: dict[str, int] = dict.fromkeys(watched.values(), 0)
+    seen: list[Any] = []  # (frames kept alive: a resumed coroutine is no new entry)
+
+    def profile(frame: Any, event: str, arg: Any) -> None:
+        if event != "call" or any(frame is f for f in seen):
+            return
+        module = watched.get(frame.f_code.co_filename)
+        caller = frame.f_back.f_code.co_filename if frame.f_back is not None else ""
+        if module is not None and caller != frame.f_code.co_filename:
+            seen.append(frame)
+            entries[module] += 1
+
+    spec = UnitTestReward([{"input": [i], "output": i} for i in range(3)])
+    cands = ["def solve(i):\n    return i\n"] * 6
+
+    async def run() -> list[float]:
+        async with AsyncCollimateClient(backend.base_url, retries=0) as c:
+            sys.setprofile(profile)
+            try:
+                results = await grade_batch_async(c, "py", cands, spec)
+            finally:
+                sys.setprofile(None)
+            return [r.reward for r in results]
+
+    with LocalCollimateBackend() as backend:
+        assert asyncio.run(run()) == [1.0] * 6
+    assert entries == {"batch": 1, "grading": 0, "packing": 0}
