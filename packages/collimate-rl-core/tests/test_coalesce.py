@@ -266,3 +266,29 @@ def test_several_loops_in_several_threads_each_coalesce_their_own(
         assert all(isinstance(r, GradeResult) and packed(r) for r in results), results
         for result, (cand, spec, seed) in zip(results, batch, strict=True):
             same_grade(result, alone(backend.base_url, cand, spec, seed))
+
+
+def test_a_pack_whose_sender_left_passes_to_a_caller_still_there() -> None:
+    """A thread interrupted (KeyboardInterrupt) after it was told to send
+    its pack leaves; the pack goes to the next of its callers, and one with
+    nobody left is dropped from the count of execs in flight."""
+    pool = coalesce._Pool()
+    jobs = [coalesce.Job(i, RIGHT, SEEDED, None) for i in range(3)]
+    entries = [coalesce._Entry(job, None, coalesce._Box()) for job in jobs]
+    for entry in entries:
+        pool.join(entry)
+    (pack,) = pool.seal()
+    assert pool.busy == 1 and pool.flying == 3
+    coalesce._hand_out(pool, [pack])
+    coalesce._leave(pool, entries[0])  # told to send, interrupted before it did
+    assert entries[1].box.take() == (coalesce._SEND, pack)
+    coalesce._leave(pool, entries[1])
+    coalesce._leave(pool, entries[2])
+    assert entries[2].box.leave() is None  # (nothing was handed to the last)
+    lone = coalesce._Entry(jobs[0], None, coalesce._Box())
+    pool.join(lone)
+    (single,) = pool.seal()
+    lone.box.leave()
+    coalesce._hand_out(pool, [single])  # its only caller is gone: nobody sends it
+    # the first pack is still counted (its sender took it), the unsent one not
+    assert pool.busy == 1 and pool.flying == 3

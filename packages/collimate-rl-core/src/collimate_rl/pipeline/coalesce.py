@@ -74,18 +74,31 @@ class _Box:
     """Where a thread's next instruction arrives."""
 
     def __init__(self) -> None:
+        self._lock = threading.Lock()
         self._event = threading.Event()
         self._value: tuple[str, Any] = ("", None)
         self.gone = False
 
-    def put(self, kind: str, value: Any = None) -> None:
-        self._value = (kind, value)
-        self._event.set()
+    def put(self, kind: str, value: Any = None) -> bool:
+        """Deliver (False: its caller left, nobody takes it)."""
+        with self._lock:
+            if self.gone:
+                return False
+            self._value = (kind, value)
+            self._event.set()
+            return True
 
     def take(self) -> tuple[str, Any]:
         self._event.wait()
-        self._event.clear()
-        return self._value
+        with self._lock:
+            self._event.clear()
+            return self._value
+
+    def leave(self) -> tuple[str, Any] | None:
+        """Take nothing more; the instruction that arrived untaken, if any."""
+        with self._lock:
+            self.gone = True
+            return self._value if self._event.is_set() else None
 
 
 class _LoopBox:
@@ -94,24 +107,23 @@ class _LoopBox:
     def __init__(self, loop: asyncio.AbstractEventLoop) -> None:
         self._loop = loop
         self._fut: asyncio.Future[tuple[str, Any]] = loop.create_future()
-        #: its task was cancelled: it takes nothing more
-        self.left = False
+        self._left = False
 
-    @property
-    def gone(self) -> bool:
-        return self.left or self._fut.cancelled()
-
-    def put(self, kind: str, value: Any = None) -> None:
-        if not self._fut.done():
-            self._fut.set_result((kind, value))
+    def put(self, kind: str, value: Any = None) -> bool:
+        """Deliver (False: its task left, nobody takes it)."""
+        if self._left or self._fut.done():
+            return False
+        self._fut.set_result((kind, value))
+        return True
 
     async def take(self) -> tuple[str, Any]:
         value = await self._fut
         self._fut = self._loop.create_future()
         return value
 
-    def held(self) -> tuple[str, Any] | None:
-        """An instruction that arrived but was not taken (a cancelled task's)."""
+    def leave(self) -> tuple[str, Any] | None:
+        """Take nothing more; the instruction that arrived untaken, if any."""
+        self._left = True
         if self._fut.done() and not self._fut.cancelled():
             return self._fut.result()
         return None
@@ -221,9 +233,17 @@ class _Pool:
             self._nudge()
 
 
-def _hand_out(packs: Sequence[list[_Entry]]) -> None:
+def _give(pool: _Pool, pack: list[_Entry], skip: _Entry | None = None) -> None:
+    """Hand ``pack`` to the first of its callers still there, to send it."""
+    for entry in pack:
+        if entry is not skip and entry.box.put(_SEND, pack):
+            return
+    pool.finished(len(pack))  # (all gone: nobody wants it)
+
+
+def _hand_out(pool: _Pool, packs: Sequence[list[_Entry]]) -> None:
     for pack in packs:
-        pack[0].box.put(_SEND, pack)
+        _give(pool, pack)
 
 
 def _instructions(entries: Sequence[_Entry], report: Report) -> dict[int, tuple[str, Any]]:
@@ -310,7 +330,7 @@ def _gather(pool: _Pool, client: Any) -> None:
                 while (left := pool.wait_left(since)) is not None:
                     pool.cond.wait(left)
     finally:  # (whatever happened: the others still leave)
-        _hand_out(pool.seal())
+        _hand_out(pool, pool.seal())
 
 
 def _send(
@@ -343,9 +363,13 @@ def grade_coalesced(client: Any, route: Route, job: Job) -> GradeResult:
         return _result(_alone(pool, client, route, job, started=True))
     me = _Entry(job, client, _Box())
     while True:
-        if pool.join(me):
-            _gather(pool, client)
-        kind, value = me.box.take()
+        try:
+            if pool.join(me):
+                _gather(pool, client)
+            kind, value = me.box.take()
+        except BaseException:
+            _leave(pool, me)
+            raise
         if kind == _SEND:
             kind, value = _send(pool, client, route, value, me)
         if kind == _DONE:
@@ -373,7 +397,7 @@ async def _gather_async(pool: _Pool, client: Any) -> None:
                     timer.cancel()
                     pool.wake = None
     finally:  # (even cancelled: the others still leave)
-        _hand_out(pool.seal())
+        _hand_out(pool, pool.seal())
 
 
 async def _send_async(
@@ -398,23 +422,16 @@ async def _alone_async(pool: _Pool, client: Any, route: Route, job: Job) -> Grad
 
 
 def _leave(pool: _Pool, me: _Entry) -> None:
-    """A cancelled task leaves: out of the queue, and a pack it was to send
-    passes to another of its callers."""
-    me.box.left = True
+    """A caller interrupted (a task cancelled, a thread's KeyboardInterrupt)
+    leaves: out of the queue, and a pack it was to send passes to another
+    of its callers."""
+    held = me.box.leave()
     with pool.cond:
         if me in pool.queue:
             pool.queue.remove(me)
             return
-    held = me.box.held()
-    if held is None or held[0] != _SEND:
-        return
-    pack: list[_Entry] = held[1]
-    rest = [e for e in pack if e is not me]
-    others = [e for e in rest if not e.box.gone]
-    pool.finished(len(pack))
-    if others:
-        pool.started(len(rest))
-        others[0].box.put(_SEND, rest)
+    if held is not None and held[0] == _SEND:
+        _give(pool, held[1], skip=me)
 
 
 async def grade_coalesced_async(client: Any, route: Route, job: Job) -> GradeResult:
