@@ -218,6 +218,7 @@ class _Pool:
                 return False
             self.busy += 1
             self.flying += 1
+            self.returned = 0  # (idle: what came back before is history)
             return True
 
     def started(self, grades: int) -> None:
@@ -225,11 +226,13 @@ class _Pool:
             self.busy += 1
             self.flying += grades
 
-    def finished(self, grades: int) -> None:
+    def finished(self, grades: int, *, came_back: bool = True) -> None:
+        """An exec of ``grades`` ended; ``came_back``: its callers may join
+        again (not a lone grade that found the pool idle)."""
         with self.cond:
             self.busy -= 1
             self.flying -= grades
-            self.returned += grades
+            self.returned += grades if came_back else 0
             self._nudge()
 
 
@@ -352,7 +355,7 @@ def _alone(pool: _Pool, client: Any, route: Route, job: Job, started: bool = Fal
     try:
         return run_unit(client, route, Unit((job,))).finished[0][1]
     finally:
-        pool.finished(1)
+        pool.finished(1, came_back=not started)
 
 
 def grade_coalesced(client: Any, route: Route, job: Job) -> GradeResult:
