@@ -176,8 +176,7 @@ def _w_warm_up() -> None:
     except BaseException:
         pass
     sys.modules.pop(name, None)
-    gc.collect()
-    if hasattr(gc, "freeze"):
+    if hasattr(gc, "freeze"):  # (no collection first: it costs a pack's start ~3 ms)
         gc.freeze()
 
 
