@@ -259,11 +259,11 @@ def _program_results(
     return _collect(fork(), budget, [{"do": "program", "path": cfg["path"], "inputs": inputs}])
 
 
-def _grade_stdio(
-    cfg: dict[str, Any], sealed: dict[str, Any], fork: Any, budget: _Budget, rng: Any, drawn: Any
+def _grade_program(
+    cfg: dict[str, Any], sealed: dict[str, Any], fork: Any, budget: _Budget, matches: Any
 ) -> dict[str, Any]:
-    """The candidate as a program, fed each input on stdin; its output
-    compared token by token (floats within ``tol``)."""
+    """The candidate as a program, fed each input on stdin; ``matches(got,
+    want)`` judges its output."""
     tests = sealed["tests"]
     tally = _Tally(len(tests))
     results = _program_results(cfg, fork, budget, [given for given, _want in tests])
@@ -273,11 +273,19 @@ def _grade_stdio(
         reason, got = results.get(i)
         if reason != "ok":
             tally.add(i, reason, str(got))
-        elif same_tokens(str(got), want, cfg["tol"]):
+        elif matches(str(got), want):
             tally.add(i, None)
         else:
             tally.add(i, "wrong_answer", "got %.150r" % (str(got)[:150],))
     return tally.verdict()
+
+
+def _grade_stdio(
+    cfg: dict[str, Any], sealed: dict[str, Any], fork: Any, budget: _Budget, rng: Any, drawn: Any
+) -> dict[str, Any]:
+    """Output compared token by token (floats within ``tol``)."""
+    tol = cfg["tol"]
+    return _grade_program(cfg, sealed, fork, budget, lambda got, want: same_tokens(got, want, tol))
 
 
 def same_lines(got: str, want: str) -> bool:
@@ -292,20 +300,7 @@ def same_lines(got: str, want: str) -> bool:
 def _grade_stdin_stdout(
     cfg: dict[str, Any], sealed: dict[str, Any], fork: Any, budget: _Budget, rng: Any, drawn: Any
 ) -> dict[str, Any]:
-    tests = sealed["tests"]
-    tally = _Tally(len(tests))
-    results = _program_results(cfg, fork, budget, [given for given, _want in tests])
-    if results.load is not None:
-        return _load_error(tally, results.load)
-    for i, (_given, want) in enumerate(tests):
-        reason, got = results.get(i)
-        if reason != "ok":
-            tally.add(i, reason, str(got))
-        elif same_lines(str(got), want):
-            tally.add(i, None)
-        else:
-            tally.add(i, "wrong_answer", "got %.150r" % (str(got)[:150],))
-    return tally.verdict()
+    return _grade_program(cfg, sealed, fork, budget, same_lines)
 
 
 # ---------------------------------------------------------------------------

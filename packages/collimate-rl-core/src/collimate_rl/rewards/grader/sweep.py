@@ -7,7 +7,6 @@ it (processes killed, new files removed), or the reason it cannot be."""
 from __future__ import annotations
 
 import os
-import signal
 import sys
 
 TYPE_CHECKING = False
@@ -22,8 +21,6 @@ _WATCHED = ("/", "/tmp", "/var/tmp", "/dev/shm")
 _SYSV = ("/proc/sysvipc/shm", "/proc/sysvipc/msg", "/proc/sysvipc/sem")
 
 _NO_IPC = (0, 0, 0)
-
-_PR_SET_CHILD_SUBREAPER = 36
 
 
 class _Files:
@@ -98,51 +95,6 @@ def _not_dedicated(ignore: tuple[int, ...] = ()) -> str | None:
             except OSError:
                 pass
     return None
-
-
-def _become_subreaper() -> str | None:
-    try:
-        import ctypes
-
-        libc = ctypes.CDLL(None, use_errno=True)
-        if libc.prctl(_PR_SET_CHILD_SUBREAPER, 1, 0, 0, 0) != 0:
-            return "prctl(PR_SET_CHILD_SUBREAPER) failed (errno %d)" % ctypes.get_errno()
-    except Exception as exc:  # no ctypes in this guest
-        return "cannot become a child subreaper: %s" % exc
-    if not os.path.exists("/proc/self/task/%d/children" % os.getpid()):
-        return "this guest's /proc lists no children"
-    return None
-
-
-def _kill_descendants() -> str | None:
-    """SIGKILL every process below the caller until none is left (the
-    children of a killed one come back to the caller, their subreaper)."""
-    try:
-        # no child at all means no process below: every orphan of a
-        # descendant comes back to the caller, its subreaper
-        os.waitpid(-1, os.WNOHANG)
-    except ChildProcessError:
-        return None
-    listing = "/proc/self/task/%d/children" % os.getpid()  # (the caller has one thread)
-    for _ in range(1000):
-        try:
-            with open(listing) as fh:
-                kids = [int(pid) for pid in fh.read().split()]
-        except OSError:
-            return "cannot list the processes left"
-        if not kids:
-            return None
-        for pid in kids:
-            try:
-                os.kill(pid, signal.SIGKILL)
-            except OSError:
-                pass
-        for pid in kids:
-            try:
-                os.waitpid(pid, 0)
-            except OSError:
-                pass
-    return "processes kept coming back"
 
 
 _IPC_INFO_CALLS = (("shmctl", 14, 0), ("msgctl", 12, 0), ("semctl", 19, 7))  # *_INFO, int at
