@@ -121,3 +121,18 @@ def test_a_grade_runs_its_candidate_under_the_twin(client: CollimateClient) -> N
         "import os\ndef parent():\n    return open(f'/proc/{os.getppid()}/comm').read().strip()\n"
     )
     assert grade(client, TEMPLATE, candidate, spec).reward == 1.0
+
+
+def test_the_templates_zygote_loaded_and_warmed_the_worker(client: CollimateClient) -> None:
+    """The built-in template preloads the grader runtime, and its zygote
+    calls the runtime's ``__collimate_warm__``: the worker a candidate runs
+    in was loaded there once (a pack's spawner does not load it again)."""
+    spec = UnitTestReward([{"input": [], "output": [True, "__collimate_preload__"]}], entry="ready")
+    candidate = (
+        "import sys\n"
+        "def ready():\n"
+        "    runtime = sys.modules.get('collimate_rl.rewards.guest_runtime')\n"
+        "    worker = getattr(runtime, '_WORKER_READY', None)\n"
+        "    return [worker is not None, (worker or {}).get('__name__')]\n"
+    )
+    assert grade(client, TEMPLATE, candidate, spec).reward == 1.0

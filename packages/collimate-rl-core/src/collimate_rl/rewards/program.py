@@ -184,12 +184,17 @@ def _joined() -> ast.Module:
     return ast.Module(body=body, type_ignores=[])
 
 
+#: Ends the worker's program: run it, unless a template's preload only
+#: defines it (``__collimate_warm__``, in the grader's entry module).
+_RUN_WORKER: Final = '\nif __name__ != "__collimate_preload__":\n    _worker_main()\n'
+
+
 @functools.cache
 def worker_source() -> str:
     """The candidate's side (:mod:`.grader.worker`), shrunk, with its call:
     what the grader starts in a fresh interpreter."""
     tree = ast.Module(body=_shrunk_parts((WORKER_PART,)), type_ignores=[])
-    return ast.unparse(ast.fix_missing_locations(tree)) + "\n_worker_main()\n"
+    return ast.unparse(ast.fix_missing_locations(tree)) + _RUN_WORKER
 
 
 def _shrunk_parts(parts: tuple[str, ...]) -> list[ast.stmt]:

@@ -95,7 +95,7 @@ def _worker_source() -> str:
     if text:
         return str(text)
     with open(os.path.join(os.path.dirname(os.path.abspath(__file__)), "worker.py")) as fh:
-        return fh.read() + "\n_worker_main()\n"
+        return fh.read() + '\nif __name__ != "__collimate_preload__":\n    _worker_main()\n'
 
 
 class _Spawner:
@@ -144,13 +144,24 @@ class _Spawner:
         ours = self.sock
         ours.settimeout(_SPAWNER_ANSWER_S)
         try:
-            program = _worker_program()  # what the twin or the bootstrap runs
+            ready = globals().get("_WORKER_READY") if twin else None
+            if ready is not None:  # the twin has it loaded and warmed (see __collimate_warm__)
+                program = (
+                    b"s"
+                    + (
+                        "import sys\nsys.modules[%r]._WORKER_READY['_worker_main']()\n"
+                        % globals()["__name__"]
+                    ).encode()
+                )
+            else:
+                program = _worker_program()  # what the twin or the bootstrap runs
             ours.sendall(len(program).to_bytes(4, "big") + program)
             _send(
                 ours,
                 {
                     "path": list(sys.path),
                     "sweep": sweep,
+                    "warm": ready is None,
                     "state": state,
                     # (a twin is the warm template itself: it has them)
                     "preload": _stdlib_loaded() if sweep and not twin else [],

@@ -67,6 +67,7 @@ def _w_recv(sock: Any) -> Any:
 def _worker_main() -> NoReturn:
     """The spawner's life: boot, then fork candidates' processes on request."""
     import _socket
+    import gc
 
     _signal = __import__("_signal")  # (not ``signal``: its enums cost a fresh interpreter ~5 ms)
 
@@ -99,7 +100,10 @@ def _worker_main() -> NoReturn:
     reaper = None
     if boot.get("sweep"):  # a pack: many candidates will fork from here
         reaper = _w_subreaper()
-        _w_warm_up()
+        if boot.get("warm", True):
+            _w_warm_up()
+        if hasattr(gc, "freeze"):  # (no collection first: it costs a pack's start ~3 ms)
+            gc.freeze()
     _w_send(sock, "ok" if reaper is None else reaper)
     room = _socket.CMSG_SPACE(_W_FD)
     while True:
@@ -160,8 +164,9 @@ def _w_warm_up() -> None:
     module, then freeze what the spawner holds: the interpreter's
     specialising of that code, and the collector walking inherited objects,
     would otherwise write to (and so copy) those pages in every candidate's
-    process. (Measured: a pack's candidates loaded in 1.3 ms without it.)"""
-    import gc
+    process. (Measured: a pack's candidates loaded in 1.3 ms without it.)
+    A template that preloads the grader has this done once, in its zygote
+    (``__collimate_warm__``)."""
     import time
 
     name = "_collimate_warm_up"
@@ -176,8 +181,6 @@ def _w_warm_up() -> None:
     except BaseException:
         pass
     sys.modules.pop(name, None)
-    if hasattr(gc, "freeze"):  # (no collection first: it costs a pack's start ~3 ms)
-        gc.freeze()
 
 
 def _w_subreaper() -> str | None:

@@ -9,6 +9,7 @@ by the kernel (SIGCHLD ignored): the engine talks to them directly.
 from __future__ import annotations
 
 import builtins
+import contextlib
 import json
 import os
 import signal
@@ -94,6 +95,7 @@ def preload(entry: str) -> None:
     name, sep, path = entry.partition("=")
     if not sep:
         __import__(name)
+        _warm(sys.modules[name])
         return
     with open(path, "rb") as fh:
         code = compile(fh.read(), path, "exec", dont_inherit=True)
@@ -105,6 +107,17 @@ def preload(entry: str) -> None:
     except BaseException:
         del sys.modules[name]
         raise
+    _warm(module)
+
+
+def _warm(module: types.ModuleType) -> None:
+    """A preloaded module may ask to be warmed once, here, before any fork:
+    ``__collimate_warm__()`` (the SDK's grader runtime loads and warms the
+    worker its candidates run in). A failure only costs the warmth."""
+    hook = getattr(module, "__collimate_warm__", None)
+    if callable(hook):
+        with contextlib.suppress(Exception):
+            hook()
 
 
 def _exit(code: object = None) -> NoReturn:
