@@ -2,20 +2,25 @@
 
 A standby exec child forks its twin before any job exists, so the twin
 never held a job's code or files; a grade uses it as the clean process its
-candidates fork from. Shown here: the job can reach it and make it run a
-program; nothing of the job (its code, its files) is anywhere in the
-twin's memory; the twin dies with its exec, used or not; a grade's
-candidates run under it.
+candidates fork from. A clone's standby forks one only when the clone's
+last exec asked for it (``COLLIMATE_CLEAN_TWIN_WANTED``): plain one-shots
+never pay for it. Shown here, in one session (one clone): a clone that was
+never asked has no twin; asked once, each later exec has one; the job can
+make it run a program; nothing of the job (its code, its files) is in its
+memory; it dies with its exec, used or not; a grade's candidates run
+under it, in the worker the template's zygote loaded.
 """
 
 from __future__ import annotations
 
 import secrets
 from collections.abc import Iterator
+from typing import Any
 
 import pytest
 
 from collimate_rl import CollimateClient, UnitTestReward, grade
+from collimate_rl.grading import runtime_forms
 from collimate_rl.local_backend import LocalCollimateBackend
 
 TEMPLATE = "py"
@@ -58,46 +63,76 @@ os.write(3, b'found %d' % found)
 """
 
 
+WANT = "import os\nos.environ['COLLIMATE_CLEAN_TWIN_WANTED'] = '1'\n"
+
+
 @pytest.fixture(scope="module")
 def client() -> Iterator[CollimateClient]:
     with LocalCollimateBackend() as backend, CollimateClient(backend.base_url) as c:
         yield c
 
 
-def _ask(
-    client: CollimateClient,
-    program: str,
-    files: list[dict[str, str]] | None = None,
-    prelude: str = "",
-) -> str:
-    code = prelude + ASK_TWIN.replace("PROGRAM", repr(program))
-    out = client.exec_once(TEMPLATE, code=code, files=files or [])
+@pytest.fixture
+def session(client: CollimateClient) -> Iterator[str]:
+    """A clone whose next execs have a twin: its first exec asked for one."""
+    sid = str(client.create_session(TEMPLATE)["session_id"])
+    try:
+        assert client.session_exec(sid, code=WANT)["exit_code"] == 0
+        yield sid
+    finally:
+        client.delete_session(sid)
+
+
+def _run(client: CollimateClient, sid: str, code: str, **kw: Any) -> str:
+    out = client.session_exec(sid, code=code, **kw)
     assert out["exit_code"] == 0, out["stdout"]
     return str(out["stdout"]).strip()
 
 
-def test_the_twin_runs_the_program_it_is_sent(client: CollimateClient) -> None:
-    pid, answer = _ask(client, "import os\nos.write(3, b'hello from %d' % os.getpid())").split(
-        " ", 1
-    )
+def _ask(
+    client: CollimateClient,
+    sid: str,
+    program: str,
+    files: list[dict[str, str]] | None = None,
+    prelude: str = "",
+) -> str:
+    code = WANT + prelude + ASK_TWIN.replace("PROGRAM", repr(program))
+    return _run(client, sid, code, files=files or [])
+
+
+def test_a_clone_never_asked_has_no_twin(client: CollimateClient) -> None:
+    sid = str(client.create_session(TEMPLATE)["session_id"])
+    try:
+        probe = "import os\nprint(os.environ.get('COLLIMATE_CLEAN_TWIN'))"
+        assert _run(client, sid, probe) == "None"
+        assert _run(client, sid, probe) == "None"  # (nobody asked)
+        _run(client, sid, WANT)
+        assert _run(client, sid, probe) != "None"  # asked: the next exec has one
+    finally:
+        client.delete_session(sid)
+
+
+def test_the_twin_runs_the_program_it_is_sent(client: CollimateClient, session: str) -> None:
+    program = "import os\nos.write(3, b'hello from %d' % os.getpid())"
+    pid, answer = _ask(client, session, program).split(" ", 1)
     assert answer == f"hello from {pid}"
 
 
-def test_nothing_of_the_job_is_in_the_twin(client: CollimateClient) -> None:
+def test_nothing_of_the_job_is_in_the_twin(client: CollimateClient, session: str) -> None:
     """The token is in the job's code and memory and in a file it delivers;
     in the twin's whole memory it is found once: the scan's own needle."""
     token = "TWIN-" + secrets.token_hex(12)
     program = SCAN.replace("NEEDLE_HEX", repr(token.encode().hex()))
     files = [{"path": "/tmp/secret.txt", "content": f"expected = {token!r}\n" * 50}]
     prelude = f"kept = {token!r} * 3  # (in the job's code and memory)\n"
-    reply = _ask(client, program, files, prelude)
+    reply = _ask(client, session, program, files, prelude)
     assert reply.split(" ", 1)[1] == "found 1"
     # the same scan finds a token the twin was sent (the scan works)
-    reply = _ask(client, f"marker = {token!r}\n" + program)
+    reply = _ask(client, session, f"marker = {token!r}\n" + program)
     assert int(reply.split(" ")[2]) >= 2, reply
 
 
-def test_the_twin_dies_with_its_exec_used_or_not(client: CollimateClient) -> None:
+def test_the_twin_dies_with_its_exec_used_or_not(client: CollimateClient, session: str) -> None:
     """A second exec of the same clone sees its own twin only: the last
     one's is gone (the exec kills it; it dies with its parent besides)."""
     listing = (
@@ -107,23 +142,25 @@ def test_the_twin_dies_with_its_exec_used_or_not(client: CollimateClient) -> Non
         "print(os.environ['COLLIMATE_CLEAN_TWIN'].partition(':')[2], names)\n"
     )
     for _ in range(3):
-        out = client.exec_once(TEMPLATE, code=listing)
-        twin, names = str(out["stdout"]).strip().split(" ", 1)
+        twin, names = _run(client, session, WANT + listing).split(" ", 1)
         assert names.count("collimate-twin") == 1, names
         assert twin.isdigit()
 
 
-def test_a_grade_runs_its_candidate_under_the_twin(client: CollimateClient) -> None:
+def test_a_grade_runs_its_candidate_under_the_twin(client: CollimateClient, session: str) -> None:
     """The candidate's parent is the twin (the spawner), not a fresh
     interpreter: its command line is the exec's, never ``python -c``."""
     spec = UnitTestReward([{"input": [], "output": "collimate-twin"}], entry="parent")
     candidate = (
         "import os\ndef parent():\n    return open(f'/proc/{os.getppid()}/comm').read().strip()\n"
     )
-    assert grade(client, TEMPLATE, candidate, spec).reward == 1.0
+    runtime_forms.clear()
+    assert grade(client, TEMPLATE, candidate, spec, session_id=session).reward == 1.0
 
 
-def test_the_templates_zygote_loaded_and_warmed_the_worker(client: CollimateClient) -> None:
+def test_the_templates_zygote_loaded_and_warmed_the_worker(
+    client: CollimateClient, session: str
+) -> None:
     """The built-in template preloads the grader runtime, and its zygote
     calls the runtime's ``__collimate_warm__``: the worker a candidate runs
     in was loaded there once (a pack's spawner does not load it again)."""
@@ -135,4 +172,5 @@ def test_the_templates_zygote_loaded_and_warmed_the_worker(client: CollimateClie
         "    worker = getattr(runtime, '_WORKER_READY', None)\n"
         "    return [worker is not None, (worker or {}).get('__name__')]\n"
     )
-    assert grade(client, TEMPLATE, candidate, spec).reward == 1.0
+    runtime_forms.clear()
+    assert grade(client, TEMPLATE, candidate, spec, session_id=session).reward == 1.0

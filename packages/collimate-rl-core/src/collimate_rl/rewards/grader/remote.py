@@ -168,7 +168,7 @@ class _Spawner:
                     # (a twin was forked before the grader kept to its turn's CPU)
                     "cpus": _own_cpus(),
                     # (and before the job's environment: the exec's seed, CPU, ...)
-                    "env": dict(os.environ),
+                    "env": {k: v for k, v in os.environ.items() if not k.startswith(_TWIN_ENV)},
                 },
             )
             raw = ours.recv(4096)
@@ -246,6 +246,7 @@ def _take_twin() -> tuple[Any, int] | None:
     once; a guest without one (a real daemon) gets a fresh interpreter."""
     import _socket
 
+    os.environ[_TWIN_ENV + "_WANTED"] = "1"  # (a local backend forks one for the next exec)
     fd, _sep, pid = os.environ.pop(_TWIN_ENV, "").partition(":")
     if not fd.isdigit() or not pid.isdigit():
         return None

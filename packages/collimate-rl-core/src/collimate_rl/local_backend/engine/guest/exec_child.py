@@ -32,6 +32,7 @@ from .child_setup import child_env, enter_private_root, prepare_child
 from .kernel import make_undumpable, set_process_name
 from .messages import recv
 from .twin import ENV as TWIN_ENV
+from .twin import WANTED_ENV as TWIN_WANTED_ENV
 from .twin import start_clean_twin
 from .warmth import touch_ahead
 
@@ -112,7 +113,7 @@ def exec_child(spec: Msg, jobs_fd: int, ack_w: int, forked_at: float) -> NoRetur
         # its memory or reach its fds through /proc: the SDK's grader runs the
         # candidate in such a process, and its verdict pipe must stay its own
         make_undumpable()
-        if spec.get("clean_twin") and high >= 8:
+        if spec.get("clean_twin") and spec.get("want_twin") and high >= 8:
             # a warm process with nothing of the job in it, for the job's use
             # (a grader runs its candidates there): forked now, before the job
             twin_pid = start_clean_twin(high - 2, close=(high, high - 1))
@@ -168,6 +169,8 @@ def exec_child(spec: Msg, jobs_fd: int, ack_w: int, forked_at: float) -> NoRetur
             # output closed first, then "done": the engine can answer right away
             os.close(1)
             os.close(2)
+        if os.environ.get(TWIN_WANTED_ENV):  # (the clone's next standby forks one)
+            reports.write("\nT\n", "")
         reports.write(f"\nE{code & 0xFF}\n")
         if twin_pid:
             with contextlib.suppress(OSError):
