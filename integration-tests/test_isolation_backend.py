@@ -113,7 +113,9 @@ def test_sessions_cannot_read_each_other_or_write_the_host(http: httpx.Client) -
         )
         lines = peek["stdout"].splitlines()
         assert lines[0] == "False False"
-        assert lines[1] == "['1', '2']"  # bob sees none of alice's (or the host's) processes
+        # bob sees none of alice's (or the host's) processes: his clone's
+        # init, this exec and its clean twin (his clone's first exec)
+        assert lines[1] == "['1', '2', '3']"
         assert lines[2:] == [line for line in lines[2:] if line.startswith("refused")]
         assert len(lines) == 5
         mine = alice.run("print(open('/tmp/alice.txt').read(), open('notes.txt').read())")

@@ -2,10 +2,10 @@
 
 A standby exec child forks its twin before any job exists, so the twin
 never held a job's code or files; a grade uses it as the clean process its
-candidates fork from. A clone's standby forks one only when the clone's
-last exec asked for it (``COLLIMATE_CLEAN_TWIN_WANTED``): plain one-shots
-never pay for it. Shown here, in one session (one clone): a clone that was
-never asked has no twin; asked once, each later exec has one; the job can
+candidates fork from. A clone's first standby forks one, later ones only
+when the clone's last exec asked for it (``COLLIMATE_CLEAN_TWIN_WANTED``):
+plain one-shots do not keep paying for it. Shown here, in one session (one
+clone): when there is a twin and when not; the job can
 make it run a program; nothing of the job (its code, its files) is in its
 memory; it dies with its exec, used or not; a grade's candidates run
 under it, in the worker the template's zygote loaded.
@@ -100,12 +100,14 @@ def _ask(
     return _run(client, sid, code, files=files or [])
 
 
-def test_a_clone_never_asked_has_no_twin(client: CollimateClient) -> None:
+def test_a_twin_only_where_the_last_exec_asked(client: CollimateClient) -> None:
+    """A new clone's first exec has one; an exec that did not ask leaves
+    the next without; one that asked gives the next one again."""
     sid = str(client.create_session(TEMPLATE)["session_id"])
     try:
         probe = "import os\nprint(os.environ.get('COLLIMATE_CLEAN_TWIN'))"
-        assert _run(client, sid, probe) == "None"
-        assert _run(client, sid, probe) == "None"  # (nobody asked)
+        assert _run(client, sid, probe) != "None"  # (a new clone's first)
+        assert _run(client, sid, probe) == "None"  # (the last one did not ask)
         _run(client, sid, WANT)
         assert _run(client, sid, probe) != "None"  # asked: the next exec has one
     finally:

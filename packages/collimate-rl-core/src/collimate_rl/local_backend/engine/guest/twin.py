@@ -9,9 +9,9 @@ the same way (private root, uid, rlimits, not dumpable), forked ahead of
 time while nothing of a job was in it, so a grade gets a clean process for
 the price of the fork that made it, taken before the job came.
 
-A standby forks one when the clone's last exec asked for it
-(``COLLIMATE_CLEAN_TWIN_WANTED`` set when it ended): plain one-shots never
-pay for a fork they do not use. The job finds it through
+A clone's first standby forks one; a later standby forks one when the
+clone's last exec asked for it (``COLLIMATE_CLEAN_TWIN_WANTED`` set when it
+ended): plain one-shots pay for at most one fork per clone they never use. The job finds it through
 ``COLLIMATE_CLEAN_TWIN=<fd>:<pid>`` (a stream
 socket, and the twin's pid). On that socket it sends one program: a 4-byte
 big-endian length, a kind byte (``s``: UTF-8 source; ``m``: the marshal of
@@ -34,9 +34,8 @@ from .kernel import die_with_parent, make_dumpable, set_process_name
 
 ENV = "COLLIMATE_CLEAN_TWIN"
 #: Set by code that looked for a twin (found or not): the clone's next
-#: standby forks one. A clone whose execs never ask (plain one-shots) pays
-#: for no twin; the first grade on a clone has none (the SDK then starts a
-#: fresh interpreter), every later one does.
+#: standby forks one. A clone whose execs never ask (plain one-shots) forks
+#: no twin after its first.
 WANTED_ENV = "COLLIMATE_CLEAN_TWIN_WANTED"
 
 
