@@ -102,7 +102,8 @@ def test_sessions_cannot_read_each_other_or_write_the_host(http: httpx.Client) -
         peek = bob.run(
             "import os\n"
             "print(os.path.exists('/tmp/alice.txt'), os.path.exists('notes.txt'))\n"
-            "print(sorted(p for p in os.listdir('/proc') if p.isdigit()))\n"
+            "print(sorted(open(f'/proc/{p}/comm').read().strip()"
+            " for p in os.listdir('/proc') if p.isdigit()))\n"
             f"for path in ({etc_victim!r}, {str(repo_file.parent / 'evil.txt')!r}, "
             f"{str(repo_file)!r}):\n"
             "    try:\n"
@@ -114,8 +115,11 @@ def test_sessions_cannot_read_each_other_or_write_the_host(http: httpx.Client) -
         lines = peek["stdout"].splitlines()
         assert lines[0] == "False False"
         # bob sees none of alice's (or the host's) processes: his clone's
-        # init, this exec and its clean twin (his clone's first exec)
-        assert lines[1] == "['1', '2', '3']"
+        # init, this exec, and its clean twin if a grade asked for twins before
+        assert lines[1] in (
+            "['collimate-clone', 'collimate-exec']",
+            "['collimate-clone', 'collimate-exec', 'collimate-twin']",
+        )
         assert lines[2:] == [line for line in lines[2:] if line.startswith("refused")]
         assert len(lines) == 5
         mine = alice.run("print(open('/tmp/alice.txt').read(), open('notes.txt').read())")

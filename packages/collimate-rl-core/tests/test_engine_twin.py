@@ -2,10 +2,9 @@
 
 A standby exec child forks its twin before any job exists, so the twin
 never held a job's code or files; a grade uses it as the clean process its
-candidates fork from. A clone's first standby forks one, later ones only
-when the clone's last exec asked for it (``COLLIMATE_CLEAN_TWIN_WANTED``):
-plain one-shots do not keep paying for it. Shown here, in one session (one
-clone): when there is a twin and when not; the job can
+candidates fork from. Standbys fork one once an exec of the template asked
+for it (``COLLIMATE_CLEAN_TWIN_WANTED``): a server of plain one-shots never
+pays for it. Shown here: when there is a twin and when not; the job can
 make it run a program; nothing of the job (its code, its files) is in its
 memory; it dies with its exec, used or not; a grade's candidates run
 under it, in the worker the template's zygote loaded.
@@ -63,7 +62,8 @@ os.write(3, b'found %d' % found)
 """
 
 
-WANT = "import os\nos.environ['COLLIMATE_CLEAN_TWIN_WANTED'] = '1'\n"
+# what the SDK's grader does to ask for twins (see guest/twin.py)
+WANT = "import os\nos.pwrite(int(os.environ['COLLIMATE_CLEAN_TWIN_WANTED']), b'\\x01', 0)\n"
 
 
 @pytest.fixture(scope="module")
@@ -100,18 +100,17 @@ def _ask(
     return _run(client, sid, code, files=files or [])
 
 
-def test_a_twin_only_where_the_last_exec_asked(client: CollimateClient) -> None:
-    """A new clone's first exec has one; an exec that did not ask leaves
-    the next without; one that asked gives the next one again."""
-    sid = str(client.create_session(TEMPLATE)["session_id"])
-    try:
+def test_no_twin_until_an_exec_asks_then_every_exec_has_one() -> None:
+    """A server that only runs plain execs forks no twin; once an exec
+    asked for one, every later exec of the template has one."""
+    with LocalCollimateBackend() as backend, CollimateClient(backend.base_url) as own:
+        sid = str(own.create_session(TEMPLATE)["session_id"])
         probe = "import os\nprint(os.environ.get('COLLIMATE_CLEAN_TWIN'))"
-        assert _run(client, sid, probe) != "None"  # (a new clone's first)
-        assert _run(client, sid, probe) == "None"  # (the last one did not ask)
-        _run(client, sid, WANT)
-        assert _run(client, sid, probe) != "None"  # asked: the next exec has one
-    finally:
-        client.delete_session(sid)
+        assert _run(own, sid, probe) == "None"
+        assert _run(own, sid, probe) == "None"
+        _run(own, sid, WANT)
+        assert _run(own, sid, probe) != "None"
+        assert _run(own, sid, probe) != "None"  # (it stays: the next grade will ask again)
 
 
 def test_the_twin_runs_the_program_it_is_sent(client: CollimateClient, session: str) -> None:

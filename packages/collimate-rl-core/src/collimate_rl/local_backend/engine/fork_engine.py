@@ -215,8 +215,6 @@ class ForkEngine:
             "limits": _limits_dict(template.limits),
             # python execs get a clean twin (see guest/twin.py): graders use it
             "clean_twin": template.kind == "python",
-            # a new clone's first standby has one; then as its last exec asked
-            "want_twin": template.kind == "python",
         }
         if template.kind == "app":
             limits = _limits_dict(template.limits)

@@ -246,7 +246,12 @@ def _take_twin() -> tuple[Any, int] | None:
     once; a guest without one (a real daemon) gets a fresh interpreter."""
     import _socket
 
-    os.environ[_TWIN_ENV + "_WANTED"] = "1"  # (a local backend forks one for the next exec)
+    wanted = os.environ.get(_TWIN_ENV + "_WANTED", "")
+    if wanted.isdigit():  # a local backend: from now on, its execs get a twin
+        try:
+            os.pwrite(int(wanted), b"\x01", 0)
+        except OSError:
+            pass
     fd, _sep, pid = os.environ.pop(_TWIN_ENV, "").partition(":")
     if not fd.isdigit() or not pid.isdigit():
         return None

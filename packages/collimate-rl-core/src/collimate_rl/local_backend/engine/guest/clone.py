@@ -253,8 +253,6 @@ class CloneServer:
         self.child = None
         os.close(ack_r)
         req, seed = self.acked()
-        if req is not None:  # the next standby forks a clean twin if this exec asked for one
-            self.spec["want_twin"] = b"\nT\n" in self.ack
         if req is not None and req not in self.reported:
             self.reported.add(req)
             report = {

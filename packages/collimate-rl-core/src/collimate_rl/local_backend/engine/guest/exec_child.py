@@ -33,7 +33,7 @@ from .kernel import make_undumpable, set_process_name
 from .messages import recv
 from .twin import ENV as TWIN_ENV
 from .twin import WANTED_ENV as TWIN_WANTED_ENV
-from .twin import start_clean_twin
+from .twin import WANTED_FLAG_FD, start_clean_twin, twins_wanted
 from .warmth import touch_ahead
 
 TYPE_CHECKING = False
@@ -91,7 +91,14 @@ def exec_child(spec: Msg, jobs_fd: int, ack_w: int, forked_at: float) -> NoRetur
         high = max(4, min(ACK_FD, soft - 1)) if soft > 0 else ACK_FD
         os.dup2(ack_w, high)
         os.dup2(jobs_fd, high - 1)
-        os.closerange(3, high - 1)
+        flag = -1
+        if spec.get("clean_twin") and high >= 8 and WANTED_FLAG_FD >= 0:
+            flag = high - 3  # the zygote's "twins wanted" byte (see twin.py)
+            os.dup2(WANTED_FLAG_FD, flag, inheritable=False)
+            os.closerange(3, flag)
+            os.closerange(flag + 1, high - 1)
+        else:
+            os.closerange(3, high - 1)
         os.closerange(high + 1, 1 << 16)
         # a full pipe (code writing to it) must not block the end record
         os.set_blocking(high, False)
@@ -113,11 +120,14 @@ def exec_child(spec: Msg, jobs_fd: int, ack_w: int, forked_at: float) -> NoRetur
         # its memory or reach its fds through /proc: the SDK's grader runs the
         # candidate in such a process, and its verdict pipe must stay its own
         make_undumpable()
-        if spec.get("clean_twin") and spec.get("want_twin") and high >= 8:
-            # a warm process with nothing of the job in it, for the job's use
-            # (a grader runs its candidates there): forked now, before the job
-            twin_pid = start_clean_twin(high - 2, close=(high, high - 1))
-            os.environ[TWIN_ENV] = f"{high - 2}:{twin_pid}"
+        if flag >= 0:
+            # code asks for twins by writing to the flag (the SDK's grader does)
+            os.environ[TWIN_WANTED_ENV] = str(flag)
+            if twins_wanted(flag):
+                # a warm process with nothing of the job in it, for the job's
+                # use (a grader runs its candidates there): forked now, before the job
+                twin_pid = start_clean_twin(high - 2, close=(high, high - 1, flag))
+                os.environ[TWIN_ENV] = f"{high - 2}:{twin_pid}"
         jobs = socket.socket(fileno=high - 1)
         msg, fds = recv(jobs)
         # the code must never see the jobs socket (it could steal a later job)
@@ -169,8 +179,6 @@ def exec_child(spec: Msg, jobs_fd: int, ack_w: int, forked_at: float) -> NoRetur
             # output closed first, then "done": the engine can answer right away
             os.close(1)
             os.close(2)
-        if os.environ.get(TWIN_WANTED_ENV):  # (the clone's next standby forks one)
-            reports.write("\nT\n", "")
         reports.write(f"\nE{code & 0xFF}\n")
         if twin_pid:
             with contextlib.suppress(OSError):

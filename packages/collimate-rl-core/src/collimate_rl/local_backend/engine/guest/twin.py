@@ -9,9 +9,10 @@ the same way (private root, uid, rlimits, not dumpable), forked ahead of
 time while nothing of a job was in it, so a grade gets a clean process for
 the price of the fork that made it, taken before the job came.
 
-A clone's first standby forks one; a later standby forks one when the
-clone's last exec asked for it (``COLLIMATE_CLEAN_TWIN_WANTED`` set when it
-ended): plain one-shots pay for at most one fork per clone they never use. The job finds it through
+Standbys fork one once any exec of the same template asked for one
+(through ``COLLIMATE_CLEAN_TWIN_WANTED``, below): a server that only
+runs plain one-shots never pays for the fork; on one that grades, the first
+grade starts a fresh interpreter, the next ones find a twin. The job finds it through
 ``COLLIMATE_CLEAN_TWIN=<fd>:<pid>`` (a stream
 socket, and the twin's pid). On that socket it sends one program: a 4-byte
 big-endian length, a kind byte (``s``: UTF-8 source; ``m``: the marshal of
@@ -33,10 +34,25 @@ from typing import NoReturn
 from .kernel import die_with_parent, make_dumpable, set_process_name
 
 ENV = "COLLIMATE_CLEAN_TWIN"
-#: Set by code that looked for a twin (found or not): the clone's next
-#: standby forks one. A clone whose execs never ask (plain one-shots) forks
-#: no twin after its first.
+#: ``<fd>`` of one byte shared by the zygote and everything forked from it
+#: (its clones, their standbys): code that wants twins writes 1 there
+#: (``os.pwrite(fd, b"\x01", 0)``), and from then on every standby of this
+#: template forks one. Code could write it for no reason; all that buys is
+#: a twin for every later exec.
 WANTED_ENV = "COLLIMATE_CLEAN_TWIN_WANTED"
+
+#: The shared byte, made when the zygote imports this module.
+WANTED_FLAG_FD = os.memfd_create("collimate-twins-wanted", 0) if hasattr(os, "memfd_create") else -1
+if WANTED_FLAG_FD >= 0:
+    os.ftruncate(WANTED_FLAG_FD, 1)
+
+
+def twins_wanted(fd: int) -> bool:
+    """Whether code of this template asked for twins yet (``fd``: the flag)."""
+    try:
+        return os.pread(fd, 1, 0) == b"\x01"
+    except OSError:
+        return False
 
 
 def start_clean_twin(keep_at: int, close: tuple[int, ...]) -> int:
