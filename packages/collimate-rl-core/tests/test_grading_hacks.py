@@ -226,3 +226,59 @@ def test_the_right_answer_scores_on_every_kind(client: CollimateClient) -> None:
         right = RIGHT_PROGRAM if kind in PROGRAM_KINDS else RIGHT_FUNCTION
         result = grade(client, TEMPLATE, right, spec)
         assert result.reward == 1.0, (kind, result.detail)
+
+
+SHADOWS_THE_TESTS = (
+    "def f(x):\n    return 'nope'\n"
+    "def set(*a):\n    return 1\n"
+    "def sorted(*a, **k):\n    return 1\n"
+    "def str(*a):\n    return 1\n"
+    "pytest = None\n"
+)
+
+
+@pytest.mark.parametrize(
+    "row",
+    [
+        {"test_list": [f"assert set(f('x')) == set({SECRET!r})"]},
+        {"test_list": [f"assert sorted(f('x')) == sorted({SECRET!r})"]},
+        {
+            "test": "from solution import *\n\n"
+            f"def test_f():\n    assert str(f('x')) == {SECRET!r}\n"
+        },
+    ],
+    ids=["assert-set", "assert-sorted", "pytest-import-star"],
+)
+def test_names_that_shadow_builtins_do_not_reach_the_tests(
+    client: CollimateClient, row: dict[str, Any]
+) -> None:
+    """A candidate defining ``set`` or ``sorted`` would answer for both sides
+    of a comparison: test code never sees such names from it."""
+    result = grade(client, TEMPLATE, SHADOWS_THE_TESTS, reward_spec_from_ground_truth(row))
+    assert result.reward == 0.0 and not result.infra_error, result.detail
+
+
+def test_test_code_the_candidate_fails_is_its_failure_not_infra(
+    client: CollimateClient,
+) -> None:
+    """Test code that calls the candidate before its tests (a HumanEval check
+    module, a pytest module's top level) and fails because of its answer:
+    the candidate's failure (0.0), never an infra error that would skip it."""
+    rows = [
+        {
+            "test": "from solution import f\nDATA = f('x').upper()\n\n"
+            "def test_f():\n    assert DATA\n"
+        },
+        {"test": "DATA = f('x') + 1\ndef check(candidate):\n    assert DATA\n", "entry_point": "f"},
+    ]
+    for row in rows:
+        result = grade(
+            client, TEMPLATE, "def f(x):\n    return None\n", reward_spec_from_ground_truth(row)
+        )
+        assert result.reward == 0.0 and not result.infra_error, (row, result.detail, result.error)
+    # test code broken on its own (no candidate call yet) stays the dataset's fault
+    broken = {"test": "1 / 0\n\ndef test_f():\n    assert True\n"}
+    from collimate_rl.grading import GraderInfraError
+
+    with pytest.raises(GraderInfraError, match="the test module failed"):
+        grade(client, TEMPLATE, RIGHT_FUNCTION, reward_spec_from_ground_truth(broken))

@@ -342,7 +342,7 @@ def _session(cfg: dict[str, Any], fork: Any, budget: _Budget, aliases: list[str]
 def _test_namespace(session: _Session) -> dict[str, Any]:
     """What test code sees: the names the candidate's code defines (as the
     datasets' own harnesses run tests after the solution), then its own."""
-    namespace = {k: v for k, v in session.exports.items() if v is not None}
+    namespace = session.visible()
     namespace["__name__"] = "__collimate_tests__"
     namespace["__builtins__"] = __builtins__
     return namespace
@@ -363,13 +363,12 @@ def _grade_assert(
         namespace = _test_namespace(session)
         setup = sealed.get("setup")
         if setup:
+            before = session.calls
             reason, message = _run_test(budget, exec, compile(setup, "<setup>", "exec"), namespace)
             if reason is not None:
-                verdict = _load_error(_Tally(tally.total), "error: " + message)
-                verdict["grader_error"] = "the setup code failed: " + message
-                return verdict
+                return _test_code_failed(session, before, "the setup code", message, tally)
         if check:
-            return _run_check(cfg, check, namespace, tally, budget)
+            return _run_check(cfg, check, namespace, tally, budget, session)
         for i, statement in enumerate(tests):
             try:
                 code = compile(statement, "<test %d>" % i, "exec")
@@ -382,12 +381,35 @@ def _grade_assert(
         session.close()
 
 
-def _run_check(
-    cfg: dict[str, Any], check: str, namespace: dict[str, Any], tally: _Tally, budget: _Budget
+def _test_code_failed(
+    session: _Session, calls_before: int, what: str, message: str, tally: _Tally
 ) -> dict[str, Any]:
+    """A verdict for test code (a setup, a check module, a test module)
+    that failed before its tests ran: the dataset's fault (an infrastructure
+    failure, never a 0.0) unless it had called the candidate's code by then,
+    whose answer may be what failed it: the candidate's failure, then (a
+    candidate must not turn its own failure into a skipped sample)."""
+    if session.calls == calls_before:
+        return {"reward": 0.0, "grader_error": "%s failed: %s" % (what, message)}
+    verdict = tally.verdict()
+    verdict["load_error"] = ("%s failed once it called the candidate: %s" % (what, message))[
+        : _MSG * 2
+    ]
+    return verdict
+
+
+def _run_check(
+    cfg: dict[str, Any],
+    check: str,
+    namespace: dict[str, Any],
+    tally: _Tally,
+    budget: _Budget,
+    session: _Session,
+) -> dict[str, Any]:
+    before = session.calls
     reason, message = _run_test(budget, exec, compile(check, "<check>", "exec"), namespace)
     if reason is not None:
-        return {"reward": 0.0, "grader_error": "the check code failed: " + message}
+        return _test_code_failed(session, before, "the check code", message, tally)
     checker = namespace.get("check")
     candidate = namespace.get(cfg["entry"])
     if not callable(checker):
@@ -409,10 +431,12 @@ def _grade_pytest(
     try:
         if not session.start():
             return _load_error(_Tally(0), session.load_error or "the candidate did not load")
-        module = type(sys)("solution")
+        module: Any = type(sys)("solution")
         for name, value in session.exports.items():
-            if value is not None:
+            if value is not None:  # (``from solution import sum`` finds it)
                 setattr(module, name, value)
+        # ``import *`` brings no name that shadows a builtin or pytest
+        module.__all__ = sorted(n for n in session.visible() if not n.startswith("_"))
         runner: Any = globals().get("_run_pytest_module")
         if runner is None:  # imported as a package (tests), not joined into one program
             from .pytest_shim import _run_pytest_module as runner

@@ -459,7 +459,9 @@ class _Session:
         self.exports: dict[str, Any] = {}
         self.exc_classes: dict[int, type] = {}
         self.load_error: str | None = None
-        self.capture = False
+        #: calls and operations sent to the candidate's process so far: test
+        #: code that fails after one of them may have been failed by it
+        self.calls = 0
 
     def start(self) -> bool:
         """Fork and load; False (``load_error`` says why) when it cannot."""
@@ -568,7 +570,21 @@ class _Session:
             raise self.exception_class(key, name, bases)(message)
         raise CandidateError("%s: %s" % (tag, reply[1]))
 
+    def visible(self) -> dict[str, Any]:
+        """The names test code may see from the candidate's code: not one
+        that shadows a builtin (or ``pytest``), or a candidate defining
+        ``set`` or ``sorted`` would answer for both sides of a test's
+        comparison."""
+        import builtins
+
+        return {
+            name: value
+            for name, value in self.exports.items()
+            if value is not None and name != "pytest" and not hasattr(builtins, name)
+        }
+
     def call(self, target: Any, args: Any, kwargs: Any) -> Any:
+        self.calls += 1
         conn = self.live()
         req = {
             "do": "call",
@@ -583,6 +599,7 @@ class _Session:
         return self.answer(reply, args)
 
     def op(self, key: int, what: str, *args: Any) -> Any:
+        self.calls += 1
         conn = self.live()
         req = {"do": "op", "handle": key, "op": what, "args": [self.encode(a) for a in args]}
         try:
