@@ -62,7 +62,17 @@ from __future__ import annotations
 __all__ = ["PARTS", "WORKER_PART"]
 
 #: The modules of the shipped program, in the order they are joined.
-PARTS = ("wire", "budget", "compare", "remote", "kinds", "pytest_shim", "sweep", "entry")
+PARTS = (
+    "wire",
+    "budget",
+    "compare",
+    "remote",
+    "stand_ins",
+    "kinds",
+    "pytest_shim",
+    "sweep",
+    "entry",
+)
 
 #: The candidate's side, shipped on its own (see :mod:`.worker`).
 WORKER_PART = "worker"
