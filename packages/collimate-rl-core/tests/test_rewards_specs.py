@@ -606,16 +606,20 @@ def test_programs_and_verdicts_are_built_and_read_safely_from_many_threads() -> 
     assert errors == []
 
 
-def test_a_standard_module_the_guest_cannot_read_is_an_environment_fault() -> None:
-    from collimate_rl.rewards.guest_runtime import _Budget
+def test_a_standard_module_the_guest_cannot_read_is_an_environment_fault(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    """What the candidate's process (the worker) claims about an import that
+    failed; the grader believes it only when it sees the same (next test)."""
+    from collimate_rl.rewards.grader import worker
 
-    budget = _Budget({"budget": 5}, 0.0)
     missing = ModuleNotFoundError("No module named 'heapq'", name="heapq")
-    assert budget.environment_fault(missing) is None  # this machine reads its stdlib
-    budget._access = lambda path, mode: False  # a guest that cannot
-    assert "heapq" in (budget.environment_fault(missing) or "")
-    assert budget.environment_fault(ModuleNotFoundError("x", name="numpy")) is None
-    assert budget.environment_fault(ImportError("x", name="heapq")) is None
+    assert worker._w_fault(missing)[0] == "error"  # this machine reads its stdlib
+    monkeypatch.setattr(worker.os, "access", lambda path, mode: False)  # a guest that cannot
+    reason, message = worker._w_fault(missing)
+    assert reason == "environment" and "heapq" in message
+    assert worker._w_fault(ModuleNotFoundError("x", name="numpy"))[0] == "error"
+    assert worker._w_fault(ImportError("x", name="heapq"))[0] == "error"
 
 
 def test_a_broken_guest_is_believed_only_when_the_grader_sees_it_too() -> None:

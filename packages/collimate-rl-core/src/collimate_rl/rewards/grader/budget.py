@@ -4,7 +4,6 @@ reported."""
 
 # The guest may run Python 3.8 with nothing imported beyond its preload:
 # no zip(strict=), no contextlib, and %-formatting is as good as any.
-# ruff: noqa: UP031
 from __future__ import annotations
 
 import os
@@ -14,7 +13,6 @@ import time
 
 TYPE_CHECKING = False
 if TYPE_CHECKING:  # pragma: no cover - typing only, never imported in the guest
-    from collections.abc import Callable
     from typing import Any
 
 
@@ -47,7 +45,6 @@ class _Budget:
         self.deadline = start + self.span
         limit = cfg.get("test_timeout")
         self.per_check = float(limit) if limit else None
-        self.private_fds: list[int] = []  # closed in the candidate's process
         once = _PROCESS_ONCE
         if not once:
             signal.signal(signal.SIGALRM, _on_alarm)
@@ -58,61 +55,13 @@ class _Budget:
         self._stdlib = once["stdlib"]
         self._stdlib_names = once["stdlib_names"]
 
-    def environment_fault(self, exc: BaseException) -> str | None:
-        """Why ``exc`` is the guest's fault, not the candidate's: a standard
-        library module that could not be imported because the guest cannot
-        read its own standard library. (A module absent on this platform,
-        ``msvcrt`` on Linux, stays the candidate's error.)"""
-        if type(exc) is not ModuleNotFoundError or self._stdlib_names is None:
-            return None
-        name = (getattr(exc, "name", None) or "").split(".")[0]
-        if not name or name not in self._stdlib_names:
-            return None
-        if self._access(self._stdlib, os.R_OK | os.X_OK):
-            return None
-        return "the guest cannot import the standard library module %r (%s is not readable)" % (
-            name,
-            self._stdlib,
-        )
-
-    def restart(self, start: float) -> None:
-        """The same budget again, from ``start``."""
-        self.deadline = start + self.span
-
     def left(self) -> float:
         return self.deadline - time.monotonic()
 
     def guest_is_broken(self) -> bool:
-        """What ``environment_fault`` blames: a standard library this
-        process cannot read."""
+        """What the candidate's process may blame (``worker._w_fault``): a
+        standard library this process cannot read either."""
         return self._stdlib_names is not None and not self._access(self._stdlib, os.R_OK | os.X_OK)
-
-    def run(self, fn: Callable[..., Any], /, *args: Any, **kwargs: Any) -> tuple[str, Any]:
-        """``("ok", value)`` or ``(reason, message)``; reason is one of
-        ``timeout`` / ``memory_error`` / ``error``."""
-        left = self.left()
-        if self.per_check is not None:
-            left = min(left, self.per_check)
-        if left <= 0:
-            return "timeout", "no time left in the exec budget"
-        try:
-            signal.setitimer(signal.ITIMER_REAL, left)
-            try:
-                value = fn(*args, **kwargs)
-            finally:
-                signal.setitimer(signal.ITIMER_REAL, 0)
-        except _Abort:
-            return "timeout", "exceeded %.3gs" % left
-        except MemoryError:
-            return "memory_error", "MemoryError"
-        except BaseException as exc:  # the candidate's failure, whatever it is
-            if type(exc) is SystemExit and exc.code in (None, 0):
-                return "ok", None
-            fault = self.environment_fault(exc)
-            if fault is not None:
-                return "environment", fault
-            return "error", (type(exc).__name__ + ": " + str(exc))[:_MSG]
-        return "ok", value
 
 
 class _Tally:

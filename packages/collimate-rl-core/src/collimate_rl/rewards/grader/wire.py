@@ -1,12 +1,11 @@
-"""What crosses a process boundary: the delivery checksum, the verdict's
-JSON and frame lines, and the candidate's process's records."""
+"""What leaves the grader: the delivery checksum, the verdict's JSON and
+its frame lines."""
 
 # The guest may run Python 3.8 with nothing imported beyond its preload:
 # no zip(strict=), no contextlib, and %-formatting is as good as any.
 # ruff: noqa: UP031, SIM105
 from __future__ import annotations
 
-import marshal
 import os
 import sys
 
@@ -14,8 +13,6 @@ TYPE_CHECKING = False
 if TYPE_CHECKING:  # pragma: no cover - typing only, never imported in the guest
     from typing import Any, NoReturn
 
-
-_REPR_MAX = 1 << 16  # the repr of a result that is not plain data, at most
 
 _CHECKSUM_MOD = (1 << 61) - 1
 
@@ -113,39 +110,3 @@ def _mute() -> None:
     for fd in (0, 1, 2):
         os.dup2(null, fd)
     os.close(null)
-
-
-class _Outbox:
-    """The candidate's process's side of the pipe: one length-prefixed
-    marshal record per check, sent as soon as it is known, so a candidate
-    that crashes or hangs later keeps what it already earned."""
-
-    def __init__(self, fd: int) -> None:
-        self.fd = fd
-        self._dumps = marshal.dumps  # captured before the candidate runs
-        self._write = os.write
-
-    def put(self, record: Any) -> None:
-        try:
-            data = self._dumps(record)
-        except (ValueError, TypeError, RecursionError):
-            # not plain builtin data: it travels as its repr, marked ``unplain``
-            index, _reason, value = record
-            try:
-                text = repr(value)[:_REPR_MAX]
-            except Exception:
-                text = "<%s>" % type(value).__name__
-            data = self._dumps((index, "unplain", text))
-        view = memoryview(len(data).to_bytes(4, "big") + data)
-        while view:
-            view = view[self._write(self.fd, view) :]
-
-
-def _done_bytes() -> bytes:
-    import marshal
-
-    data = marshal.dumps(("done",))
-    return len(data).to_bytes(4, "big") + data
-
-
-_DONE_BYTES = _done_bytes()
