@@ -26,6 +26,7 @@ from .errors import (
 # --- transports (client.py, gateway.py, transport.py) ---
 from .client import AsyncCollimateClient, CollimateClient
 from .gateway import AsyncGatewayClient, GatewayClient
+from .nodes import AsyncNodePool, NodePool
 from .transport import SessionClient, connect, connect_async
 # --- end transports ---
 
@@ -67,6 +68,8 @@ __all__ = [
     "AsyncCollimateClient",
     "GatewayClient",
     "AsyncGatewayClient",
+    "NodePool",
+    "AsyncNodePool",
     "SessionClient",
     "connect",
     "connect_async",

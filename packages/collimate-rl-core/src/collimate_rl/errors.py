@@ -38,12 +38,16 @@ class CollimateError(RuntimeError):
         error_code: str | None = None,
         *,
         body: Any = None,
+        unsent: bool = False,
     ) -> None:
         super().__init__(message)
         self.message = message
         self.status = status
         self.error_code = error_code
         self.body = body
+        #: The transport's word that the request never left (the connection
+        #: failed before a byte was sent): nothing can have happened.
+        self.unsent = unsent
 
     def __str__(self) -> str:
         if self.status is None and self.error_code is None:

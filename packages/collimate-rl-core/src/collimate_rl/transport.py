@@ -14,6 +14,10 @@ what the caller named, then from the environment (WIRE.md 5):
 7. the in-pod SESSION socket, when it exists;
 8. ``http://127.0.0.1:8080``.
 
+A daemon URL naming several nodes, comma-separated (explicit or in
+``$COLLIMATE_SERVE_URL``), gives a :class:`~collimate_rl.nodes.NodePool`
+over them: every adapter that calls ``connect()`` spreads over a fleet.
+
 ``transport="name"`` skips all of that and calls a client factory that a
 plugin registered through the ``collimate_rl_transports`` hook.
 """
@@ -27,6 +31,7 @@ from typing import Any, Protocol, runtime_checkable
 from . import client as _client
 from .client import AsyncCollimateClient, CollimateClient
 from .gateway import AsyncGatewayClient, GatewayClient
+from .nodes import AsyncNodePool, NodePool
 from .plugins import transport_factories
 
 __all__ = [
@@ -182,6 +187,12 @@ def _resolve(
     return "daemon", {"base_url": _client.DEFAULT_BASE_URL}
 
 
+def _several(kw: Mapping[str, Any]) -> bool:
+    """A daemon ``base_url`` naming several nodes (comma-separated): a node pool."""
+    url = kw.get("base_url")
+    return isinstance(url, str) and "," in url and "unix_socket" not in kw
+
+
 def _explicit(base_url: str | None, api_key: str | None, unix_socket: str | None) -> dict[str, Any]:
     return {
         k: v
@@ -209,6 +220,8 @@ def connect(
     wire, kw = _resolve(base_url, api_key, unix_socket)
     if wire == "gateway":
         return GatewayClient(**kw, **kwargs)
+    if _several(kw):
+        return NodePool(kw["base_url"], **kwargs)
     return CollimateClient(**kw, **kwargs)
 
 
@@ -234,4 +247,6 @@ def connect_async(
     wire, kw = _resolve(base_url, api_key, unix_socket)
     if wire == "gateway":
         return AsyncGatewayClient(**kw, **kwargs)
+    if _several(kw):
+        return AsyncNodePool(kw["base_url"], **kwargs)
     return AsyncCollimateClient(**kw, **kwargs)

@@ -28,6 +28,7 @@ __all__ = [
     "OUTPUT_CAP_BYTES",
     "SEED_RE",
     "RETRY_SAFE_POST_CODES",
+    "nothing_happened",
     "NEVER_RETRY_CODES",
     "RETRYABLE_STATUSES",
     "build_exec_request",
@@ -154,6 +155,14 @@ def error_from_response(
     if gateway:
         return GatewayError(message, status, code, body=body)
     return CollimateError(message, status, code, body=body)
+
+
+def nothing_happened(error: CollimateError) -> bool:
+    """Whether ``error`` proves the server did nothing with the request: it
+    never left (``unsent``), or the server refused it before admitting it
+    (``at_capacity``, ``session_bringup_failed``, ``draining``). Such a
+    request, even an exec, may be sent to another node."""
+    return bool(getattr(error, "unsent", False)) or error.error_code in RETRY_SAFE_POST_CODES
 
 
 def is_retry_safe(*, idempotent: bool, status: int | None, error_code: str | None) -> bool:

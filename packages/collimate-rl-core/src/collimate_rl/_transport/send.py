@@ -57,7 +57,8 @@ def _transport_failure(
         )
     detail = str(exc) or type(exc).__name__
     return CollimateError(
-        f"{call.method} {call.path} at {settings.endpoint}: {why} ({type(exc).__name__}: {detail})"
+        f"{call.method} {call.path} at {settings.endpoint}: {why} ({type(exc).__name__}: {detail})",
+        unsent=nothing_was_sent(exc),
     )
 
 

@@ -68,6 +68,8 @@ class HttpConnection:
         self._eof = False
         self.busy = False  # a request is being handled or answered
         self.closing = False  # the server is stopping: finish the current answer, then close
+        # accepted as the server began to stop: one request is still read and answered
+        self.one_more = False
         peer = writer.get_extra_info("peername")
         self.peer = peer[0] if isinstance(peer, tuple) and peer else "unix"
 
@@ -193,7 +195,8 @@ class HttpConnection:
 
     async def serve(self) -> None:
         try:
-            while not self.closing:
+            while not self.closing or self.one_more:
+                self.one_more = False
                 try:
                     request = await self._read_request()
                 except h11.RemoteProtocolError as exc:
@@ -248,6 +251,7 @@ class HttpServer:
         self.max_body = max_body
         self.idle_timeout_s = idle_timeout_s
         self._connections: dict[asyncio.Task[None], HttpConnection] = {}
+        self._closing = False
 
     async def handle(self, reader: asyncio.StreamReader, writer: asyncio.StreamWriter) -> None:
         conn = HttpConnection(
@@ -257,6 +261,11 @@ class HttpServer:
             max_body=self.max_body,
             idle_timeout_s=self.idle_timeout_s,
         )
+        # Accepted just before the listener closed: its request (already on
+        # its way) is read and answered (a stopping service says
+        # ``draining``), never met with a bare close the client could not
+        # tell from a crash; then the connection ends.
+        conn.closing = conn.one_more = self._closing
         task = asyncio.current_task()
         assert task is not None
         self._connections[task] = conn
@@ -269,16 +278,20 @@ class HttpServer:
         """Close idle connections now; give busy ones ``grace_s`` to answer,
         then cut them (their handlers see the disconnect and are cancelled).
         Closing the transport, not cancelling tasks, keeps asyncio quiet."""
+        self._closing = True
         for conn in list(self._connections.values()):
             conn.closing = True
             if not conn.busy:
                 conn.writer.close()
-        pending = list(self._connections)
-        if pending:
-            _, still = await asyncio.wait(pending, timeout=grace_s)
+        deadline = asyncio.get_running_loop().time() + grace_s
+        while pending := list(self._connections):
+            left = max(0.0, deadline - asyncio.get_running_loop().time())
+            _, still = await asyncio.wait(pending, timeout=left)
             for task in still:
                 busy = self._connections.get(task)
                 if busy is not None:
                     busy.writer.transport.abort()
             if still:
                 await asyncio.wait(still, timeout=10.0)
+                break
+            await asyncio.sleep(0)  # (a connection accepted last may start now)

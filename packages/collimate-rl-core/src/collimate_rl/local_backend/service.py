@@ -59,6 +59,9 @@ class BackendService:
         # session execs waiting for their session's previous exec (one-shots
         # waiting for a turn are the run queue's)
         self.queued = 0
+        # execs that ran to an answer (sessions and one-shots): what a client
+        # over many nodes checks to prove nothing ran twice
+        self.execs_run = 0
         self._background: set[asyncio.Task[None]] = set()
         self._reaper: asyncio.Task[None] | None = None
         self._closed = False
@@ -110,6 +113,7 @@ class BackendService:
             "version": __version__,
             "inflight": self.admission.inflight,
             "run_slots": self.run_queue.slots,
+            "execs_run": self.execs_run,
             "isolation": self.engine.isolation,
             "isolation_detail": self.engine.isolation_detail,
             "sandbox": self.engine.isolation == "namespaces",
@@ -193,6 +197,7 @@ class BackendService:
                         )
                     outcome = await self._run(session.clone, job, session=session)
                     session.exec_count += 1
+                    self.execs_run += 1
                 finally:
                     session.lock.release()
             finally:
@@ -221,6 +226,7 @@ class BackendService:
                 except BaseException:
                     await self._close_clone(clone)
                     raise
+                self.execs_run += 1
         except BaseException:
             self.admission.release()
             raise
