@@ -10,6 +10,7 @@ import socket
 import threading
 from collections.abc import Iterator
 from concurrent.futures import ThreadPoolExecutor
+from typing import Any
 
 import httpx
 import pytest
@@ -28,6 +29,7 @@ from collimate_rl import (
     grade_batch_async,
 )
 from collimate_rl.local_backend import LocalCollimateBackend
+from collimate_rl.testing import AsyncSessionSurfaceConformance, SessionSurfaceConformance
 from collimate_rl.wire import nothing_happened
 
 RIGHT = "def add(a, b):\n    return a + b\n"
@@ -45,8 +47,12 @@ def execs_run(backend: LocalCollimateBackend) -> int:
 
 
 @pytest.fixture(scope="module")
-def three() -> Iterator[list[LocalCollimateBackend]]:
-    backends = [LocalCollimateBackend(run_slots=1).start() for _ in range(3)]
+def three(tmp_path_factory: pytest.TempPathFactory) -> Iterator[list[LocalCollimateBackend]]:
+    tmp = tmp_path_factory.mktemp("nodes")
+    backends = [
+        LocalCollimateBackend(run_slots=1, socket_path=tmp / f"node{i}.sock").start()
+        for i in range(3)
+    ]
     try:
         yield backends
     finally:
@@ -277,3 +283,25 @@ def test_a_lone_draining_node_raises_the_typed_draining_error() -> None:
         assert nothing_happened(info.value)
     finally:
         backend.stop()
+
+
+# -- the session-surface conformance suite, through a pool over the backends
+
+
+class _Py:
+    @pytest.fixture
+    def template_id(self) -> str:
+        return "py"
+
+
+class TestNodePoolConformance(_Py, SessionSurfaceConformance):
+    @pytest.fixture
+    def client(self, three: list[LocalCollimateBackend]) -> Iterator[Any]:
+        with NodePool([b.base_url for b in three]) as pool:
+            yield pool
+
+
+class TestAsyncNodePoolConformance(_Py, AsyncSessionSurfaceConformance):
+    @pytest.fixture
+    def client(self, three: list[LocalCollimateBackend]) -> Any:
+        return AsyncNodePool([three[0].base_url, f"unix:{three[1].socket_path}"])
