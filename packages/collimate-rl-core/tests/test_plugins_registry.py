@@ -23,9 +23,12 @@ from collimate_rl.plugins import (
 from collimate_rl.plugins.builtin import transports as builtin_transports
 
 
-def make_plugin(**hooks: Callable[..., Any]) -> types.SimpleNamespace:
+def make_plugin(**hooks: Callable[..., Any]) -> types.ModuleType:
     """A plugin object whose attributes are hook implementations."""
-    return types.SimpleNamespace(**{name: hookimpl(fn) for name, fn in hooks.items()})
+    plugin = types.ModuleType("a_plugin")
+    for name, fn in hooks.items():
+        setattr(plugin, name, hookimpl(fn))
+    return plugin
 
 
 @pytest.fixture
@@ -117,7 +120,9 @@ def test_malformed_templates_are_contract_errors(pm: pluggy.PluginManager, bad: 
         local_templates(pm)
 
 
-def test_hook_results_follow_pluggy_order_and_skip_wrappers(pm: pluggy.PluginManager) -> None:
+def test_hook_results_follow_pluggy_order_and_go_through_wrappers(
+    pm: pluggy.PluginManager,
+) -> None:
     order: list[str] = []
 
     class Wrapper:
@@ -132,11 +137,20 @@ def test_hook_results_follow_pluggy_order_and_skip_wrappers(pm: pluggy.PluginMan
     names = [plugin for plugin, _ in hook_results(pm, "collimate_rl_transports")]
     plain = [name for name, _ in pm.list_name_plugin() if name in ("first", "last")]
     assert names.index("last") < names.index("first") and plain == ["first", "last"]
-    assert "wrapper" not in names and order == []
+    # the wrapper is not a contributor, but it sees every plugin's call
+    assert "wrapper" not in names and order == ["wrapper"] * len(names)
     # the merged registry and a plain hook call agree on the contributions
+    order.clear()
     merged = transport_factories(pm)
+    assert order == ["wrapper"] * len(names)
     called = {k for result in pm.hook.collimate_rl_transports() for k in result}
-    assert set(merged) == called and order == ["wrapper"]
+    assert set(merged) == called
+
+
+def test_a_plugin_that_cannot_be_hashed_is_a_contract_error(pm: pluggy.PluginManager) -> None:
+    pm.register(types.SimpleNamespace(collimate_rl_transports=hookimpl(lambda: {})), name="odd")
+    with pytest.raises(PluginContractError, match=r"'odd'.*cannot be hashed"):
+        transport_factories(pm)
 
 
 @pytest.mark.parametrize(

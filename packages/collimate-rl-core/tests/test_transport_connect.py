@@ -175,7 +175,8 @@ class _Recorder:
 @pytest.fixture
 def plugin_transports() -> Iterator[dict[str, _Recorder]]:
     factories = {"recorder": _Recorder(False), "recorder-async": _Recorder(True)}
-    plugin = types.SimpleNamespace(collimate_rl_transports=hookimpl(lambda: factories))
+    plugin = types.ModuleType("a_transport_plugin")
+    plugin.collimate_rl_transports = hookimpl(lambda: factories)  # type: ignore[attr-defined]
     pm = get_plugin_manager()
     pm.register(plugin, name="test-transport-plugin")
     try:

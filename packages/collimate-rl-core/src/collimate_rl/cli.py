@@ -19,6 +19,7 @@ import pluggy
 from .__about__ import __version__
 from .plugins.errors import PluginConflictError, PluginError
 from .plugins.manager import get_plugin_manager
+from .plugins.registry import each_plugin
 
 __all__ = ["build_parser", "main"]
 
@@ -56,9 +57,9 @@ def build_parser(pm: pluggy.PluginManager | None = None) -> argparse.ArgumentPar
         title="commands", dest="command", metavar="COMMAND", action=_GuardedSubParsers
     )
     assert isinstance(subparsers, _GuardedSubParsers)
-    for impl in reversed(pm.hook.collimate_rl_cli_commands.get_hookimpls()):
-        subparsers.current_plugin = impl.plugin_name
-        impl.function(subparsers)
+    for plugin, contribute in each_plugin(pm, "collimate_rl_cli_commands"):
+        subparsers.current_plugin = plugin
+        contribute(subparsers=subparsers)
     return parser
 
 

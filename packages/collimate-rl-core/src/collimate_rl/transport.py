@@ -29,8 +29,8 @@ from collections.abc import Mapping, Sequence
 from typing import Any, Protocol, runtime_checkable
 
 from . import client as _client
-from .client import AsyncCollimateClient, CollimateClient
-from .gateway import AsyncGatewayClient, GatewayClient
+from .client import AsyncCollimateClient
+from .gateway import AsyncGatewayClient
 from .nodes import AsyncNodePool, NodePool
 from .plugins import transport_factories
 
@@ -218,11 +218,12 @@ def connect(
         )
         return made
     wire, kw = _resolve(base_url, api_key, unix_socket)
-    if wire == "gateway":
-        return GatewayClient(**kw, **kwargs)
-    if _several(kw):
+    if wire == "daemon" and _several(kw):
         return NodePool(kw["base_url"], **kwargs)
-    return CollimateClient(**kw, **kwargs)
+    # the built-in wires are transports like any plugin's: resolved through
+    # the hook, so a plugin wrapping it sees (and may trace) them too
+    client: SessionClient = _named(wire)(**kw, **kwargs)
+    return client
 
 
 def connect_async(

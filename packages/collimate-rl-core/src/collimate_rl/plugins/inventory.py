@@ -16,6 +16,7 @@ import pluggy
 from ..__about__ import __version__ as core_version
 from .builtin import BUILTIN_PLUGIN_MODULES
 from .events import PluginAnnouncement
+from .registry import each_plugin
 
 __all__ = ["PluginInfo", "plugin_inventory"]
 
@@ -46,9 +47,7 @@ def plugin_inventory(pm: pluggy.PluginManager | None = None) -> list[PluginInfo]
         id(plugin): (str(dist.project_name), str(dist.version))
         for plugin, dist in pm.list_plugin_distinfo()
     }
-    announce_impls = {
-        impl.plugin_name: impl for impl in pm.hook.collimate_rl_announce.get_hookimpls()
-    }
+    announcers = dict(each_plugin(pm, "collimate_rl_announce"))
     rows: list[PluginInfo] = []
     for name, plugin in pm.list_name_plugin():
         if plugin is None:  # a blocked name
@@ -58,10 +57,10 @@ def plugin_inventory(pm: pluggy.PluginManager | None = None) -> list[PluginInfo]
             dist = ("collimate-rl-core", core_version)
         announced: tuple[PluginAnnouncement, ...] = ()
         error: str | None = None
-        impl = announce_impls.get(name)
-        if impl is not None:
+        announce = announcers.get(name)
+        if announce is not None:
             try:
-                result = impl.function()
+                result = announce()
             except Exception as exc:  # shown, not raised: see the module docstring
                 error = f"{type(exc).__name__}: {exc}"
             else:

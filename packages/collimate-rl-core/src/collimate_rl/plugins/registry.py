@@ -24,6 +24,7 @@ from .events import RewardFactory, TransportFactory
 __all__ = [
     "Contribution",
     "collect_contributions",
+    "each_plugin",
     "hook_results",
     "local_templates",
     "reward_kinds",
@@ -49,23 +50,47 @@ def _manager(pm: pluggy.PluginManager | None) -> pluggy.PluginManager:
     return get_plugin_manager()
 
 
-def hook_results(pm: pluggy.PluginManager, hook_name: str, **kwargs: Any) -> list[tuple[str, Any]]:
-    """Call every implementation of ``hook_name``; return ``(plugin name, result)``.
-
-    The order is pluggy's call order (last registered first, ``tryfirst`` /
-    ``trylast`` honoured). ``None`` results are kept: the caller decides what
-    they mean. Calls are traced like ordinary hook calls when tracing is on.
-    """
+def each_plugin(pm: pluggy.PluginManager, hook_name: str) -> list[tuple[str, Callable[..., Any]]]:
+    """``(plugin name, caller)`` for every plugin implementing ``hook_name``,
+    in pluggy's call order (last registered first, ``tryfirst`` / ``trylast``
+    honoured). Each caller runs that plugin's implementation *through the
+    hook*: every wrapper of the hook (``wrapper`` / ``hookwrapper``) sees
+    the call, and tracing records it, as for ``pm.hook.<name>(...)``. The
+    caller returns that one plugin's result (None when it returned None)."""
     hook = getattr(pm.hook, hook_name)
-    trace = pm.trace.root.get("hook")
-    results: list[tuple[str, Any]] = []
-    for impl in reversed(hook.get_hookimpls()):
-        if impl.hookwrapper or impl.wrapper:
-            continue
-        args = [kwargs[name] for name in impl.argnames]
-        trace(hook_name, "from", impl.plugin_name, kwargs)
-        results.append((impl.plugin_name, impl.function(*args)))
-    return results
+    firstresult = bool(hook.spec is not None and hook.spec.opts.get("firstresult"))
+    impls = [i for i in hook.get_hookimpls() if not (i.hookwrapper or i.wrapper)]
+    for impl in impls:
+        try:
+            hash(impl.plugin)
+        except TypeError:
+            raise PluginContractError(
+                f"plugin {impl.plugin_name!r} is a {type(impl.plugin).__name__}, which cannot be "
+                "hashed: register a module, a class or an instance of a plain class"
+            ) from None
+    out: list[tuple[str, Callable[..., Any]]] = []
+    for impl in reversed(impls):
+        others = [i.plugin for i in impls if i.plugin is not impl.plugin]
+        caller = pm.subset_hook_caller(hook_name, remove_plugins=others)
+        out.append((impl.plugin_name, _single(caller, firstresult)))
+    return out
+
+
+def _single(caller: Any, firstresult: bool) -> Callable[..., Any]:
+    def call(**kwargs: Any) -> Any:
+        result = caller(**kwargs)
+        if firstresult:
+            return result
+        return result[0] if result else None
+
+    return call
+
+
+def hook_results(pm: pluggy.PluginManager, hook_name: str, **kwargs: Any) -> list[tuple[str, Any]]:
+    """Call every implementation of ``hook_name`` through the hook (see
+    :func:`each_plugin`); return ``(plugin name, result)`` in pluggy's call
+    order. ``None`` results are kept: the caller decides what they mean."""
+    return [(name, call(**kwargs)) for name, call in each_plugin(pm, hook_name)]
 
 
 def collect_contributions(
