@@ -20,8 +20,8 @@ import httpx
 import pytest
 
 from collimate_rl import AsyncCollimateClient, CollimateClient
-from collimate_rl._transport.h1 import H1Pool
-from collimate_rl._transport.h1_sync import H1SyncPool
+from collimate_rl._transport.h1 import AsyncH1Transport
+from collimate_rl._transport.h1_sync import H1Transport
 
 Script = Callable[[asyncio.StreamReader, asyncio.StreamWriter, int], Awaitable[None]]
 
@@ -100,15 +100,15 @@ def test_length_chunked_and_to_the_end_bodies_are_read_whole() -> None:
         return run
 
     async def test(srv: RawServer, url: str) -> None:
-        pool = H1Pool(url)
+        pool = AsyncH1Transport(url)
         try:
-            first = await pool.send(_get(url))
-            second = await pool.send(_get(url))
-            third = await pool.send(_get(url))
+            first = await pool.handle_async_request(_get(url))
+            second = await pool.handle_async_request(_get(url))
+            third = await pool.handle_async_request(_get(url))
             assert (first.json(), second.json(), third.json()) == ({"a": 1}, {"b": 2}, {"c": 3})
             assert "transfer-encoding" not in second.headers
             assert srv.connections == 1  # kept alive until the server said close
-            await pool.send(_get(url))  # ...then a new connection
+            await pool.handle_async_request(_get(url))  # ...then a new connection
             assert srv.connections == 2
         finally:
             await pool.aclose()
@@ -126,10 +126,10 @@ def test_an_idle_connection_the_server_closed_is_not_reused() -> None:
         return run
 
     async def test(srv: RawServer, url: str) -> None:
-        pool = H1Pool(url)
+        pool = AsyncH1Transport(url)
         try:
             for _ in range(3):
-                assert (await pool.send(_get(url))).status_code == 200
+                assert (await pool.handle_async_request(_get(url))).status_code == 200
                 await asyncio.sleep(0.05)  # the close reaches us while idle
             assert srv.connections == 3
         finally:
@@ -154,20 +154,20 @@ def test_failures_map_to_httpx_errors() -> None:
         return run
 
     async def test(srv: RawServer, url: str) -> None:
-        pool = H1Pool(url)
+        pool = AsyncH1Transport(url)
         try:
             with pytest.raises(httpx.RemoteProtocolError, match="closed the connection"):
-                await pool.send(_get(url))
+                await pool.handle_async_request(_get(url))
             with pytest.raises(httpx.RemoteProtocolError, match="not an HTTP"):
-                await pool.send(_get(url))
+                await pool.handle_async_request(_get(url))
             with pytest.raises(httpx.ReadTimeout):
-                await pool.send(_get(url, timeout=0.2))
+                await pool.handle_async_request(_get(url, timeout=0.2))
             assert pool._idle == [] and pool._open == set()  # none of them kept
         finally:
             await pool.aclose()
         dead = _refusing_url()
         with pytest.raises(httpx.ConnectError):
-            await H1Pool(dead).send(_get(dead))
+            await AsyncH1Transport(dead).handle_async_request(_get(dead))
 
     asyncio.run(_with_server(script, test))
 
@@ -184,15 +184,15 @@ def test_a_cancelled_request_drops_its_connection() -> None:
         return run
 
     async def test(srv: RawServer, url: str) -> None:
-        pool = H1Pool(url)
+        pool = AsyncH1Transport(url)
         try:
-            task = asyncio.ensure_future(pool.send(_get(url)))
+            task = asyncio.ensure_future(pool.handle_async_request(_get(url)))
             await asyncio.sleep(0.1)
             task.cancel()
             with pytest.raises(asyncio.CancelledError):
                 await task
             # the late answer must not be read as the next request's
-            assert (await pool.send(_get(url))).json() == {"n": 2}
+            assert (await pool.handle_async_request(_get(url))).json() == {"n": 2}
         finally:
             await pool.aclose()
 
@@ -200,7 +200,7 @@ def test_a_cancelled_request_drops_its_connection() -> None:
 
 
 def test_only_plain_http_is_spoken() -> None:
-    for pool in (H1Pool, H1SyncPool):
+    for pool in (AsyncH1Transport, H1Transport):
         with pytest.raises(ValueError, match="plain http"):
             pool("https://example.invalid")
 
@@ -301,11 +301,11 @@ def test_blocking_bodies_keep_alive_and_close() -> None:
         sock.sendall(_answer("200 OK", b'{"c":3}', "Connection: close"))
 
     srv = ThreadedRawServer(script)
-    pool = H1SyncPool(srv.url)
+    pool = H1Transport(srv.url)
     try:
-        got = [pool.send(_get(srv.url)).json() for _ in range(3)]
+        got = [pool.handle_request(_get(srv.url)).json() for _ in range(3)]
         assert got == [{"a": 1}, {"b": 2}, {"c": 3}] and srv.connections == 1
-        assert pool.send(_get(srv.url)).json() == {"a": 1}  # a new connection
+        assert pool.handle_request(_get(srv.url)).json() == {"a": 1}  # a new connection
         assert srv.connections == 2
     finally:
         pool.close()
@@ -326,22 +326,22 @@ def test_blocking_failures_map_to_httpx_errors() -> None:
             time.sleep(0.05)  # then closes while the client holds it idle
 
     srv = ThreadedRawServer(script)
-    pool = H1SyncPool(srv.url)
+    pool = H1Transport(srv.url)
     try:
         with pytest.raises(httpx.RemoteProtocolError, match="closed the connection"):
-            pool.send(_get(srv.url))
+            pool.handle_request(_get(srv.url))
         with pytest.raises(httpx.RemoteProtocolError, match="not an HTTP"):
-            pool.send(_get(srv.url))
+            pool.handle_request(_get(srv.url))
         with pytest.raises(httpx.ReadTimeout):
-            pool.send(_get(srv.url, timeout=0.2))
+            pool.handle_request(_get(srv.url, timeout=0.2))
         assert pool._idle == []
-        assert pool.send(_get(srv.url)).status_code == 200
+        assert pool.handle_request(_get(srv.url)).status_code == 200
         time.sleep(0.2)
-        assert pool.send(_get(srv.url)).status_code == 200  # not the closed one
+        assert pool.handle_request(_get(srv.url)).status_code == 200  # not the closed one
         assert srv.connections == 5
         dead = _refusing_url()
         with pytest.raises(httpx.ConnectError):
-            H1SyncPool(dead).send(_get(dead))
+            H1Transport(dead).handle_request(_get(dead))
     finally:
         pool.close()
         srv.close()
@@ -354,7 +354,7 @@ def test_threads_share_the_blocking_pool() -> None:
             sock.sendall(_answer("200 OK", body, f"Content-Length: {len(body)}"))
 
     srv = ThreadedRawServer(script)
-    pool = H1SyncPool(srv.url)
+    pool = H1Transport(srv.url)
     answers: list[bytes] = []
     lock = threading.Lock()
 
@@ -364,7 +364,7 @@ def test_threads_share_the_blocking_pool() -> None:
             request = httpx.Request(
                 "POST", srv.url + "/v1/exec", content=payload, extensions={"timeout": {}}
             )
-            content = pool.send(request).content
+            content = pool.handle_request(request).content
             with lock:
                 answers.append(content)
 
@@ -406,3 +406,32 @@ def test_the_sync_client_talks_over_a_unix_socket(tmp_path: Any) -> None:
         assert len(seen) == 3  # all on the one connection the server accepted
     finally:
         listener.close()
+
+
+def test_the_lean_transports_work_mounted_on_httpx_clients() -> None:
+    """They are httpx transports like any other: an ``httpx.Client`` /
+    ``httpx.AsyncClient`` built on them talks to a real local backend, over
+    TCP and over the unix socket."""
+    from collimate_rl.local_backend import LocalCollimateBackend
+
+    with tempfile.TemporaryDirectory() as tmp:
+        sock = os.path.join(tmp, "serve.sock")
+        with LocalCollimateBackend(socket_path=sock) as backend:
+            for unix in (None, sock):
+                transport = H1Transport(backend.base_url, unix)
+                with httpx.Client(transport=transport, base_url=backend.base_url) as client:
+                    assert client.get("/v1/health").json()["status"] == "ok"
+                    answer = client.post(
+                        "/v1/exec", json={"template_id": "py", "code": "print(6*7)"}
+                    )
+                    assert answer.json()["stdout"].strip() == "42"
+
+                async def main(unix: str | None = unix) -> None:
+                    transport = AsyncH1Transport(backend.base_url, unix)
+                    async with httpx.AsyncClient(
+                        transport=transport, base_url=backend.base_url
+                    ) as client:
+                        health = await client.get("/v1/health")
+                        assert health.json()["status"] == "ok"
+
+                asyncio.run(main())

@@ -5,11 +5,15 @@ group sends hundreds of small requests on it at once. Through httpx's own
 transport each one passes httpcore's connection state machine, anyio's
 stream wrappers and h11's event objects: about a millisecond of CPU per
 request here, in the trainer's process, as much as the server spends on it.
-This module writes a request in one ``write`` on an asyncio stream and reads
-the answer with a few ``readuntil``/``readexactly`` calls, behind the same
-interface (an ``httpx.Request`` in, an ``httpx.Response`` out) and with the
-same failures (``httpx.ConnectError`` when nothing was sent, read and write
-timeouts, ``RemoteProtocolError``), so retries and errors do not change.
+This module is an ``httpx.AsyncBaseTransport`` that writes a request in one
+``write`` on an asyncio transport and reads the answer from the bytes as
+they arrive, with the same failures as httpx's own (``httpx.ConnectError``
+when nothing was sent, read and write timeouts, ``RemoteProtocolError``),
+so retries and errors do not change. It works mounted on an
+``httpx.AsyncClient`` like any transport; the SDK's pool calls it directly,
+skipping the client's layers it does not need. The answer is parsed by a
+small I/O-free parser instead of h11: ``benchmarks/bench_http_parse.py``
+measures the difference, per answer and per request.
 
 Only for ``http://`` and unix sockets without proxies: TLS, proxies and
 anything unusual stay on httpx (see ``pool.AsyncPool``). Keep-alive
@@ -29,7 +33,7 @@ from urllib.parse import urlsplit
 
 import httpx
 
-__all__ = ["H1Pool"]
+__all__ = ["AsyncH1Transport"]
 
 _MAX_HEAD = 1 << 20  # a response's status line and headers, at most
 _KEEP_IDLE = 128  # idle connections kept per client
@@ -62,50 +66,130 @@ else:  # pragma: no cover - 3.10
                 handle.cancel()
 
 
-class _Connection:
-    """One keep-alive connection: a stream reader over a bare transport.
+class _Stream(asyncio.Protocol):
+    """One keep-alive connection: the bytes of the answer as they arrive,
+    and whether the server closed its side.
 
-    No ``asyncio.StreamWriter``: a collected one closes its transport, which
+    A protocol of its own rather than ``asyncio.StreamReader``: reuse needs
+    to know that nothing unread is waiting (a server may close an idle
+    connection, or write junk), which a reader does not say. And no
+    ``asyncio.StreamWriter``: a collected one closes its transport, which
     unregisters the socket from the event loop's epoll instance, and after
     ``os.fork`` that instance is shared with the parent: a child that drops
     (or exits with) an inherited client would silence the parent's
     connections. A collected transport only closes its own fd."""
 
-    __slots__ = ("reader", "transport")
+    def __init__(self) -> None:
+        self.transport: asyncio.Transport | None = None
+        self.buffer = bytearray()
+        self.eof = False
+        self._waiter: asyncio.Future[None] | None = None
 
-    def __init__(self, reader: asyncio.StreamReader, transport: asyncio.Transport) -> None:
-        self.reader = reader
+    # -- asyncio.Protocol ---------------------------------------------------
+
+    def connection_made(self, transport: asyncio.BaseTransport) -> None:
+        assert isinstance(transport, asyncio.Transport)
         self.transport = transport
+
+    def data_received(self, data: bytes) -> None:
+        self.buffer += data
+        self._wake()
+
+    def eof_received(self) -> bool:
+        self.eof = True
+        self._wake()
+        return False  # (the transport closes itself)
+
+    def connection_lost(self, exc: Exception | None) -> None:
+        self.eof = True
+        self._wake()
+
+    def _wake(self) -> None:
+        waiter = self._waiter
+        if waiter is not None and not waiter.done():
+            waiter.set_result(None)
+
+    async def _wait(self) -> None:
+        """Until more bytes, or the end, arrive."""
+        self._waiter = asyncio.get_running_loop().create_future()
+        try:
+            await self._waiter
+        finally:
+            self._waiter = None
+
+    async def _more(self) -> None:
+        """More bytes are needed: wait for them (ClosedEarly at the end)."""
+        if self.eof:
+            raise ClosedEarly
+        await self._wait()
+
+    # -- reading ------------------------------------------------------------
+
+    async def read_until(self, sep: bytes) -> bytes:
+        start = 0
+        while True:
+            at = self.buffer.find(sep, start)
+            if at >= 0:
+                end = at + len(sep)
+                data = bytes(self.buffer[:end])
+                del self.buffer[:end]
+                return data
+            if len(self.buffer) > _MAX_HEAD:
+                raise HeadTooLarge
+            start = max(0, len(self.buffer) - len(sep) + 1)
+            await self._more()
+
+    async def read_exactly(self, size: int) -> bytes:
+        while len(self.buffer) < size:
+            await self._more()
+        data = bytes(self.buffer[:size])
+        del self.buffer[:size]
+        return data
+
+    async def read_all(self) -> bytes:
+        while not self.eof:
+            await self._wait()
+        data = bytes(self.buffer)
+        self.buffer.clear()
+        return data
+
+    # -- reuse --------------------------------------------------------------
 
     @property
     def usable(self) -> bool:
-        """Still open on both sides, with nothing unread (a server that
-        closed an idle connection shows as EOF or buffered bytes)."""
-        unread = getattr(self.reader, "_buffer", b"")
-        return not self.transport.is_closing() and not self.reader.at_eof() and not unread
+        """Still open on both sides, with nothing unread."""
+        transport = self.transport
+        return (
+            transport is not None and not transport.is_closing() and not (self.eof or self.buffer)
+        )
 
     def close(self) -> None:
-        with contextlib.suppress(Exception):
-            self.transport.close()
+        if self.transport is not None:
+            with contextlib.suppress(Exception):
+                self.transport.close()
 
 
 class ClosedEarly(Exception):
     """The server closed the connection before the answer was complete."""
 
 
+class HeadTooLarge(Exception):
+    """The answer's status line and headers exceed :data:`_MAX_HEAD`."""
+
+
 #: What reading an answer can fail with, for ``read_failure``.
-READ_FAILURES = (OSError, ClosedEarly, asyncio.IncompleteReadError, asyncio.LimitOverrunError)
+READ_FAILURES = (OSError, ClosedEarly, HeadTooLarge)
 
 
 def read_failure(exc: BaseException, request: httpx.Request) -> httpx.TransportError:
     """The httpx error the retry policy knows for a failed read (both pools)."""
     if isinstance(exc, TimeoutError):
         return httpx.ReadTimeout("timed out waiting for the answer", request=request)
-    if isinstance(exc, (ClosedEarly, asyncio.IncompleteReadError, ConnectionError)):
+    if isinstance(exc, (ClosedEarly, ConnectionError)):
         return httpx.RemoteProtocolError(
             "the server closed the connection before it answered", request=request
         )
-    if isinstance(exc, asyncio.LimitOverrunError):
+    if isinstance(exc, HeadTooLarge):
         return httpx.RemoteProtocolError("the answer's headers are too large", request=request)
     return httpx.ReadError(str(exc) or type(exc).__name__, request=request)
 
@@ -125,17 +209,17 @@ def plain_http_address(base_url: str) -> tuple[str, int]:
     return parts.hostname or "localhost", parts.port or 80
 
 
-class H1Pool:
+class AsyncH1Transport(httpx.AsyncBaseTransport):
     """Keep-alive HTTP/1.1 connections to one plain-HTTP server (TCP or a
     unix socket), for one event loop."""
 
     def __init__(self, base_url: str, unix_socket: str | None = None) -> None:
         self.host, self.port = plain_http_address(base_url)
         self.unix_socket = unix_socket
-        self._idle: list[_Connection] = []
-        self._open: set[_Connection] = set()
+        self._idle: list[_Stream] = []
+        self._open: set[_Stream] = set()
 
-    async def send(self, request: httpx.Request) -> httpx.Response:
+    async def handle_async_request(self, request: httpx.Request) -> httpx.Response:
         timeouts = request.extensions.get("timeout", {})
         conn = self._take_idle()
         if conn is None:
@@ -143,10 +227,11 @@ class H1Pool:
         try:
             # (no drain: requests are whole in memory already, and a server
             # that does not read them is caught by the read timeout)
+            assert conn.transport is not None
             conn.transport.write(_head(request) + request.content)
             try:
                 async with _timeout(timeouts.get("read")):
-                    status, headers, body, keep = await _read_response(conn.reader, request)
+                    status, headers, body, keep = await _read_response(conn, request)
             except READ_FAILURES as exc:
                 raise read_failure(exc, request) from exc
         except BaseException:
@@ -158,7 +243,7 @@ class H1Pool:
             self._drop(conn)
         return httpx.Response(status, headers=headers, content=body, request=request)
 
-    def _take_idle(self) -> _Connection | None:
+    def _take_idle(self) -> _Stream | None:
         while self._idle:
             conn = self._idle.pop()
             if conn.usable:
@@ -166,32 +251,24 @@ class H1Pool:
             self._drop(conn)
         return None
 
-    async def _connect(self, request: httpx.Request, timeout: float | None) -> _Connection:
+    async def _connect(self, request: httpx.Request, timeout: float | None) -> _Stream:
         loop = asyncio.get_running_loop()
-        reader = asyncio.StreamReader(limit=_MAX_HEAD)
-        protocol = asyncio.StreamReaderProtocol(reader)
-        transport: asyncio.BaseTransport
+        stream: _Stream
         try:
             async with _timeout(timeout):
                 if self.unix_socket is not None:
-                    transport, _ = await loop.create_unix_connection(
-                        lambda: protocol, self.unix_socket
-                    )
+                    _, stream = await loop.create_unix_connection(_Stream, self.unix_socket)
                 else:
-                    transport, _ = await loop.create_connection(
-                        lambda: protocol, self.host, self.port
-                    )
+                    transport, stream = await loop.create_connection(_Stream, self.host, self.port)
                     sock = transport.get_extra_info("socket")
                     if sock is not None:
                         sock.setsockopt(socket.IPPROTO_TCP, socket.TCP_NODELAY, 1)
         except OSError as exc:
             raise connect_failure(exc, request) from exc
-        assert isinstance(transport, asyncio.Transport)
-        conn = _Connection(reader, transport)
-        self._open.add(conn)
-        return conn
+        self._open.add(stream)
+        return stream
 
-    def _drop(self, conn: _Connection) -> None:
+    def _drop(self, conn: _Stream) -> None:
         self._open.discard(conn)
         conn.close()
 
@@ -288,19 +365,19 @@ def _parse_chunked(request: httpx.Request) -> Generator[Need, bytes, bytes]:
         yield ("exactly", 2)
 
 
-async def _read_response(reader: asyncio.StreamReader, request: httpx.Request) -> Answer:
+async def _read_response(stream: _Stream, request: httpx.Request) -> Answer:
     parser = parse_response(request)
     need = next(parser)
     while True:
         kind, arg = need
         if kind == "until":
             assert isinstance(arg, bytes)
-            data = await reader.readuntil(arg)
+            data = await stream.read_until(arg)
         elif kind == "exactly":
             assert isinstance(arg, int)
-            data = await reader.readexactly(arg)
+            data = await stream.read_exactly(arg)
         else:
-            data = await reader.read()
+            data = await stream.read_all()
         try:
             need = parser.send(data)
         except StopIteration as done:

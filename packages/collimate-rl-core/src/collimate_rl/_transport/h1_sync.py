@@ -1,5 +1,6 @@
-"""The blocking twin of ``h1.H1Pool``: the lean HTTP/1.1 client for the
-sync SDK over plain connections (the daemon, TCP or a unix socket).
+"""The blocking twin of ``h1.AsyncH1Transport``: the lean HTTP/1.1 client
+for the sync SDK over plain connections (the daemon, TCP or a unix socket),
+an ``httpx.BaseTransport``.
 
 ``grade_batch`` runs its requests on threads, and through httpx's transport
 each one also pays httpcore's connection-pool bookkeeping under a lock that
@@ -23,6 +24,7 @@ from .h1 import (
     READ_FAILURES,
     Answer,
     ClosedEarly,
+    HeadTooLarge,
     _head,
     connect_failure,
     parse_response,
@@ -30,7 +32,7 @@ from .h1 import (
     read_failure,
 )
 
-__all__ = ["H1SyncPool"]
+__all__ = ["H1Transport"]
 
 _KEEP_IDLE = 128  # idle connections kept per client
 _RECV = 1 << 16
@@ -74,7 +76,7 @@ class _SyncConnection:
                 del self.buffer[:end]
                 return data
             if len(self.buffer) > _MAX_HEAD:
-                raise httpx.RemoteProtocolError("the answer's headers are too large")
+                raise HeadTooLarge
             start = max(0, len(self.buffer) - len(sep) + 1)
             if not self._fill():
                 raise ClosedEarly
@@ -118,7 +120,7 @@ class _SyncConnection:
             self.sock.close()
 
 
-class H1SyncPool:
+class H1Transport(httpx.BaseTransport):
     """Keep-alive HTTP/1.1 connections to one plain-HTTP server, shared by
     the threads of one process."""
 
@@ -129,7 +131,7 @@ class H1SyncPool:
         self._lock = threading.Lock()
         self._closed = False
 
-    def send(self, request: httpx.Request) -> httpx.Response:
+    def handle_request(self, request: httpx.Request) -> httpx.Response:
         timeouts = request.extensions.get("timeout", {})
         conn = self._take_idle()
         if conn is None:

@@ -10,14 +10,18 @@ lazily whenever the process (or, for async, the running loop) is not the one
 that created it. The inherited pool is dropped, not closed: closing it in a
 child could shut down the parent's connections.
 
-Requests go straight to an httpx *transport* (``handle_request``): the SDK
-builds complete requests itself and needs none of ``httpx.Client``'s layers
-(URL merging, cookies, redirects, auth flows), which cost about 100 us of
-CPU per request, a real share of a grade on a 2-core box. The one exception
-is the gateway without an injected transport, which goes through an
-``httpx.Client`` so that ``HTTPS_PROXY`` / ``NO_PROXY`` are honoured. The
-clients over plain HTTP (the daemon) go lighter still: their own HTTP/1.1
-connections (``h1``, ``h1_sync``).
+Everything the pool holds is an httpx *transport*, and requests go straight
+to it (``handle_request`` / ``handle_async_request``): the SDK builds
+complete requests itself and needs none of ``httpx.Client``'s layers (URL
+merging, cookies, redirects, auth flows), whose cost per request
+``benchmarks/bench_http_parse.py`` measures. Which transport:
+
+* an injected one (tests pass ``httpx.MockTransport``);
+* the gateway honouring ``HTTPS_PROXY`` / ``NO_PROXY``: an ``httpx.Client``
+  that resolves the proxies, behind a transport that hands it the request;
+* plain HTTP (the daemon, TCP or a unix socket): the lean HTTP/1.1
+  transports of ``h1`` / ``h1_sync``;
+* anything else (TLS): httpx's own transports.
 """
 
 from __future__ import annotations
@@ -28,14 +32,14 @@ import socket
 import ssl
 import threading
 import weakref
-from collections.abc import Callable, Mapping
+from collections.abc import Mapping
 from dataclasses import dataclass, field
 from typing import Any
 
 import httpx
 
-from .h1 import H1Pool
-from .h1_sync import H1SyncPool
+from .h1 import AsyncH1Transport
+from .h1_sync import H1Transport
 
 __all__ = ["AsyncPool", "HttpSettings", "SyncPool"]
 
@@ -91,28 +95,51 @@ class HttpSettings:
         return None if self.unix_socket else _TCP_NODELAY
 
 
+class _ViaClient(httpx.BaseTransport):
+    """An ``httpx.Client`` as a transport: what resolves environment proxies."""
+
+    def __init__(self) -> None:
+        self.client = httpx.Client(trust_env=True, limits=_LIMITS, follow_redirects=False)
+
+    def handle_request(self, request: httpx.Request) -> httpx.Response:
+        return self.client.send(request)
+
+    def close(self) -> None:
+        self.client.close()
+
+
+class _AsyncViaClient(httpx.AsyncBaseTransport):
+    """An ``httpx.AsyncClient`` as a transport (environment proxies)."""
+
+    def __init__(self) -> None:
+        self.client = httpx.AsyncClient(trust_env=True, limits=_LIMITS, follow_redirects=False)
+
+    async def handle_async_request(self, request: httpx.Request) -> httpx.Response:
+        return await self.client.send(request)
+
+    async def aclose(self) -> None:
+        await self.client.aclose()
+
+
 class SyncPool:
     """The connection pool of one blocking SDK client, per process."""
 
     def __init__(self, settings: HttpSettings) -> None:
         self.settings = settings
-        self._pool: httpx.BaseTransport | httpx.Client | H1SyncPool | None = None
+        self._pool: httpx.BaseTransport | None = None
         self._pid = os.getpid()
         self._lock = threading.Lock()
 
     def send(self, request: httpx.Request) -> httpx.Response:
         """Send and read the whole answer (the connection returns to the pool)."""
-        pool = self._current()
-        if isinstance(pool, (httpx.Client, H1SyncPool)):
-            return pool.send(request)
-        response = pool.handle_request(request)
+        response = self._current().handle_request(request)
         try:
             response.read()
         finally:
             response.close()
         return response
 
-    def _current(self) -> httpx.BaseTransport | httpx.Client | H1SyncPool:
+    def _current(self) -> httpx.BaseTransport:
         pool = self._pool
         if pool is not None and self._pid == os.getpid():
             return pool
@@ -126,15 +153,15 @@ class SyncPool:
                 self._pool = self._build()
             return self._pool
 
-    def _build(self) -> httpx.BaseTransport | httpx.Client | H1SyncPool:
+    def _build(self) -> httpx.BaseTransport:
         s = self.settings
         if s.httpx_transport is not None:
             transport: httpx.BaseTransport = s.httpx_transport
             return transport
         if s.via_client:
-            return httpx.Client(trust_env=True, limits=_LIMITS, follow_redirects=False)
+            return _ViaClient()
         if s.base_url.startswith("http://"):
-            return H1SyncPool(s.base_url, s.unix_socket)  # plain HTTP: the lean client
+            return H1Transport(s.base_url, s.unix_socket)  # plain HTTP: the lean transport
         return httpx.HTTPTransport(
             uds=s.unix_socket, limits=_LIMITS, socket_options=s._socket_options()
         )
@@ -165,24 +192,19 @@ class AsyncPool:
 
     def __init__(self, settings: HttpSettings) -> None:
         self.settings = settings
-        self._pool: httpx.AsyncBaseTransport | httpx.AsyncClient | _Lanes | H1Pool | None = None
+        self._pool: httpx.AsyncBaseTransport | None = None
         self._pid = os.getpid()
         self._loop: weakref.ReferenceType[asyncio.AbstractEventLoop] | None = None
 
     async def send(self, request: httpx.Request) -> httpx.Response:
-        pool = self._current()
-        if isinstance(pool, (_Lanes, H1Pool)):
-            return await pool.send(request)
-        if isinstance(pool, httpx.AsyncClient):
-            return await pool.send(request)
-        response = await pool.handle_async_request(request)
+        response = await self._current().handle_async_request(request)
         try:
             await response.aread()
         finally:
             await response.aclose()
         return response
 
-    def _current(self) -> httpx.AsyncBaseTransport | httpx.AsyncClient | _Lanes | H1Pool:
+    def _current(self) -> httpx.AsyncBaseTransport:
         # No lock: the event loop runs this without interleaving.
         loop = _running_loop()
         pool = self._pool
@@ -198,15 +220,15 @@ class AsyncPool:
             return loop is None and self._loop is None
         return self._loop() is loop
 
-    def _build(self) -> httpx.AsyncBaseTransport | httpx.AsyncClient | _Lanes | H1Pool:
+    def _build(self) -> httpx.AsyncBaseTransport:
         s = self.settings
         if s.httpx_transport is not None:
             transport: httpx.AsyncBaseTransport = s.httpx_transport
             return transport
         if s.via_client:
-            return httpx.AsyncClient(trust_env=True, limits=_LIMITS, follow_redirects=False)
+            return _AsyncViaClient()
         if s.base_url.startswith("http://"):
-            return H1Pool(s.base_url, s.unix_socket)  # plain HTTP: the lean client
+            return AsyncH1Transport(s.base_url, s.unix_socket)  # plain HTTP: the lean transport
         return _Lanes(s)
 
     async def aclose(self) -> None:
@@ -223,12 +245,7 @@ class AsyncPool:
 
 def _default_tls_context() -> ssl.SSLContext:
     """httpx's own default context (``verify=True``), built once."""
-    make: Callable[..., ssl.SSLContext]
-    try:
-        make = httpx.create_ssl_context
-    except AttributeError:  # httpx < 0.28 does not export it
-        from httpx._config import create_ssl_context as make
-    return make(verify=True)
+    return httpx.create_ssl_context(verify=True)
 
 
 #: One lane carries one request at a time, so it never holds more than one
@@ -236,7 +253,7 @@ def _default_tls_context() -> ssl.SSLContext:
 _LANE_LIMITS = httpx.Limits(max_connections=1, max_keepalive_connections=1)
 
 
-class _Lanes:
+class _Lanes(httpx.AsyncBaseTransport):
     """Keep-alive connections for the async client, one single-connection
     httpcore pool ("lane") per request in flight.
 
@@ -280,7 +297,7 @@ class _Lanes:
         self._open.add(lane)
         return lane
 
-    async def send(self, request: httpx.Request) -> httpx.Response:
+    async def handle_async_request(self, request: httpx.Request) -> httpx.Response:
         lane = self._idle.pop() if self._idle else self._new_lane()
         try:
             response = await lane.handle_async_request(request)
