@@ -82,7 +82,11 @@ def ours(raw: bytes) -> None:
 
 def with_h11(raw: bytes) -> None:
     conn = h11.Connection(h11.CLIENT)
-    conn.send(h11.Request(method="POST", target="/v1/exec", headers=[("host", "x"), ("content-length", "2")]))
+    conn.send(
+        h11.Request(
+            method="POST", target="/v1/exec", headers=[("host", "x"), ("content-length", "2")]
+        )
+    )
     conn.send(h11.Data(data=b"{}"))
     conn.send(h11.EndOfMessage())
     conn.receive_data(raw)
@@ -111,12 +115,15 @@ def main() -> None:
 
     print("1. parsing one answer (CPU per answer, us)")
     print(f"   {'answer':<10}{'ours':>10}{'h11':>10}{'h11/ours':>10}")
-    for name, raw, n in (("1 KB", answer(lone_body()), 5000), ("1 MB", answer(b"y" * (1 << 20)), 300)):
+    for name, raw, n in (
+        ("1 KB", answer(lone_body()), 5000),
+        ("1 MB", answer(b"y" * (1 << 20)), 300),
+    ):
         a = per_call_us(lambda raw=raw: ours(raw), n)
         b = per_call_us(lambda raw=raw: with_h11(raw), n)
         print(f"   {name:<10}{a:>10.1f}{b:>10.1f}{b / a:>9.1f}x")
 
-    print("2. one request to the local backend (GET /v1/health, CPU of this process per request, us)")
+    print("2. one request to the local backend (GET /v1/health; CPU of this process, us)")
     with LocalCollimateBackend() as backend:
         url = backend.base_url
         request = httpx.Request("GET", url + "/v1/health")

@@ -12,6 +12,7 @@ from __future__ import annotations
 import email.parser
 import json
 import os
+import re
 import subprocess
 import sys
 import tarfile
@@ -32,6 +33,20 @@ DISTRIBUTIONS = {
 }
 PLUGINS = ("skyrl", "openenv", "slime")
 VENV_PLUGIN = "slime"  # the one plugin installed into the fresh venv
+
+
+def version_of(about: Path) -> str:
+    """A distribution's version, from its one source (``__about__.py``)."""
+    match = re.search(r'^__version__ = "([^"]+)"', about.read_text(), re.MULTILINE)
+    assert match is not None, about
+    return match.group(1)
+
+
+#: the meta distribution follows core (``tools/pins.py``)
+META_VERSION = version_of(ROOT / "packages/collimate-rl-core/src/collimate_rl/__about__.py")
+PLUGIN_VERSION = version_of(
+    ROOT / f"plugins/collimate-rl-{VENV_PLUGIN}/src/collimate_rl/{VENV_PLUGIN}/__about__.py"
+)
 
 
 def run(cmd: list[str], *, cwd: Path, timeout: float = 300) -> subprocess.CompletedProcess[str]:
@@ -103,7 +118,7 @@ def venv(dist_dir: Path, tmp_path_factory: pytest.TempPathFactory) -> Path:
     run(
         [
             str(python), "-m", "pip", "install", "--quiet", "--no-index",
-            "--find-links", str(dist_dir), f"collimate-rl[{VENV_PLUGIN}]==0.6.0.dev0",
+            "--find-links", str(dist_dir), f"collimate-rl[{VENV_PLUGIN}]=={META_VERSION}",
         ],
         cwd=home,
     )  # fmt: skip
@@ -173,7 +188,7 @@ def test_fresh_venv_imports_core_and_the_plugin_from_site_packages(venv: Path) -
     core_file, plugin_file, version = json.loads(out.stdout)
     assert Path(core_file).is_relative_to(venv) and Path(plugin_file).is_relative_to(venv)
     assert Path(plugin_file).parent.parent == Path(core_file).parent  # one merged package dir
-    assert version == "0.6.0.dev0"
+    assert version == PLUGIN_VERSION
 
 
 def test_fresh_venv_has_only_the_installed_plugin(venv: Path) -> None:
@@ -194,7 +209,7 @@ def test_fresh_venv_discovers_the_plugin_by_entry_point(venv: Path) -> None:
         " for p, d in pm.list_plugin_distinfo()]))"
     )
     out = run([str(venv / "bin" / "python"), "-c", code], cwd=venv)
-    assert json.loads(out.stdout) == [["slime", "collimate-rl-slime", "0.6.0.dev0"]]
+    assert json.loads(out.stdout) == [["slime", "collimate-rl-slime", PLUGIN_VERSION]]
 
 
 def test_fresh_venv_collimate_plugins_command(venv: Path) -> None:
