@@ -130,7 +130,7 @@ def test_an_idle_connection_the_server_closed_is_not_reused() -> None:
         try:
             for _ in range(3):
                 assert (await pool.handle_async_request(_get(url))).status_code == 200
-                await asyncio.sleep(0.05)  # the close reaches us while idle
+                await until(lambda: all(conn.eof for conn in pool._idle))  # closed while idle
             assert srv.connections == 3
         finally:
             await pool.aclose()
@@ -173,11 +173,14 @@ def test_failures_map_to_httpx_errors() -> None:
 
 
 def test_a_cancelled_request_drops_its_connection() -> None:
+    received, given_up = asyncio.Event(), asyncio.Event()
+
     def script(srv: RawServer) -> Script:
         async def run(reader: asyncio.StreamReader, writer: asyncio.StreamWriter, n: int) -> None:
             await srv.read_request(reader)
             if n == 1:
-                await asyncio.sleep(0.3)  # answered late, to a request already given up
+                received.set()
+                await given_up.wait()  # answered late, to a request already given up
             writer.write(_answer("200 OK", b'{"n":%d}' % n, "Content-Length: 7"))
             await srv.read_request(reader)
 
@@ -187,10 +190,11 @@ def test_a_cancelled_request_drops_its_connection() -> None:
         pool = AsyncH1Transport(url)
         try:
             task = asyncio.ensure_future(pool.handle_async_request(_get(url)))
-            await asyncio.sleep(0.1)
+            await received.wait()
             task.cancel()
             with pytest.raises(asyncio.CancelledError):
                 await task
+            given_up.set()
             # the late answer must not be read as the next request's
             assert (await pool.handle_async_request(_get(url))).json() == {"n": 2}
         finally:
@@ -274,6 +278,14 @@ class ThreadedRawServer:
         self.listener.close()
 
 
+async def until(pred: Callable[[], bool], timeout_s: float = 10.0) -> None:
+    """Let the loop run until ``pred()`` holds (a loop turn at a time)."""
+    deadline = time.monotonic() + timeout_s
+    while not pred():
+        assert time.monotonic() < deadline, "condition never held"
+        await asyncio.sleep(0)
+
+
 def _read_request_blocking(rfile: Any) -> bytes:
     head = b""
     while not head.endswith(b"\r\n\r\n"):
@@ -313,6 +325,8 @@ def test_blocking_bodies_keep_alive_and_close() -> None:
 
 
 def test_blocking_failures_map_to_httpx_errors() -> None:
+    held_idle, closed = threading.Event(), threading.Event()
+
     def script(rfile: Any, sock: socket.socket, n: int) -> None:
         _read_request_blocking(rfile)
         if n == 1:
@@ -323,7 +337,10 @@ def test_blocking_failures_map_to_httpx_errors() -> None:
             time.sleep(2)  # never answers in time
         else:
             sock.sendall(_answer("200 OK", b"{}", "Content-Length: 2"))
-            time.sleep(0.05)  # then closes while the client holds it idle
+            if n == 4:  # then closes while the client holds it idle
+                held_idle.wait(30)
+                sock.close()
+                closed.set()
 
     srv = ThreadedRawServer(script)
     pool = H1Transport(srv.url)
@@ -336,7 +353,8 @@ def test_blocking_failures_map_to_httpx_errors() -> None:
             pool.handle_request(_get(srv.url, timeout=0.2))
         assert pool._idle == []
         assert pool.handle_request(_get(srv.url)).status_code == 200
-        time.sleep(0.2)
+        held_idle.set()
+        assert closed.wait(30)
         assert pool.handle_request(_get(srv.url)).status_code == 200  # not the closed one
         assert srv.connections == 5
         dead = _refusing_url()
