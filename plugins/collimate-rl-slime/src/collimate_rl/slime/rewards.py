@@ -27,6 +27,7 @@ from .clients import client_for
 from .config import SlimeConfig, resolve_config
 from .outcome import Reward, as_reward, infra_reward, mark_infra
 from .samples import code_of, seed_of, spec_of
+from .warmup import warm
 
 __all__ = ["group_reward_func", "reward_func"]
 
@@ -39,6 +40,7 @@ async def _grade_one(config: SlimeConfig, sample: Any) -> Reward:
     spec = spec_of(sample, config)
     code = code_of(sample, spec, config)
     seed = seed_of(sample, config)
+    await warm((spec,))
     client = await client_for(config.target)
     try:
         result = await grade_async(
@@ -70,6 +72,7 @@ async def _grade_many(config: SlimeConfig, samples: Sequence[Any]) -> list[Rewar
     specs = [spec_of(s, config) for s in samples]  # every sample checked before any exec
     codes = [code_of(s, spec, config) for s, spec in zip(samples, specs, strict=True)]
     seeds = [seed_of(s, config) for s in samples]
+    await warm(specs)
     client = await client_for(config.target)
     results = await grade_batch_async(
         client,
