@@ -175,7 +175,8 @@ async def rollout(args: Any, groups: list[list[Sample]], generate: Generate) -> 
         if args.dynamic_sampling_filter_path
         else None
     )
-    pending = {asyncio.create_task(generate_and_rm_group(args, g, generate)) for g in groups}
+    tasks = [asyncio.create_task(generate_and_rm_group(args, g, generate)) for g in groups]
+    pending = set(tasks)
     kept: list[list[Any]] = []
     dropped: list[list[Any]] = []
     reasons: dict[str, int] = defaultdict(int)
@@ -196,7 +197,9 @@ async def rollout(args: Any, groups: list[list[Sample]], generate: Generate) -> 
     finally:
         for task in pending:
             task.cancel()
-        await asyncio.gather(*pending, return_exceptions=True)
+        # Every group's outcome is collected (an error of a group that was
+        # not looked at must not be logged as "never retrieved").
+        await asyncio.gather(*tasks, return_exceptions=True)
     return Rollout(kept, dropped, dict(reasons))
 
 
