@@ -22,6 +22,7 @@ from __future__ import annotations
 
 import argparse
 import asyncio
+import contextlib
 import importlib
 import json
 import os
@@ -88,7 +89,7 @@ def should_drop_dynamic_filter_output(
 ) -> bool:
     if output.keep:
         return False
-    if output.keep_when_insufficient and remaining_batch_size <= target_data_size:
+    if output.keep_when_insufficient and remaining_batch_size <= target_data_size:  # noqa: SIM103
         return False
     return True
 
@@ -263,34 +264,50 @@ def _clean_environment(monkeypatch: pytest.MonkeyPatch) -> None:
 
 _UNIT = json.dumps([{"input": [1], "output": 2}, {"input": [3], "output": 6}])
 _MBPP = {"test_list": ["assert add(1, 2) == 3", "assert add(-2, 2) == 0"]}
-_APPS = {"input_output": json.dumps({"fn_name": "times", "inputs": [[2], [5]], "outputs": [[4], [10]]})}
-_LCB = json.dumps([
-    {"input": "2\n", "output": "4", "testtype": "stdin"},
-    {"input": "7\n", "output": "14", "testtype": "stdin"},
-])
+_APPS = {
+    "input_output": json.dumps({"fn_name": "times", "inputs": [[2], [5]], "outputs": [[4], [10]]})
+}
+_LCB = json.dumps(
+    [
+        {"input": "2\n", "output": "4", "testtype": "stdin"},
+        {"input": "7\n", "output": "14", "testtype": "stdin"},
+    ]
+)
 
 #: (label, [(code, reward)]) per dataset shape: right, half right, wrong.
 TASKS: list[tuple[Any, list[tuple[str, float]]]] = [
-    (_UNIT, [
-        ("def solve(x):\n    return 2 * x\n", 1.0),
-        ("def solve(x):\n    return 2 if x == 1 else 0\n", 0.5),
-        ("def solve(x):\n    return -1\n", 0.0),
-    ]),
-    (_MBPP, [
-        ("def add(a, b):\n    return a + b\n", 1.0),
-        ("def add(a, b):\n    return 3\n", 0.5),
-        ("def add(a, b):\n    return None\n", 0.0),
-    ]),
-    (_APPS, [
-        ("def times(x):\n    return 2 * x\n", 1.0),
-        ("def times(x):\n    return 4\n", 0.5),
-        ("def times(x):\n    return 0\n", 0.0),
-    ]),
-    (_LCB, [
-        ("print(2 * int(input()))\n", 1.0),
-        ("input()\nprint(4)\n", 0.5),
-        ("print('no')\n", 0.0),
-    ]),
+    (
+        _UNIT,
+        [
+            ("def solve(x):\n    return 2 * x\n", 1.0),
+            ("def solve(x):\n    return 2 if x == 1 else 0\n", 0.5),
+            ("def solve(x):\n    return -1\n", 0.0),
+        ],
+    ),
+    (
+        _MBPP,
+        [
+            ("def add(a, b):\n    return a + b\n", 1.0),
+            ("def add(a, b):\n    return 3\n", 0.5),
+            ("def add(a, b):\n    return None\n", 0.0),
+        ],
+    ),
+    (
+        _APPS,
+        [
+            ("def times(x):\n    return 2 * x\n", 1.0),
+            ("def times(x):\n    return 4\n", 0.5),
+            ("def times(x):\n    return 0\n", 0.0),
+        ],
+    ),
+    (
+        _LCB,
+        [
+            ("print(2 * int(input()))\n", 1.0),
+            ("input()\nprint(4)\n", 0.5),
+            ("print('no')\n", 0.0),
+        ],
+    ),
 ]
 
 SLOW_CODE = "import time\n\ndef solve(x):\n    time.sleep(60)\n    return 2 * x\n"
@@ -301,7 +318,9 @@ def as_completion(code: str) -> str:
     return f"<think>\nmaybe `def wrong(): pass`\n</think>\nHere it is:\n```python\n{code}```\n"
 
 
-def make_groups(n_groups: int, group_size: int, *, slow: set[int] | None = None) -> list[list[Sample]]:
+def make_groups(
+    n_groups: int, group_size: int, *, slow: set[int] | None = None
+) -> list[list[Sample]]:
     """``n_groups`` prompts of ``group_size`` completed samples; a group in
     ``slow`` holds candidates that run for a minute. ``metadata["expected"]``
     is each sample's reward."""
@@ -367,8 +386,15 @@ class BackendProcess:
         self.folder = tempfile.mkdtemp(prefix="slime-", dir="/tmp")
         self.socket_path = os.path.join(self.folder, "serve.sock")
         self.proc = subprocess.Popen(
-            [sys.executable, "-m", "collimate_rl.local_backend", "--port", "0",
-             "--socket", self.socket_path],
+            [
+                sys.executable,
+                "-m",
+                "collimate_rl.local_backend",
+                "--port",
+                "0",
+                "--socket",
+                self.socket_path,
+            ],
             stdout=subprocess.DEVNULL,
             stderr=subprocess.PIPE,
             text=True,
@@ -392,10 +418,8 @@ class BackendProcess:
     def kill(self) -> None:
         """SIGKILL the server and every process it started."""
         if self.proc.poll() is None:
-            try:
+            with contextlib.suppress(ProcessLookupError):
                 os.killpg(self.proc.pid, signal.SIGKILL)
-            except ProcessLookupError:
-                pass
         self.proc.wait(timeout=30)
 
     def close(self) -> None:

@@ -20,8 +20,12 @@ def args(**kw: Any) -> argparse.Namespace:
 def test_defaults_without_settings() -> None:
     config = resolve_config(args(), environ={})
     assert config == SlimeConfig()
-    assert (config.template, config.timeout_seconds, config.seed_mode) == ("dkr-python311", 30, "crn")
-    assert (config.entry, config.concurrency, config.on_infra_error) == ("solve", 24, "raise")
+    assert (config.template, config.timeout_seconds, config.seed_mode) == (
+        "dkr-python311",
+        30,
+        "crn",
+    )
+    assert (config.entry, config.concurrency, config.on_infra_error) == ("solve", None, "raise")
     assert config.target == Target() and config.reward_dict is False
 
 
@@ -70,11 +74,19 @@ def test_reads_os_environ_by_default(monkeypatch: pytest.MonkeyPatch) -> None:
 @pytest.mark.parametrize(
     ("name", "value", "message"),
     [
-        ("collimate_timeout_seconds", 0, "args.collimate_timeout_seconds must be a whole number >= 1"),
+        (
+            "collimate_timeout_seconds",
+            0,
+            "args.collimate_timeout_seconds must be a whole number >= 1",
+        ),
         ("collimate_timeout_seconds", "ten", "whole number"),
         ("collimate_timeout_seconds", True, "whole number"),
         ("collimate_concurrency", -1, "args.collimate_concurrency must be a whole number >= 1"),
-        ("collimate_seed_mode", "random", "args.collimate_seed_mode must be one of vanilla, crn, deterministic"),
+        (
+            "collimate_seed_mode",
+            "random",
+            "args.collimate_seed_mode must be one of vanilla, crn, deterministic",
+        ),
         ("collimate_on_infra_error", "zero", "must be one of raise, remove"),
         ("collimate_reward_dict", "maybe", "args.collimate_reward_dict must be true or false"),
         ("collimate_base_seed", "1234", "collimate_base_seed must be 64 hex characters"),

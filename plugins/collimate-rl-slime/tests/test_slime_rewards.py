@@ -82,8 +82,9 @@ def test_reward_dicts_for_reward_key(
 def test_vanilla_seeds_are_drawn_per_sample(
     slime: SimpleNamespace, backend: LocalCollimateBackend, groups: Any
 ) -> None:
-    args = slime.args(collimate_base_url=backend.base_url, reward_key="score",
-                      collimate_seed_mode="vanilla")
+    args = slime.args(
+        collimate_base_url=backend.base_url, reward_key="score", collimate_seed_mode="vanilla"
+    )
     (group,) = groups(1, 4)
     results = asyncio.run(group_reward_func(args, group))
     assert len({r["seed"] for r in results}) == 4
@@ -142,13 +143,31 @@ def test_64_gathered_per_sample_calls_share_one_client_and_are_packed(
         rewards = asyncio.run(main())
     finally:
         get_plugin_manager().unregister(packs)
-    assert rewards == _expected(samples) + [samples[0].metadata["expected"]]
+    assert rewards == [*_expected(samples), samples[0].metadata["expected"]]
     assert threading.active_count() == threads
     target = resolve_config(args).target
     assert list(seen["clients"]) == [target]  # one client for the loop and target
     assert max(packs.sizes) > 1 and len(packs.sizes) == 65
     # asyncio.run finalised the loop's async generators: the client is closed.
     assert open_clients(seen["loop"]) == {}
+
+
+def test_concurrency_bounds_the_grades_in_flight(
+    slime: SimpleNamespace, backend: LocalCollimateBackend, groups: Any
+) -> None:
+    samples = [s for g in groups(4, 4) for s in g]
+    sizes: dict[str, list[int]] = {}
+    for limit in (None, 3):
+        args = slime.args(collimate_base_url=backend.base_url, collimate_concurrency=limit)
+        packs = _Packs()
+        get_plugin_manager().register(packs)
+        try:
+            rewards = asyncio.run(group_reward_func(args, samples))
+        finally:
+            get_plugin_manager().unregister(packs)
+        assert rewards == _expected(samples)
+        sizes[str(limit)] = packs.sizes
+    assert max(sizes["None"]) > 3 and max(sizes["3"]) <= 3
 
 
 def test_one_client_per_loop_and_target(
@@ -184,9 +203,7 @@ def test_one_client_per_loop_and_target(
     assert next(iter(other[0].values())) is not next(iter(reopened.values()))
 
 
-def test_bad_input_raises_before_any_grade(
-    slime: SimpleNamespace, groups: Any
-) -> None:
+def test_bad_input_raises_before_any_grade(slime: SimpleNamespace, groups: Any) -> None:
     # No backend at that address: each error must come before any request.
     args = slime.args(collimate_base_url="http://127.0.0.1:9")
     (group,) = groups(1, 3)
@@ -256,7 +273,10 @@ def test_clients_close_with_their_loop_and_at_exit(
     env = {**os.environ, "PYTHONASYNCIODEBUG": "1", "PYTHONWARNINGS": "error"}
     proc = subprocess.run(
         [sys.executable, "-X", "dev", "-c", _LIFECYCLE, _url(backend, transport)],
-        capture_output=True, text=True, timeout=120, env=env,
+        capture_output=True,
+        text=True,
+        timeout=120,
+        env=env,
     )
     assert proc.returncode == 0, proc.stderr
     assert "RUN 1.0 1.0" in proc.stdout and "THREAD 1.0" in proc.stdout

@@ -12,6 +12,7 @@ import pytest
 from collimate_rl import (
     AssertReward,
     CallReward,
+    GradeResult,
     PropertyReward,
     PytestReward,
     StdinStdoutReward,
@@ -22,7 +23,6 @@ from collimate_rl.seeds import DET_SEED
 from collimate_rl.slime import INFRA_MARK, FilterVerdict, SlimeConfig, drop_infra_groups
 from collimate_rl.slime.outcome import as_reward, infra_reward, is_infra_marked, mark_infra
 from collimate_rl.slime.samples import code_of, crn_key, seed_of, spec_of
-from collimate_rl import GradeResult
 
 CRN = SlimeConfig()
 
@@ -33,15 +33,42 @@ CRN = SlimeConfig()
         ([{"input": [1], "output": 2}], UnitTestReward, "solve"),
         ({"test_list": ["assert add(1, 2) == 3"], "test_setup_code": ""}, AssertReward, "solve"),
         ({"test_cases": ["assert f(1) == 1"]}, AssertReward, "solve"),
-        ({"test": "def check(candidate):\n    assert candidate(2) == 4\n", "entry_point": "double"},
-         AssertReward, "double"),
-        ({"test": "from solution import f\n\ndef test_f():\n    assert f(1) == 2\n"}, PytestReward, "solve"),
-        ({"input_output": json.dumps({"fn_name": "twoSum", "inputs": [[[2, 7], 9]], "outputs": [[[0, 1]]]})},
-         CallReward, "twoSum"),
+        (
+            {
+                "test": "def check(candidate):\n    assert candidate(2) == 4\n",
+                "entry_point": "double",
+            },
+            AssertReward,
+            "double",
+        ),
+        (
+            {"test": "from solution import f\n\ndef test_f():\n    assert f(1) == 2\n"},
+            PytestReward,
+            "solve",
+        ),
+        (
+            {
+                "input_output": json.dumps(
+                    {"fn_name": "twoSum", "inputs": [[[2, 7], 9]], "outputs": [[[0, 1]]]}
+                )
+            },
+            CallReward,
+            "twoSum",
+        ),
         ([{"input": "2\n", "output": "4", "testtype": "stdin"}], StdinStdoutReward, "solve"),
-        ({"language": "python", "test_cases": [{"input": "2\n", "output": "4\n", "type": "stdin_stdout"}]},
-         StdinStdoutReward, "solve"),
-        ({"reference": "    return x", "generator": "random.randint(0, 9)", "k": 4}, PropertyReward, "solve"),
+        (
+            {
+                "language": "python",
+                "test_cases": [{"input": "2\n", "output": "4\n", "type": "stdin_stdout"}],
+            },
+            StdinStdoutReward,
+            "solve",
+        ),
+        (
+            {"reference": "    return x", "generator": "random.randint(0, 9)", "k": 4},
+            PropertyReward,
+            "solve",
+        ),
     ],
 )
 def test_every_dataset_shape_as_object_or_json_string(
@@ -77,7 +104,9 @@ def test_code_is_the_entrys_last_block_and_nothing_else(slime: SimpleNamespace) 
     # The entry comes from the ground truth (APPS fn_name) before the setting.
     apps = slime.Sample(
         label={"fn_name": "twoSum", "inputs": [[1]], "outputs": [[1]]},
-        response="```python\ndef helper():\n    pass\n```\n```python\ndef twoSum(x):\n    return x\n```",
+        response=(
+            "```python\ndef helper():\n    pass\n```\n```python\ndef twoSum(x):\n    return x\n```"
+        ),
     )
     assert code_of(apps, spec_of(apps, CRN), CRN) == "def twoSum(x):\n    return x"
 
@@ -124,7 +153,11 @@ def test_rewards_as_float_or_dict() -> None:
     result = GradeResult(reward=0.5, seed="ab" * 32, detail={"passed": 1, "total": 2})
     assert as_reward(result, False) == 0.5
     assert as_reward(result, True) == {
-        "score": 0.5, "passed": 1, "total": 2, "verdict": "failed", "seed": "ab" * 32
+        "score": 0.5,
+        "passed": 1,
+        "total": 2,
+        "verdict": "failed",
+        "seed": "ab" * 32,
     }
     assert as_reward(GradeResult(reward=1.0), True)["passed"] is None
     assert infra_reward(None, False) == 0.0
@@ -141,7 +174,11 @@ def test_marking_an_infra_failure(slime: SimpleNamespace) -> None:
     # An object without slime's Status enum gets the enum's value.
     bare = SimpleNamespace(metadata=None, status="completed")
     mark_infra(bare, "grader down")
-    assert (bare.status, bare.remove_sample, bare.metadata) == ("aborted", True, {INFRA_MARK: "grader down"})
+    assert (bare.status, bare.remove_sample, bare.metadata) == (
+        "aborted",
+        True,
+        {INFRA_MARK: "grader down"},
+    )
 
 
 def _group(slime: SimpleNamespace, failed: int | None) -> list[Any]:
@@ -167,7 +204,11 @@ def test_filter_answers_with_slimes_own_type(
 ) -> None:
     out = slime.call_dynamic_filter(drop_infra_groups, slime.args(), _group(slime, 3))
     assert type(out) is slime_filter_types.DynamicFilterOutput
-    assert (out.keep, out.reason, out.keep_when_insufficient) == (False, "collimate_infra_error", False)
+    assert (out.keep, out.reason, out.keep_when_insufficient) == (
+        False,
+        "collimate_infra_error",
+        False,
+    )
     # Never kept to fill a short batch.
     assert slime.should_drop(out, remaining_batch_size=1, target_data_size=8)
     ok = slime.call_dynamic_filter(drop_infra_groups, slime.args(), _group(slime, None))

@@ -31,27 +31,29 @@ import contextlib
 import threading
 import weakref
 from collections.abc import AsyncGenerator
-from typing import Final
+from typing import Any, Final
 
 from collimate_rl import connect_async
 from collimate_rl.transport import AsyncSessionClient
 
 from .config import Target
 
-__all__ = ["aclose_clients", "client_for", "open_clients"]
+__all__ = ["aclose_clients", "client_for", "open_clients", "slots_for"]
 
 #: How long the exit hook waits for a running loop to close its clients.
 _EXIT_WAIT_S: Final = 5.0
 
 
 class _Held:
-    """A client and the async generator that keeps it open on its loop."""
+    """A client, the async generator that keeps it open on its loop, and
+    the loop's limits on grades in flight to its target."""
 
-    __slots__ = ("client", "keeper")
+    __slots__ = ("client", "keeper", "slots")
 
     def __init__(self, client: AsyncSessionClient) -> None:
         self.client = client
         self.keeper: AsyncGenerator[None, None] | None = None
+        self.slots: dict[int, asyncio.Semaphore] = {}
 
 
 _lock = threading.Lock()
@@ -100,6 +102,20 @@ async def client_for(target: Target) -> AsyncSessionClient:
     # hook) and parks it at ``yield``: nothing is awaited on the network.
     await keeper.__anext__()
     return held.client
+
+
+def slots_for(target: Target, limit: int | None) -> contextlib.AbstractAsyncContextManager[Any]:
+    """What a grade to ``target`` holds while in flight: one of ``limit``
+    places shared by the running loop's grades to that target (``None``:
+    no limit; core still keeps the execs within what the server admits).
+    Call after :func:`client_for` (the places live with the client)."""
+    if limit is None:
+        return contextlib.nullcontext()
+    held = _by_loop[asyncio.get_running_loop()][target]
+    slots = held.slots.get(limit)
+    if slots is None:
+        slots = held.slots[limit] = asyncio.Semaphore(limit)
+    return slots
 
 
 def open_clients(loop: asyncio.AbstractEventLoop | None = None) -> dict[Target, AsyncSessionClient]:

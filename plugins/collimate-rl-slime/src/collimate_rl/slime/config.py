@@ -16,7 +16,7 @@ attribute of ``args``      environment variable          default
 ``collimate_seed_mode``    ``COLLIMATE_SEED_MODE``       ``crn``
 ``collimate_base_seed``    ``COLLIMATE_BASE_SEED``       none
 ``collimate_entry``        ``COLLIMATE_ENTRY``           ``solve``
-``collimate_concurrency``  ``COLLIMATE_CONCURRENCY``     ``24``
+``collimate_concurrency``  ``COLLIMATE_CONCURRENCY``     none (no limit)
 ``collimate_on_infra_error``  ``COLLIMATE_ON_INFRA_ERROR``  ``raise``
 ``collimate_reward_dict``  ``COLLIMATE_REWARD_DICT``     on iff ``--reward-key`` is set
 =========================  ============================  =====================
@@ -36,7 +36,6 @@ from typing import Any, Final, Literal
 from collimate_rl.seeds import SEED_MODES, is_valid_seed
 
 __all__ = [
-    "DEFAULT_CONCURRENCY",
     "DEFAULT_ENTRY",
     "DEFAULT_TEMPLATE",
     "DEFAULT_TIMEOUT_SECONDS",
@@ -51,8 +50,6 @@ __all__ = [
 DEFAULT_TEMPLATE: Final = "dkr-python311"
 DEFAULT_TIMEOUT_SECONDS: Final = 30
 DEFAULT_ENTRY: Final = "solve"
-#: Execs in flight for one list or group call (``grade_batch_async``'s default).
-DEFAULT_CONCURRENCY: Final = 24
 #: ``raise``: an infrastructure failure raises (slime's rollout stops);
 #: ``remove``: the sample is marked removed and aborted (see ``outcome``).
 INFRA_MODES: Final = ("raise", "remove")
@@ -103,7 +100,8 @@ class SlimeConfig:
     seed_mode: str = "crn"
     base_seed: str | None = None
     entry: str = DEFAULT_ENTRY
-    concurrency: int = DEFAULT_CONCURRENCY
+    #: grades in flight from one loop to the target at most (None: no limit)
+    concurrency: int | None = None
     on_infra_error: InfraMode = "raise"
     reward_dict: bool = False
 
@@ -136,7 +134,7 @@ def _text(found: tuple[Any, str] | None, default: str | None) -> str | None:
     return value.strip()
 
 
-def _positive_int(found: tuple[Any, str] | None, default: int) -> int:
+def _positive_int(found: tuple[Any, str] | None, default: int | None) -> int | None:
     if found is None:
         return default
     value, where = found
@@ -241,13 +239,12 @@ def resolve_config(args: Any, environ: Mapping[str, str] | None = None) -> Slime
     return SlimeConfig(
         template=_text(src.get("collimate_template"), DEFAULT_TEMPLATE) or DEFAULT_TEMPLATE,
         target=_target(src),
-        timeout_seconds=_positive_int(
-            src.get("collimate_timeout_seconds"), DEFAULT_TIMEOUT_SECONDS
-        ),
+        timeout_seconds=_positive_int(src.get("collimate_timeout_seconds"), DEFAULT_TIMEOUT_SECONDS)
+        or DEFAULT_TIMEOUT_SECONDS,
         seed_mode=seed_mode,
         base_seed=base_seed,
         entry=entry,
-        concurrency=_positive_int(src.get("collimate_concurrency"), DEFAULT_CONCURRENCY),
+        concurrency=_positive_int(src.get("collimate_concurrency"), None),
         on_infra_error="remove" if on_infra == "remove" else "raise",
         reward_dict=_reward_dict(src, args),
     )

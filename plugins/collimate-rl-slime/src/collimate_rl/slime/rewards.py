@@ -10,20 +10,22 @@ event loop:
   once per prompt group, with the group's samples.
 
 Everything runs on that loop with the async client: no thread per sample,
-no blocking call. Single calls go through core's ``grade_async``, which
-coalesces the calls in flight into packs, so per-sample dispatch grades
-about as fast as whole groups; lists and groups go through
-``grade_batch_async`` (``collimate_concurrency`` execs at most).
+no blocking call. Every sample, alone or in a list or group, is one
+``grade_async`` call; core coalesces the calls in flight on the loop
+(across groups too) into packs, so slime's per-sample dispatch grades as
+fast as whole groups would. ``collimate_concurrency``, when set, bounds the
+grades this loop has in flight to one target.
 """
 
 from __future__ import annotations
 
+import asyncio
 from collections.abc import Sequence
 from typing import Any
 
-from collimate_rl import CollimateError, grade_async, grade_batch_async
+from collimate_rl import CollimateError, grade_async
 
-from .clients import client_for
+from .clients import client_for, slots_for
 from .config import SlimeConfig, resolve_config
 from .outcome import Reward, as_reward, infra_reward, mark_infra
 from .samples import code_of, seed_of, spec_of
@@ -43,14 +45,15 @@ async def _grade_one(config: SlimeConfig, sample: Any) -> Reward:
     await warm((spec,))
     client = await client_for(config.target)
     try:
-        result = await grade_async(
-            client,
-            config.template,
-            code,
-            spec,
-            seed=seed,
-            timeout_seconds=config.timeout_seconds,
-        )
+        async with slots_for(config.target, config.concurrency):
+            result = await grade_async(
+                client,
+                config.template,
+                code,
+                spec,
+                seed=seed,
+                timeout_seconds=config.timeout_seconds,
+            )
     except CollimateError as exc:
         if config.on_infra_error == "raise":
             raise
@@ -60,6 +63,9 @@ async def _grade_one(config: SlimeConfig, sample: Any) -> Reward:
 
 
 async def _grade_many(config: SlimeConfig, samples: Sequence[Any]) -> list[Reward]:
+    """Each sample graded as a single call, all at once: they join every
+    other call in flight on this loop (other groups too) in core's packs.
+    The first error cancels the others' grades and is raised."""
     for sample in samples:
         if _is_list(sample):
             raise TypeError(
@@ -67,31 +73,22 @@ async def _grade_many(config: SlimeConfig, samples: Sequence[Any]) -> list[Rewar
                 "generate function returned several samples each cannot be graded as a group "
                 "(slime's --group-rm assigns one reward per group member)"
             )
-    if not samples:
+    for sample in samples:  # every sample checked before any grade
+        code_of(sample, spec_of(sample, config), config)
+        seed_of(sample, config)
+    tasks = [asyncio.ensure_future(_grade_one(config, sample)) for sample in samples]
+    if not tasks:
         return []
-    specs = [spec_of(s, config) for s in samples]  # every sample checked before any exec
-    codes = [code_of(s, spec, config) for s, spec in zip(samples, specs, strict=True)]
-    seeds = [seed_of(s, config) for s in samples]
-    await warm(specs)
-    client = await client_for(config.target)
-    results = await grade_batch_async(
-        client,
-        config.template,
-        codes,
-        specs,
-        seeds=seeds,
-        timeout_seconds=config.timeout_seconds,
-        concurrency=config.concurrency,
-        on_infra_error="zero" if config.on_infra_error == "remove" else "raise",
-    )
-    rewards: list[Reward] = []
-    for sample, seed, result in zip(samples, seeds, results, strict=True):
-        if result.infra_error:  # only with "remove": "raise" raised above
-            mark_infra(sample, result.error or "infrastructure failure")
-            rewards.append(infra_reward(seed, config.reward_dict))
-        else:
-            rewards.append(as_reward(result, config.reward_dict))
-    return rewards
+    try:
+        await asyncio.wait(tasks, return_when=asyncio.FIRST_EXCEPTION)
+    finally:
+        for task in tasks:
+            task.cancel()  # (no effect on a finished one)
+        await asyncio.gather(*tasks, return_exceptions=True)
+    for task in tasks:
+        if not task.cancelled() and task.exception() is not None:
+            raise task.exception()  # type: ignore[misc]
+    return [task.result() for task in tasks]
 
 
 async def reward_func(args: Any, sample: Any, **kwargs: Any) -> Reward | list[Reward]:
