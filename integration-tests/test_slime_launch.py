@@ -167,7 +167,9 @@ def test_only_core_and_the_plugin_are_installed(venv_python: Path) -> None:
     ],
     ids=["per-sample", "reward-key", "group-rm"],
 )
-def test_launch_arguments(venv_python: Path, served: str, tmp_path: Path, launch: list[str]) -> None:
+def test_launch_arguments(
+    venv_python: Path, served: str, tmp_path: Path, launch: list[str]
+) -> None:
     script = tmp_path / "launch.py"
     script.write_text(LAUNCHER)
     env = {**_clean_env(), "COLLIMATE_BASE_URL": served, "COLLIMATE_ON_INFRA_ERROR": "remove"}
