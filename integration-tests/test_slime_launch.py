@@ -150,9 +150,7 @@ def served(venv_python: Path) -> Iterator[str]:
 
 
 def test_only_core_and_the_plugin_are_installed(venv_python: Path) -> None:
-    out = _run(
-        [str(venv_python), "-m", "pip", "list", "--format", "json"], cwd=venv_python.parent
-    )
+    out = _run([str(venv_python), "-m", "pip", "list", "--format", "json"], cwd=venv_python.parent)
     names = {row["name"] for row in json.loads(out[: out.rindex("]") + 1])}
     assert {"collimate-rl-core", "collimate-rl-slime"} <= names
     assert not names & {"collimate-rl", "collimate-rl-skyrl", "collimate-rl-openenv", "slime"}
