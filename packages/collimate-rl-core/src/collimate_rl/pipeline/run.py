@@ -12,11 +12,14 @@ drift apart.
 
 from __future__ import annotations
 
+import asyncio
 from collections.abc import Awaitable, Callable, Generator, Mapping
 from dataclasses import dataclass, field
 from typing import Any
 
 from ..errors import CollimateError
+from ..rewards.program import build_runtime, runtime_built
+from ..rewards.spec import GuestReward
 from .admission import admitted, admitted_async, gate_for
 from .execs import prepare_grade, prepare_pack
 from .forms import runtime_forms
@@ -147,6 +150,18 @@ async def _drive_async(steps: Steps, send: Callable[[Request], Awaitable[Answer]
             answer, error = None, exc
 
 
+def runtime_needed(unit: Unit, form: str) -> tuple[str | None, str, bool] | None:
+    """The grader runtime ``unit``'s program is built with (kind, form,
+    packed), or None for a custom spec (no grader runtime)."""
+    kinds = set()
+    for job in unit.jobs:
+        if not isinstance(job.spec, GuestReward):
+            return None
+        kinds.add(job.spec.kind)
+    kind = kinds.pop() if len(kinds) == 1 else None
+    return kind, form, unit.packed
+
+
 def run_unit(client: Any, route: Route, unit: Unit) -> Report:
     """Grade ``unit`` with a blocking client."""
     key = runtime_forms.key(client, route.template_id, route.session_id)
@@ -163,6 +178,10 @@ async def run_unit_async(client: Any, route: Route, unit: Unit) -> Report:
     """Grade ``unit`` with an async client, on the running loop."""
     key = runtime_forms.key(client, route.template_id, route.session_id)
     gate = gate_for(client, await facts_async(client))
+    need = runtime_needed(unit, runtime_forms.get(key))
+    if need is not None and not runtime_built(*need):
+        # the first program of a kind: built in a thread, the loop keeps going
+        await asyncio.to_thread(build_runtime, *need)
 
     async def send(request: Request) -> Answer:
         answer: Answer = await admitted_async(gate, lambda: _exec(client, route, request))

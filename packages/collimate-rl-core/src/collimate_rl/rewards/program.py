@@ -53,9 +53,11 @@ __all__ = [
     "RUNTIME_FORMS",
     "RUNTIME_MODULE",
     "RuntimeForm",
+    "build_runtime",
     "guest_program",
     "preload_source",
     "py_literal",
+    "runtime_built",
     "runtime_file",
     "runtime_id",
     "runtime_source",
@@ -287,9 +289,31 @@ def runtime_id() -> str:
     return hashlib.sha256(preload_source().encode("utf-8")).hexdigest()[:16]
 
 
+#: Runtime blocks built so far (their keys): those are served without the lock.
+_BUILT: set[tuple[str | None, str, bool]] = set()
+
+
 def _runtime_block(kind: str | None, form: str, packed: bool) -> str:
-    with _BUILD_LOCK:
+    key = (kind, form, packed)
+    if key in _BUILT:
         return _build_runtime_block(kind, form, packed)
+    with _BUILD_LOCK:
+        block = _build_runtime_block(kind, form, packed)
+        _BUILT.add(key)
+        return block
+
+
+def runtime_built(kind: str | None, form: str, packed: bool) -> bool:
+    """Whether the runtime for ``kind`` in ``form`` (a pack's: ``packed``)
+    is ready: building one costs a few hundred milliseconds of CPU the
+    first time (parsing, shrinking and compiling the grader), which an
+    event loop must not spend (:func:`build_runtime` in a thread)."""
+    return (kind, form, packed) in _BUILT
+
+
+def build_runtime(kind: str | None, form: str, packed: bool) -> None:
+    """Build (once) what :func:`runtime_built` asks about."""
+    _runtime_block(kind, form, packed)
 
 
 @functools.cache

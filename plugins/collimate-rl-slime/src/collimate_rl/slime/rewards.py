@@ -29,7 +29,6 @@ from .clients import client_for, slots_for
 from .config import SlimeConfig, resolve_config
 from .outcome import Reward, as_reward, infra_reward, mark_infra
 from .samples import code_of, seed_of, spec_of
-from .warmup import warm
 
 __all__ = ["group_reward_func", "reward_func"]
 
@@ -42,7 +41,6 @@ async def _grade_one(config: SlimeConfig, sample: Any) -> Reward:
     spec = spec_of(sample, config)
     code = code_of(sample, spec, config)
     seed = seed_of(sample, config)
-    await warm((spec,))
     client = await client_for(config.target)
     try:
         async with slots_for(config.target, config.concurrency):
