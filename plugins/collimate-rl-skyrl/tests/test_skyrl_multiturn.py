@@ -91,3 +91,25 @@ def test_a_multi_turn_step_through_the_generator_harness(
     )
     assert [o.rewards for o in outs] == [[1.0], [0.0, 1.0]] * 4
     assert all(o.reward == 1.0 for o in outs)
+
+
+def test_reuse_session_grades_every_turn_in_one_session_deleted_on_close(
+    rows: Any, skyrl_gym_module: Any, target: dict[str, Any]
+) -> None:
+    from collimate_rl.skyrl.clients import shared_client
+
+    cfg = {**target, "reuse_session": True}
+    env = skyrl_gym_module.make(
+        "collimate_code", env_config=cfg, extras=rows.extras(rows.mbpp(2), 3)
+    )
+    client = shared_client(env.settings)
+    before = {s["session_id"] for s in client.list_sessions()}
+    first = env.step(rows.WRONG)
+    during = {s["session_id"] for s in client.list_sessions()} - before
+    second = env.step(rows.RIGHT)
+    assert len(during) == 1 and env._session_id in during
+    assert (first["metadata"]["turn_reward"], second["reward"]) == (0.5, 1.0)
+    assert first["metadata"]["packed"] is False  # a session's grades are its own execs
+    (sid,) = during
+    env.close()
+    assert sid not in {s["session_id"] for s in client.list_sessions()}
