@@ -16,6 +16,7 @@ each prompt has 8 completions (right, right another way, off by one, wrong,
 crashing, ...). The local backend runs as a process of its own.
 
     python benchmarks/bench_skyrl_step.py [--rounds 3] [--prompts 32] [--samples 8]
+    hatch run skyrl.py3.11:bench          (an environment with skyrl-gym)
 """
 
 from __future__ import annotations
@@ -166,7 +167,11 @@ def main(argv: list[str]) -> int:
     ap.add_argument("--samples", type=int, default=8)
     args, _ = ap.parse_known_args(argv)
 
-    register()
+    try:
+        register()
+    except ImportError:
+        print("skyrl-gym is not installed here: run `hatch run skyrl.py3.11:bench`")
+        return 2
     rows, answers = dataset(args.prompts)
     n = args.prompts * args.samples
     counter = ExecCounter()

@@ -43,8 +43,13 @@ def run(site: Path, body: str, **env: str) -> Any:
     """Run ``body`` in a new interpreter after its site dir is processed;
     ``body`` sets ``out``, printed as JSON."""
     code = (
-        "import json, site, sys\n"
+        "import json, os, shutil, site, sys, tempfile\n"
         f"sys.path[:] = {sys.path!r}\n"
+        # what site itself loads to read any .pth (3.13: the utf-8-sig codec) is not ours
+        "warm = tempfile.mkdtemp()\n"
+        "open(os.path.join(warm, 'warm.pth'), 'w').write('# nothing\\n')\n"
+        "site.addsitedir(warm)\n"
+        "shutil.rmtree(warm)\n"
         "before = set(sys.modules)\n"
         f"site.addsitedir({str(site)!r})\n"
         "added = sorted(set(sys.modules) - before)\n"
