@@ -42,6 +42,9 @@ def test_announcement_reads_the_installed_version_without_importing(
     (tmp_path / "skyrl_gym").mkdir()
     (tmp_path / "skyrl_gym" / "__init__.py").write_text("raise RuntimeError('imported!')\n")
     monkeypatch.syspath_prepend(str(tmp_path))
+    # other tests of this process may have imported the real one: forget it here
+    for name in [m for m in sys.modules if m == "skyrl_gym" or m.startswith("skyrl_gym.")]:
+        monkeypatch.delitem(sys.modules, name)
     a = plugin.collimate_rl_announce()
     assert (a.framework, a.framework_version) == ("skyrl-gym", "0.4.0")
     assert "skyrl_gym" not in sys.modules
