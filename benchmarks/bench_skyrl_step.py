@@ -16,7 +16,7 @@ each prompt has 8 completions (right, right another way, off by one, wrong,
 crashing, ...). The local backend runs as a process of its own.
 
     python benchmarks/bench_skyrl_step.py [--rounds 3] [--prompts 32] [--samples 8]
-    hatch run skyrl.py3.11:bench          (an environment with skyrl-gym)
+    hatch run bench:one benchmarks/bench_skyrl_step.py
 """
 
 from __future__ import annotations
@@ -170,7 +170,7 @@ def main(argv: list[str]) -> int:
     try:
         register()
     except ImportError:
-        print("skyrl-gym is not installed here: run `hatch run skyrl.py3.11:bench`")
+        print("skyrl-gym is not installed here: run `hatch run bench:one benchmarks/bench_skyrl_step.py`")
         return 2
     rows, answers = dataset(args.prompts)
     n = args.prompts * args.samples
