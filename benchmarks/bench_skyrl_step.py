@@ -170,7 +170,7 @@ def main(argv: list[str]) -> int:
     try:
         register()
     except ImportError:
-        print("skyrl-gym is not installed here: run `hatch run bench:one benchmarks/bench_skyrl_step.py`")
+        print("skyrl-gym is not installed here: use hatch run bench:one ...")
         return 2
     rows, answers = dataset(args.prompts)
     n = args.prompts * args.samples
