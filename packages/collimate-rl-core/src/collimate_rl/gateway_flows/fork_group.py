@@ -72,18 +72,22 @@ def plan_group(
     return calls
 
 
-def _child_ids(answer: Any, asked: int, made: int, n: int) -> list[dict[str, Any]]:
+def _children(answer: Any) -> list[dict[str, Any]]:
+    """The children of one fork answer; one without an id is a broken server."""
     children = answer if isinstance(answer, list) else []
     good = [dict(c) for c in children if isinstance(c, Mapping) and c.get("id")]
     if len(good) != len(children):
         raise GatewayError(f"a fork answered children without ids: {children!r:.200}")
-    if len(good) != asked:
+    return good
+
+
+def _check_chunk(got: int, asked: int, made: int, n: int) -> None:
+    if got != asked:
         raise GatewayError(
-            f"a fork asked for {asked} children and got {len(good)} "
-            f"({made + len(good)}/{n} of the group); the group was torn down",
+            f"a fork asked for {asked} children and got {got} "
+            f"({made}/{n} of the group); the group was torn down",
             code="fork_short",
         )
-    return good
 
 
 class _GroupBase:
@@ -139,7 +143,9 @@ class ForkGroup(_GroupBase):
         made: list[dict[str, Any]] = []
         try:
             for count, chunk in calls:
-                made += _child_ids(parent.fork(count, labels=chunk), count, len(made), n)
+                got = _children(parent.fork(count, labels=chunk))
+                made += got  # before the check: a short chunk's children are torn down too
+                _check_chunk(len(got), count, len(made), n)
         except BaseException:
             self._teardown(c["id"] for c in made)
             raise
@@ -310,8 +316,9 @@ class AsyncForkGroup(_GroupBase):
         made: list[dict[str, Any]] = []
         try:
             for count, chunk in self._calls:
-                answer = await self.parent.fork(count, labels=chunk)
-                made += _child_ids(answer, count, len(made), self.n)
+                got = _children(await self.parent.fork(count, labels=chunk))
+                made += got
+                _check_chunk(len(got), count, len(made), self.n)
         except BaseException:
             from ..gateway import _uncancellable
 
