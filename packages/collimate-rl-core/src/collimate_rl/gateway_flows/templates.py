@@ -40,7 +40,9 @@ def _check_until(until: str) -> None:
 
 
 def _reached(status: TemplateStatus, until: str) -> bool:
-    return status.converged if until == "converged" else status.live
+    # A full pool counts only once the bake is Live: a server may report the
+    # pool converged while it is still distributing the artifact.
+    return status.live and (status.converged or until == "live")
 
 
 def _raise_if_failed(template_id: str, status: TemplateStatus, until: str) -> None:
@@ -128,8 +130,8 @@ class TemplateHandle(_HandleFields):
         fail_fast: bool = True,
         until: WaitUntil = "converged",
     ) -> TemplateStatus:
-        """Poll until the pool reached its declared width (``until="live"``:
-        until the bake is ``Live``) and return the last reading.
+        """Poll until the bake is ``Live`` with its pool at the declared width
+        (``until="live"``: only ``Live``) and return the last reading.
 
         Raises :class:`~collimate_rl.TemplateBakeFailed` when the bake is
         ``Failed`` or the template vanished (``fail_fast``; otherwise it keeps
@@ -225,10 +227,11 @@ class Template:
         A demo key raises :class:`~collimate_rl.GatewayError` (``forbidden``,
         or ``network_requires_pro`` for a NIC).
         """
+        body = _bake_body(ready, width)  # bad input fails before any request
         answer = client.create_template(
             name=name,
             image=image,
-            ready=_bake_body(ready, width),
+            ready=body,
             width=width,
             cold_fraction=cold_fraction,
         )
@@ -268,10 +271,11 @@ class AsyncTemplate:
         width: int,
         cold_fraction: float = 0,
     ) -> AsyncTemplateHandle:
+        body = _bake_body(ready, width)  # bad input fails before any request
         answer = await client.create_template(
             name=name,
             image=image,
-            ready=_bake_body(ready, width),
+            ready=body,
             width=width,
             cold_fraction=cold_fraction,
         )
