@@ -205,6 +205,9 @@ class BakeBook:
                 )
             return self._created(existing)
         bake = Bake(tid, tenant.id, name, image, ready, width, _clamp(expected_width, tenant))
+        with contextlib.suppress(LookupError):
+            if resolve_image(image, self.service.templates)[1] and not ready.wire():
+                bake.bake_mode = "inherited_artifact"  # a catalog artifact, nothing to build
         self._bakes[tid] = bake
         bake.task = asyncio.ensure_future(self._run(bake))
         return self._created(bake)
@@ -252,11 +255,9 @@ class BakeBook:
 
     async def _build(self, bake: Bake) -> TemplateSpec:
         try:
-            base, catalog = resolve_image(bake.image, self.service.templates)
+            base, _catalog = resolve_image(bake.image, self.service.templates)
         except LookupError as exc:
             raise _BuildError(str(exc)) from None
-        if catalog and not bake.ready.wire():
-            bake.bake_mode = "inherited_artifact"
         spec = dataclasses.replace(
             base,
             id=f"{bake.id}@{bake.tenant}",
