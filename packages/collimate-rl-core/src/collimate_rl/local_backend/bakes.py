@@ -326,8 +326,9 @@ class BakeBook:
             "warm": warm,
             "frozen": 0,
             "per_node": [{"node": "local", "warm": warm, "frozen": 0}],
+            # converged: Live, and the warm pool holds the declared width
             "converge_state": "converged"
-            if bake.spec is not None and warm >= declared
+            if bake.phase == "Live" and warm >= declared
             else "converging",
             "bake_mode": bake.bake_mode,
             "error": bake.error,
