@@ -149,6 +149,13 @@ def test_children_are_deleted_when_the_block_raises(pro: GatewayClient) -> None:
         assert len(pro.list_sandboxes()) == 1
 
 
+def test_closing_the_session_closes_its_groups(pro: GatewayClient) -> None:
+    with pro.session("py") as sess:
+        group = sess.fork_group(3)  # never closed by the caller
+        assert len(pro.list_sandboxes()) == 4
+    assert len(group) == 0  # the pro fixture checks the server holds nothing
+
+
 def test_a_refused_chunk_tears_the_whole_group_down(demo: GatewayClient) -> None:
     # demo: 8 sandboxes at once; the parent + 4 fit, the second chunk does not
     with demo.session("py") as sess:
@@ -223,6 +230,8 @@ def test_async_fork_group(backend: LocalCollimateBackend) -> None:
                     await awaited.exec_each("print(1)")
                 await awaited.close()
                 assert len(await client.list_sandboxes()) == 1
+                await sess.fork_group(2)  # left open: the session's exit closes it
+                assert len(await client.list_sandboxes()) == 3
             assert await client.list_sandboxes() == []
 
     asyncio.run(main())

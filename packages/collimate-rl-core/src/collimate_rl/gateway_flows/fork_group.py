@@ -13,7 +13,9 @@ deleted and the error raised. Each child carries its seed from
 in it, so ``"crn"`` gives the group common random numbers.
 
 Leaving the ``with`` block deletes every child, also when the block raised;
-the parent session stays (a trainer forks the next group from it).
+the parent session stays (a trainer forks the next group from it). Closing
+the session closes the groups forked from it, so a group that was never
+closed does not outlive its parent.
 """
 
 from __future__ import annotations

@@ -62,6 +62,9 @@ class _SessionState:
         self.fork_time_ms: float | None = None
         self.create_time_ms: float | None = None
         self.endpoints: dict[str, str] = {}
+        # groups forked from this session: closed with it, so a group the
+        # caller never closed does not outlive its parent
+        self._groups: list[Any] = []
 
     def _opened(self, answer: Mapping[str, Any]) -> None:
         sandbox_id = answer.get("id")
@@ -172,7 +175,7 @@ class Session(_SessionState):
         ``max_per_call`` defaults to the key tier's cap (4 / 32 / 64).
         """
         self.open()
-        return ForkGroup(
+        group = ForkGroup(
             self,
             n,
             seed_mode=seed_mode,
@@ -181,6 +184,8 @@ class Session(_SessionState):
             default_timeout=default_timeout or self.default_timeout,
             max_per_call=max_per_call if max_per_call is not None else fork_cap(self.client),
         )
+        self._groups.append(group)
+        return group
 
     def suspend(self) -> dict[str, Any]:
         """Stop the sandbox's processes; the meter pauses. ``{id, state}``."""
@@ -191,7 +196,14 @@ class Session(_SessionState):
         return self.client.resume(self._live_id("resume"))
 
     def close(self) -> None:
-        """Delete the sandbox (idempotent; a sandbox already gone is fine)."""
+        """Delete the sandbox and the children of its fork groups
+        (idempotent; a sandbox already gone is fine)."""
+        groups, self._groups = self._groups, []
+        for group in groups:
+            try:
+                group.close()
+            except Exception as exc:  # the parent still goes
+                log.warning("could not close a fork group of %s: %s", self.id, exc)
         sandbox_id, self.id = self.id, None
         if sandbox_id is not None:
             self.client.delete_sandbox(sandbox_id)
@@ -276,7 +288,7 @@ class AsyncSession(_SessionState):
         max_per_call: int | None = None,
     ) -> AsyncForkGroup:
         """The group, forked when awaited or entered (see :class:`AsyncForkGroup`)."""
-        return AsyncForkGroup(
+        group = AsyncForkGroup(
             self,
             n,
             seed_mode=seed_mode,
@@ -285,6 +297,8 @@ class AsyncSession(_SessionState):
             default_timeout=default_timeout or self.default_timeout,
             max_per_call=max_per_call if max_per_call is not None else fork_cap(self.client),
         )
+        self._groups.append(group)
+        return group
 
     async def suspend(self) -> dict[str, Any]:
         return await self.client.suspend(self._live_id("suspend"))
@@ -293,9 +307,16 @@ class AsyncSession(_SessionState):
         return await self.client.resume(self._live_id("resume"))
 
     async def close(self) -> None:
-        """Delete the sandbox, even while the caller is being cancelled."""
+        """Delete the sandbox and its groups' children, even while the
+        caller is being cancelled."""
         from ..gateway import _uncancellable
 
+        groups, self._groups = self._groups, []
+        for group in groups:
+            try:
+                await group.close()
+            except Exception as exc:
+                log.warning("could not close a fork group of %s: %s", self.id, exc)
         sandbox_id, self.id = self.id, None
         if sandbox_id is not None:
             await _uncancellable(self.client.delete_sandbox(sandbox_id))
