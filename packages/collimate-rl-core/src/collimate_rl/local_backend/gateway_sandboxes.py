@@ -37,6 +37,10 @@ from .tiers import over_sandbox_limit
 from .usage import UsageMeter, rfc3339
 from .wire_errors import WireError, bad_request
 
+# children of one fork brought up at once: a wide fork must not take every
+# in-flight slot of the server (others would get 503 at_capacity meanwhile)
+FORK_OPENS_AT_ONCE = 8
+
 
 def new_sandbox_id() -> str:
     return "sb_" + secrets.token_hex(8)
@@ -241,14 +245,16 @@ class SandboxBook:
         session, parent_clone = self._clone(parent)
         with self._reserve(tenant, count):
             async with session.lock:  # no exec of the parent runs during the copy
-                opened = await asyncio.gather(
-                    *(
-                        self.service.open_session(
+                gate = asyncio.Semaphore(FORK_OPENS_AT_ONCE)
+
+                async def open_child() -> tuple[Session, float]:
+                    async with gate:
+                        return await self.service.open_session(
                             parent.spec, parent.egress, session_id=new_sandbox_id()
                         )
-                        for _ in range(count)
-                    ),
-                    return_exceptions=True,
+
+                opened = await asyncio.gather(
+                    *(open_child() for _ in range(count)), return_exceptions=True
                 )
                 sessions = [o[0] for o in opened if not isinstance(o, BaseException)]
                 failure = next((o for o in opened if isinstance(o, BaseException)), None)
