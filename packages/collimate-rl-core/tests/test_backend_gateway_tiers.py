@@ -4,6 +4,12 @@ backend: every rule of WIRE.md 3 answered as the typed error it maps to."""
 from __future__ import annotations
 
 import logging
+import re
+import signal
+import subprocess
+import sys
+import threading
+import time
 from collections.abc import Iterator
 from pathlib import Path
 
@@ -11,7 +17,7 @@ import httpx
 import pytest
 
 from collimate_rl import GatewayClient
-from collimate_rl.errors import DemoTierLimit, GatewayError
+from collimate_rl.errors import CollimateDrainingError, DemoTierLimit, GatewayError
 from collimate_rl.local_backend import LocalCollimateBackend
 from collimate_rl.local_backend.cli import build_parser, config_from_args
 from collimate_rl.local_backend.tenants import KeyRing
@@ -192,3 +198,67 @@ def test_keys_file_and_cli_flags(tmp_path: Path) -> None:
     cfg = config_from_args(args)
     assert cfg.api_keys == ("col_pro_x_1", "col_demo_y_2")
     assert cfg.api_keys_file == str(path)
+
+
+def _serve(*args: str) -> tuple[subprocess.Popen[str], str]:
+    proc = subprocess.Popen(
+        [sys.executable, "-m", "collimate_rl.local_backend", "--port", "0", *args],
+        stderr=subprocess.PIPE,
+        stdout=subprocess.DEVNULL,
+        text=True,
+    )
+    assert proc.stderr is not None
+    banner = ""
+    for line in proc.stderr:
+        banner += line
+        if "isolation:" in line:
+            break
+    threading.Thread(target=lambda: list(proc.stderr or []), daemon=True).start()
+    return proc, banner
+
+
+def _stop(proc: subprocess.Popen[str]) -> None:
+    if proc.poll() is None:
+        proc.send_signal(signal.SIGTERM)
+        try:
+            proc.wait(60)
+        except subprocess.TimeoutExpired:
+            proc.kill()
+            proc.wait(10)
+
+
+def test_the_server_prints_the_keys_it_made_up_and_drains_gateway_work() -> None:
+    proc, banner = _serve()
+    try:
+        url = re.search(r"listening on (http://127\.0\.0\.1:\d+)", banner)
+        keys = dict(re.findall(r"generated (demo|pro) key \(shown once\): (col_\S+)", banner))
+        assert url and set(keys) == {"demo", "pro"}, banner
+        with GatewayClient(keys["pro"], url.group(1), retries=0) as client:
+            sid = client.create_sandbox("sh")["id"]
+            assert client.exec(sid, command="echo up")["stdout"] == "up\n"
+            slow: list[str] = []
+            t = threading.Thread(
+                target=lambda: slow.append(client.exec(sid, command="sleep 3; echo done")["stdout"])
+            )
+            t.start()
+            deadline = time.monotonic() + 30
+            while client.health()["running"] < 1:
+                assert time.monotonic() < deadline
+                time.sleep(0.02)
+            proc.send_signal(signal.SIGTERM)  # drain: new gateway work is refused too
+            while client.health()["status"] != "draining":
+                assert time.monotonic() < deadline
+                time.sleep(0.02)
+            with pytest.raises(CollimateDrainingError):
+                client.create_sandbox("sh")
+            t.join(60)
+            assert slow == ["done\n"]  # the exec in flight finished
+        assert proc.wait(60) == 0
+    finally:
+        _stop(proc)
+    proc, banner = _serve("--api-key", PRO)
+    try:
+        assert "generated" not in banner and "1 API key(s)" in banner
+        assert PRO not in banner
+    finally:
+        _stop(proc)
