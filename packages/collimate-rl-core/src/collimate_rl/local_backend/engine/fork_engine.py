@@ -233,6 +233,7 @@ class ForkEngine:
             "limits": _limits_dict(template.limits),
             # python execs get a clean twin (see guest/twin.py): graders use it
             "clean_twin": template.kind == "python",
+            "env": dict(template.env),
         }
         if template.kind == "app":
             limits = _limits_dict(template.limits)
