@@ -92,6 +92,7 @@ def test_a_cmd_bake_walks_to_live_and_its_pool_is_the_real_pool(
     # it runs sandboxes
     sid = client.create_sandbox(created["id"])["id"]
     assert client.exec(sid, code="print(2 + 2)")["stdout"] == "4\n"
+    assert client.exec(sid, command="echo $GREETING")["stdout"] == "hi\n"  # ready.env stays
     with pytest.raises(GatewayError) as got:
         client.delete_template(created["id"])
     assert (got.value.status, got.value.code) == (409, "template_in_use")
@@ -171,6 +172,10 @@ def test_expect_and_release_move_the_declared_width(
     assert client.release_template(tid)["released_at"] == released["released_at"]
     assert client.get_template(tid)["declared"] == 1
     assert _engine_warm(backend, tid) == 1  # the extra warm clone was closed
+    # baking the same name again declares its widths anew
+    again = client.create_template(name="sized", image="python:3.11", width=2)
+    assert again["id"] == tid
+    assert client.get_template(tid)["declared"] == 2
 
 
 def test_catalog_rows_are_not_the_tenants_to_delete_or_size(client: GatewayClient) -> None:

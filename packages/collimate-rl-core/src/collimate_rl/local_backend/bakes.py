@@ -171,7 +171,7 @@ class BakeBook:
 
     # -- create --------------------------------------------------------------
 
-    def create(self, tenant: Tenant, body: Any) -> dict[str, Any]:
+    async def create(self, tenant: Tenant, body: Any) -> dict[str, Any]:
         if not isinstance(body, Mapping):
             raise bad_request("request body must be a JSON object")
         ready = parse_ready(body.get("ready"))
@@ -203,6 +203,12 @@ class BakeBook:
                     "conflict",
                     f"template {name!r} exists with another image or ready check; delete it first",
                 )
+            # the same bake again: the widths it declares now are the ones in force
+            existing.width = width
+            if expected_width is not None:
+                existing.expected_width = _clamp(expected_width, tenant)
+                existing.released_at = None
+            await self._apply_width(existing)
             return self._created(existing)
         bake = Bake(tid, tenant.id, name, image, ready, width, _clamp(expected_width, tenant))
         with contextlib.suppress(LookupError):
@@ -264,6 +270,7 @@ class BakeBook:
             networked=base.networked or bake.ready.networked,
             ports=bake.ready.ports or base.ports,
             warm_pool=0,
+            env=base.env + bake.ready.env,
         )
         await self._ready_check(spec, bake.ready)
         return spec
@@ -271,7 +278,6 @@ class BakeBook:
     async def _ready_check(self, spec: TemplateSpec, ready: ReadySpec) -> None:
         if not ready.cmd and not ready.http:
             return
-        env = "".join(f"export {k}={shlex.quote(v)}\n" for k, v in ready.env)
         timeout = ready.http_timeout_s or DEFAULT_READY_TIMEOUT_S
         if ready.http:
             start = f"({ready.cmd}) >/dev/null 2>&1 &\n" if ready.cmd else ""
@@ -279,9 +285,9 @@ class BakeBook:
                 f"{shlex.quote(sys.executable)} -c {shlex.quote(_HTTP_PROBE)} "
                 f"{shlex.quote(ready.http)} {timeout}"
             )
-            source = env + start + probe
+            source = start + probe
         else:
-            source = env + ready.cmd
+            source = ready.cmd
         try:
             clone = await self.service.engine.open_clone(spec, egress=None)
         except Exception as exc:

@@ -121,7 +121,7 @@ def build_gateway_router(gateway: Gateway) -> Router:
 
     async def create_template(req: Request, _p: dict[str, str]) -> Response:
         who = tenant(req)
-        created = bakes.create(who, req.json())
+        created = await bakes.create(who, req.json())
         gateway.meter.bake_asked(who.id)
         return Response(200, created)
 

@@ -39,8 +39,8 @@ class Tier:
 
 TIERS: dict[str, Tier] = {
     "demo": Tier("demo", 8, 4, False, False, False, 8),
-    "pro": Tier("pro", 256, 32, True, True, True, 1024),
-    "ent": Tier("ent", 1024, 64, True, True, True, 4096),
+    "pro": Tier("pro", 1024, 32, True, True, True, 1024),
+    "ent": Tier("ent", 4096, 64, True, True, True, 4096),
 }
 
 
