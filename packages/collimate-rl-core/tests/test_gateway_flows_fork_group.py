@@ -239,11 +239,13 @@ def test_async_fork_group(backend: LocalCollimateBackend) -> None:
 
 def test_async_refused_chunk_tears_down(backend: LocalCollimateBackend) -> None:
     async def main() -> None:
-        async with AsyncGatewayClient(api_key=DEMO, base_url=backend.base_url) as client:
-            async with client.session("py") as sess:
-                with pytest.raises(DemoTierLimit):
-                    await sess.fork_group(8)
-                assert [sb["id"] for sb in await client.list_sandboxes()] == [sess.id]
+        async with (
+            AsyncGatewayClient(api_key=DEMO, base_url=backend.base_url) as client,
+            client.session("py") as sess,
+        ):
+            with pytest.raises(DemoTierLimit):
+                await sess.fork_group(8)
+            assert [sb["id"] for sb in await client.list_sandboxes()] == [sess.id]
 
     asyncio.run(main())
 
@@ -275,15 +277,17 @@ def test_async_short_fork_tears_down(backend: LocalCollimateBackend, pro: Gatewa
     transport = AsyncDropOneChild(nth=1)
 
     async def main() -> None:
-        async with AsyncGatewayClient(
-            api_key=PRO, base_url=backend.base_url, httpx_transport=transport
-        ) as client:
-            async with client.session("py") as sess:
-                with pytest.raises(GatewayError) as info:
-                    await sess.fork_group(10)
-                assert info.value.code == "fork_short"
-                left = {sb["id"] for sb in await client.list_sandboxes()}
-                assert left == {sess.id, *transport.dropped}
-                await client.delete_sandbox(transport.dropped[0])
+        async with (
+            AsyncGatewayClient(
+                api_key=PRO, base_url=backend.base_url, httpx_transport=transport
+            ) as client,
+            client.session("py") as sess,
+        ):
+            with pytest.raises(GatewayError) as info:
+                await sess.fork_group(10)
+            assert info.value.code == "fork_short"
+            left = {sb["id"] for sb in await client.list_sandboxes()}
+            assert left == {sess.id, *transport.dropped}
+            await client.delete_sandbox(transport.dropped[0])
 
     asyncio.run(main())

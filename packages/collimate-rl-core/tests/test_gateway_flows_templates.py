@@ -59,7 +59,11 @@ def test_ready_to_wire_and_validation() -> None:
 
 def test_bake_walks_the_phases_to_a_full_pool(pro: GatewayClient) -> None:
     handle = Template.bake(
-        pro, name="numpy-ready", image="python:3.11", ready=Ready(cmd="python3 -c 'import json'"), width=2
+        pro,
+        name="numpy-ready",
+        image="python:3.11",
+        ready=Ready(cmd="python3 -c 'import json'"),
+        width=2,
     )
     assert isinstance(handle, TemplateHandle) and handle.declared == 2
     seen: list[TemplateStatus] = []
@@ -70,7 +74,11 @@ def test_bake_walks_the_phases_to_a_full_pool(pro: GatewayClient) -> None:
     assert ranks == sorted(ranks) and phases[-1] == "Live"  # never goes backwards
     assert sum(n["warm"] for n in final.per_node) == final.warm
     again = Template.bake(
-        pro, name="numpy-ready", image="python:3.11", ready=Ready(cmd="python3 -c 'import json'"), width=2
+        pro,
+        name="numpy-ready",
+        image="python:3.11",
+        ready=Ready(cmd="python3 -c 'import json'"),
+        width=2,
     )
     assert again.id == handle.id  # idempotent
     with pro.session(handle) as sess:  # a handle opens a session directly
@@ -79,7 +87,9 @@ def test_bake_walks_the_phases_to_a_full_pool(pro: GatewayClient) -> None:
 
 
 def test_a_failed_bake_raises_with_the_build_error(pro: GatewayClient) -> None:
-    handle = Template.bake(pro, name="broken", image="python:3.11", ready=Ready(cmd="exit 3"), width=1)
+    handle = Template.bake(
+        pro, name="broken", image="python:3.11", ready=Ready(cmd="exit 3"), width=1
+    )
     with pytest.raises(TemplateBakeFailed) as info:
         handle.wait(120, poll_interval=FAST)
     st = info.value.template_status
@@ -102,7 +112,9 @@ def test_a_template_deleted_mid_wait_is_a_failed_bake(pro: GatewayClient) -> Non
     assert info.value.code == "not_found"
 
 
-def test_status_and_attach_from_a_fresh_client(backend: LocalCollimateBackend, pro: GatewayClient) -> None:
+def test_status_and_attach_from_a_fresh_client(
+    backend: LocalCollimateBackend, pro: GatewayClient
+) -> None:
     handle = Template.bake(pro, name="attach-me", image="python:3.11", width=1)
     handle.wait(120, poll_interval=FAST)
     with GatewayClient(api_key=PRO, base_url=backend.base_url) as other:
@@ -134,7 +146,9 @@ def test_async_bake_status_attach(backend: LocalCollimateBackend) -> None:
                 client, name="async-bake", image="python:3.11", ready=Ready(cmd="true"), width=1
             )
             seen: list[str] = []
-            final = await handle.wait(120, poll_interval=FAST, on_update=lambda s: seen.append(s.phase))
+            final = await handle.wait(
+                120, poll_interval=FAST, on_update=lambda s: seen.append(s.phase)
+            )
             assert final.converged and seen[-1] == "Live"
             assert (await AsyncTemplate.status(client, handle.id)).live
             attached = await AsyncTemplate.attach(client, handle.id)

@@ -182,8 +182,8 @@ class BakeView:
 def run_bake(args: argparse.Namespace) -> int:
     out = sys.stdout
     try:
-        client = _client(args)
         ready = _ready(args)
+        client = _client(args)
     except ValueError as exc:
         print(f"collimate bake: {exc}", file=sys.stderr)
         return 2
