@@ -4,6 +4,9 @@ Metered from the events themselves (a sandbox started, suspended, resumed,
 ended; an exec ran; a bake was asked for), in wall-clock time, so ``GET
 /v1/usage?from=&to=`` can clip every interval to the window asked for. The
 meter pauses while a sandbox is suspended: suspended time is counted apart.
+Execs are summed per tenant and wall-clock second (a long-lived server does
+not keep one record per exec; a second that overlaps the window counts), and
+records older than ``RETAIN_S`` go.
 """
 
 from __future__ import annotations
@@ -16,6 +19,8 @@ from typing import Any
 from .wire_errors import bad_request
 
 DEFAULT_WINDOW_S = 30 * 24 * 3600.0
+# what the meter remembers: records that ended longer ago than this are dropped
+RETAIN_S = 400 * 24 * 3600.0
 
 
 @dataclass
@@ -58,8 +63,10 @@ class UsageMeter:
 
     def __init__(self) -> None:
         self._sandboxes: dict[str, _SandboxMeter] = {}
-        self._execs: list[tuple[str, float, float]] = []  # (tenant, at, exec seconds)
+        # (tenant, wall-clock second) -> [execs, exec seconds]
+        self._execs: dict[tuple[str, int], list[float]] = {}
         self._bakes: list[tuple[str, float]] = []
+        self._next_prune = time.time() + 3600.0
 
     def sandbox_started(self, tenant: str, sandbox_id: str, *, forked: bool = False) -> None:
         self._sandboxes[sandbox_id] = _SandboxMeter(tenant, time.time(), forked)
@@ -81,7 +88,22 @@ class UsageMeter:
             meter.ended = time.time()
 
     def exec_ran(self, tenant: str, exec_seconds: float) -> None:
-        self._execs.append((tenant, time.time(), exec_seconds))
+        now = time.time()
+        slot = self._execs.setdefault((tenant, int(now)), [0, 0.0])
+        slot[0] += 1
+        slot[1] += exec_seconds
+        if now >= self._next_prune:
+            self.prune(now)
+
+    def prune(self, now: float) -> None:
+        """Forget what ended more than ``RETAIN_S`` ago."""
+        horizon = now - RETAIN_S
+        self._next_prune = now + 3600.0
+        self._sandboxes = {
+            sid: m for sid, m in self._sandboxes.items() if m.ended is None or m.ended >= horizon
+        }
+        self._execs = {k: v for k, v in self._execs.items() if k[1] >= horizon}
+        self._bakes = [(t, at) for t, at in self._bakes if at >= horizon]
 
     def bake_asked(self, tenant: str) -> None:
         self._bakes.append((tenant, time.time()))
@@ -105,7 +127,9 @@ class UsageMeter:
             paused = sum(_overlap(a or 0.0, b, lo, hi, now) for a, b in meter.suspensions)
             live += whole - paused
             susp += paused
-        execs = [(at, s) for t, at, s in self._execs if t == tenant and lo <= at <= hi]
+        execs = [
+            v for (t, at), v in self._execs.items() if t == tenant and lo < at + 1 and at <= hi
+        ]
         bakes = sum(1 for t, at in self._bakes if t == tenant and lo <= at <= hi)
         return {
             "from": rfc3339(lo),
@@ -115,8 +139,8 @@ class UsageMeter:
                 "forked_sandboxes": forked,
                 "sandbox_seconds": round(live, 3),
                 "suspended_seconds": round(susp, 3),
-                "execs": len(execs),
-                "exec_seconds": round(sum(s for _, s in execs), 3),
+                "execs": int(sum(v[0] for v in execs)),
+                "exec_seconds": round(sum(v[1] for v in execs), 3),
                 "bakes": bakes,
             },
         }
