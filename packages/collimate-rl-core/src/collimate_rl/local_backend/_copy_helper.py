@@ -50,7 +50,7 @@ def _copy_entry(name: str, dirfd: int, dest: str, puid: int | None, cuid: int | 
     """Copy one entry; True when it is a directory to descend into."""
     st = os.stat(name, dir_fd=dirfd, follow_symlinks=False)
     uid, gid = _owner(st, puid, cuid)
-    mode = stat.S_IMODE(st.st_mode)
+    mode = stat.S_IMODE(st.st_mode) & 0o1777  # never a set-id bit (nosuid anyway)
     if stat.S_ISDIR(st.st_mode):
         if (os.path.lexists(dest) and not os.path.isdir(dest)) or os.path.islink(dest):
             _remove(dest)
