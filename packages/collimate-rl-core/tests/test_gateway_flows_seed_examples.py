@@ -16,12 +16,11 @@ from collimate_rl.cli import main as collimate
 from collimate_rl.local_backend import LocalCollimateBackend
 
 PRO = "col_pro_seed-examples"
-ENT = "col_ent_seed-examples"
 
 
 @pytest.fixture(scope="module")
 def backend() -> Iterator[LocalCollimateBackend]:
-    with LocalCollimateBackend(api_keys=[PRO, ENT]) as be:
+    with LocalCollimateBackend(api_keys=[PRO]) as be:
         yield be
 
 
@@ -49,9 +48,9 @@ def _environments_example(client: GatewayClient, width: int) -> int:
 
 
 def test_environments_and_sessions_example_on_a_pro_key(backend: LocalCollimateBackend) -> None:
-    # Width 64 (the README says 512): the local backend's pro plan holds 256
-    # sandboxes at once and this machine is shared; 64 is still two fork
-    # calls at the pro cap of 32. The verbatim 512 runs below on an ent key.
+    # Width 64 (the README says 512) keeps the default run light on a shared
+    # machine; 64 is still two fork calls at the pro cap of 32. The verbatim
+    # 512 (16 fork calls, 513 sandboxes) runs below, marked slow.
     with GatewayClient(api_key=PRO, base_url=backend.base_url) as client:
         assert _environments_example(client, 64) == 64
         assert client.list_sandboxes() == []  # the session's exit took its group
@@ -59,7 +58,7 @@ def test_environments_and_sessions_example_on_a_pro_key(backend: LocalCollimateB
 
 @pytest.mark.slow
 def test_environments_and_sessions_example_verbatim_width(backend: LocalCollimateBackend) -> None:
-    with GatewayClient(api_key=ENT, base_url=backend.base_url) as client:
+    with GatewayClient(api_key=PRO, base_url=backend.base_url) as client:
         assert _environments_example(client, 512) == 512
         assert client.list_sandboxes() == []
 
