@@ -114,9 +114,10 @@ class _GroupBase:
         return f"{type(self).__name__}(n={self.n}, live={len(self.children)})"
 
 
-def _first_error(outcomes: list[Any], errors: dict[int, BaseException]) -> None:
-    for i in sorted(errors):
-        raise errors[i]
+def _raise_first(errors: dict[int, BaseException]) -> None:
+    """Raise the failure of the lowest-numbered child, if any failed."""
+    if errors:
+        raise errors[min(errors)]
 
 
 class ForkGroup(_GroupBase):
@@ -192,7 +193,7 @@ class ForkGroup(_GroupBase):
             max_workers=max(1, min(n, concurrency or DEFAULT_CONCURRENCY))
         ) as ex:
             list(ex.map(guarded, range(n)))
-        _first_error(outcomes, errors)
+        _raise_first(errors)
         return outcomes
 
     def exec_each(
@@ -372,7 +373,7 @@ class AsyncForkGroup(_GroupBase):
         async with anyio.create_task_group() as tg:
             for i in range(n):
                 tg.start_soon(guarded, i)
-        _first_error(outcomes, errors)
+        _raise_first(errors)
         return outcomes
 
     async def exec_each(
