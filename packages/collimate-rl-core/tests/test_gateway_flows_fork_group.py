@@ -10,6 +10,7 @@ every request to the real server and drops one child from one answer.
 from __future__ import annotations
 
 import asyncio
+import contextlib
 import json
 from collections.abc import Iterator
 from typing import Any
@@ -27,6 +28,7 @@ from collimate_rl import (
     GatewayError,
     seed_from_key,
 )
+from collimate_rl.gateway_flows import fork_cap
 from collimate_rl.gateway_flows.fork_group import plan_group
 from collimate_rl.local_backend import LocalCollimateBackend
 
@@ -164,6 +166,16 @@ def test_a_refused_chunk_tears_the_whole_group_down(demo: GatewayClient) -> None
         assert [sb["id"] for sb in demo.list_sandboxes()] == [sess.id]
 
 
+@contextlib.contextmanager
+def _reaping(client: GatewayClient, ids: list[str]) -> Iterator[None]:
+    """Deletes the ids the fault dropped, whatever the test's outcome."""
+    try:
+        yield
+    finally:
+        for sandbox_id in ids:
+            client.delete_sandbox(sandbox_id)
+
+
 class DropOneChild(httpx.BaseTransport):
     """Forwards to the real server; the ``nth`` fork answer loses its last child."""
 
@@ -191,16 +203,19 @@ def test_a_short_fork_tears_the_group_down_and_raises(
     backend: LocalCollimateBackend, pro: GatewayClient
 ) -> None:
     transport = DropOneChild(nth=2)
-    with _client(backend, PRO, httpx_transport=transport) as client, client.session("py") as sess:
+    with (
+        _client(backend, PRO, httpx_transport=transport) as client,
+        client.session("py") as sess,
+        _reaping(pro, transport.dropped),
+    ):
         with pytest.raises(GatewayError) as info:
-            sess.fork_group(40)
+            sess.fork_group(10, max_per_call=4)  # 4 + 4 (one dropped) + 2
         assert info.value.code == "fork_short"
-        assert "40" in str(info.value)
-        # the 39 children the client knew of are gone; the one it never saw is
+        assert "got 3 (7/10 of the group)" in str(info.value)
+        # the 7 children the client knew of are gone; the one it never saw is
         # the server's to reap (here: deleted by hand to prove it existed)
         left = {sb["id"] for sb in pro.list_sandboxes()}
         assert left == {sess.id, *transport.dropped}
-        pro.delete_sandbox(transport.dropped[0])
 
 
 def test_async_fork_group(backend: LocalCollimateBackend) -> None:
@@ -208,18 +223,21 @@ def test_async_fork_group(backend: LocalCollimateBackend) -> None:
         async with AsyncGatewayClient(api_key=PRO, base_url=backend.base_url) as client:
             async with client.session("py") as sess:
                 await sess.exec("open('/tmp/p', 'w').write('p')")
-                group = sess.fork_group(36, base_seed="cd" * 32)
+                group = sess.fork_group(12, base_seed="cd" * 32, max_per_call=8)
                 assert isinstance(group, AsyncForkGroup) and len(group) == 0  # not forked yet
+                spy = ForkSpy(sess)
                 async with group:
-                    assert len(group) == 36
+                    assert len(group) == 12
                     results = await group.exec_each("print(open('/tmp/p').read())")
-                    assert [r.stdout if r else None for r in results] == ["p\n"] * 36
+                    assert [r.stdout if r else None for r in results] == ["p\n"] * 12
                     assert {r.seed for r in results if r} == {"cd" * 32}
 
                     async def index(i: int, child: Any) -> str:
                         return (await child.exec(f"print({i})")).stdout
 
-                    assert await group.map(index) == [f"{i}\n" for i in range(36)]
+                    assert await group.map(index) == [f"{i}\n" for i in range(12)]
+                assert spy.counts == [8, 4]
+                assert fork_cap(client) == 32  # the default for this pro key
                 assert len(await client.list_sandboxes()) == 1
                 with pytest.raises(RuntimeError):
                     async with sess.fork_group(3):
@@ -288,6 +306,45 @@ def test_async_short_fork_tears_down(backend: LocalCollimateBackend, pro: Gatewa
             assert info.value.code == "fork_short"
             left = {sb["id"] for sb in await client.list_sandboxes()}
             assert left == {sess.id, *transport.dropped}
-            await client.delete_sandbox(transport.dropped[0])
+
+    with _reaping(pro, transport.dropped):
+        asyncio.run(main())
+
+
+def test_an_interrupt_between_chunks_tears_down(pro: GatewayClient) -> None:
+    with pro.session("py") as sess:
+        real = sess.fork
+        calls: list[int] = []
+
+        def fork(n: int = 1, labels: Any = None) -> Any:
+            calls.append(n)
+            if len(calls) == 2:
+                raise KeyboardInterrupt  # Ctrl-C while the group is half forked
+            return real(n, labels=labels)
+
+        sess.fork = fork  # type: ignore[method-assign]
+        with pytest.raises(KeyboardInterrupt):
+            sess.fork_group(40)
+        assert calls == [32, 8]
+        assert [sb["id"] for sb in pro.list_sandboxes()] == [sess.id]
+
+
+def test_async_group_is_deleted_when_its_task_is_cancelled(backend: LocalCollimateBackend) -> None:
+    async def main() -> None:
+        async with AsyncGatewayClient(api_key=PRO, base_url=backend.base_url) as client:
+            forked = asyncio.Event()
+
+            async def rollout() -> None:
+                async with client.session("sh") as sess, sess.fork_group(4) as group:
+                    forked.set()
+                    await group.exec_each(command="sleep 10", timeout_seconds=60)
+
+            task = asyncio.ensure_future(rollout())
+            await forked.wait()
+            await asyncio.sleep(0.2)
+            task.cancel()
+            with pytest.raises(asyncio.CancelledError):
+                await task
+            assert await client.list_sandboxes() == []
 
     asyncio.run(main())

@@ -148,7 +148,7 @@ def test_async_session_is_deleted_when_cancelled(backend: LocalCollimateBackend)
             async def hold() -> None:
                 async with client.session("sh") as s:
                     opened.set()
-                    await s.exec(command="sleep 30", timeout_seconds=60)
+                    await s.exec(command="sleep 10", timeout_seconds=60)
 
             task = asyncio.ensure_future(hold())
             await opened.wait()
