@@ -159,3 +159,13 @@ def test_async_session_is_deleted_when_cancelled(backend: LocalCollimateBackend)
             assert await client.list_sandboxes() == []
 
     asyncio.run(main())
+
+
+def test_the_earlier_import_paths_name_the_same_objects() -> None:
+    import collimate_rl
+    from collimate_rl import template
+
+    for name in ("Ready", "Template", "TemplateHandle", "TemplateStatus", "Session", "Env",
+                 "ForkGroup", "TemplateBakeFailed", "DemoTierLimit"):  # fmt: skip
+        assert getattr(template, name) is getattr(collimate_rl, name), name
+    assert callable(GatewayClient.env) and callable(GatewayClient.session)
