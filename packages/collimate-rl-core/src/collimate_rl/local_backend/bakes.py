@@ -45,6 +45,7 @@ log = logging.getLogger("collimate_rl.local_backend")
 
 BUILD_ATTEMPTS = 2  # consecutive build failures that end a bake Failed
 DEFAULT_READY_TIMEOUT_S = 60.0
+DISTRIBUTE_TIMEOUT_S = 120.0  # for the first warm clone of a built template
 _NAME_RE = re.compile(r"^[A-Za-z0-9][A-Za-z0-9._-]{0,62}$")
 
 
@@ -248,8 +249,14 @@ class BakeBook:
             bake.error = ""
             bake.phase = "Distributing"
             await self._apply_width(bake)
-            target = self.declared(bake)
-            while target and self.warm(bake) < 1 and not _closed(self.service):
+            # Live once the pool has its first ready clone (none is asked for
+            # at width 0); a pool that cannot fork one fails the bake
+            deadline = time.monotonic() + DISTRIBUTE_TIMEOUT_S
+            while self.declared(bake) and self.warm(bake) < 1 and not _closed(self.service):
+                if time.monotonic() > deadline:
+                    bake.phase, bake.build_fails = "Failed", max(bake.build_fails, 1)
+                    bake.error = f"no warm clone came up within {DISTRIBUTE_TIMEOUT_S:g}s"
+                    return
                 await asyncio.sleep(0.05)
             bake.phase = "Live"
         except asyncio.CancelledError:

@@ -245,41 +245,9 @@ class SandboxBook:
         session, parent_clone = self._clone(parent)
         with self._reserve(tenant, count):
             async with session.lock:  # no exec of the parent runs during the copy
-                gate = asyncio.Semaphore(FORK_OPENS_AT_ONCE)
-
-                async def open_child() -> tuple[Session, float]:
-                    async with gate:
-                        return await self.service.open_session(
-                            parent.spec, parent.egress, session_id=new_sandbox_id()
-                        )
-
-                opened = await asyncio.gather(
-                    *(open_child() for _ in range(count)), return_exceptions=True
-                )
-                sessions = [o[0] for o in opened if not isinstance(o, BaseException)]
-                failure = next((o for o in opened if isinstance(o, BaseException)), None)
-                try:
-                    if failure is not None:
-                        raise failure
-                    clones = [s.clone for s in sessions]
-                    if not all(isinstance(c, ForkClone) for c in clones):
-                        raise WireError(501, "not_implemented", "this engine cannot fork")
-                    await copy_state(
-                        parent_clone,
-                        [c for c in clones if isinstance(c, ForkClone)],
-                        frozen=parent.state == "suspended",
-                    )
-                except BaseException as exc:
-                    for s in sessions:
-                        with contextlib.suppress(Exception):
-                            await self.service.delete_session(s.session_id)
-                    if isinstance(exc, ForkCopyError):
-                        raise WireError(
-                            503,
-                            "session_bringup_failed",
-                            f"could not copy sandbox {sandbox_id} into its children: {exc}",
-                        ) from exc
-                    raise
+                if not self.service.sessions.is_live(parent.id):  # deleted meanwhile
+                    raise WireError(404, "not_found", f"no sandbox: {sandbox_id}")
+                sessions = await self._bring_up_children(parent, parent_clone, count, sandbox_id)
             children = []
             for s, labels in zip(sessions, per_child, strict=True):
                 child = Sandbox(
@@ -298,6 +266,46 @@ class SandboxBook:
                     entry["endpoints"] = dict(s.clone.endpoints)
                 children.append(entry)
         return {"parent": parent.id, "children": children}
+
+    async def _bring_up_children(
+        self, parent: Sandbox, parent_clone: ForkClone, count: int, sandbox_id: str
+    ) -> list[Session]:
+        """``count`` new sessions holding a copy of the parent's files, or
+        none at all: whatever fails (a bring-up, the copy, the caller
+        cancelled), every child made so far is destroyed before it raises."""
+        gate = asyncio.Semaphore(FORK_OPENS_AT_ONCE)
+        made: list[Session] = []
+
+        async def open_child() -> None:
+            async with gate:
+                child, _ = await self.service.open_session(
+                    parent.spec, parent.egress, session_id=new_sandbox_id()
+                )
+                made.append(child)
+
+        try:
+            opened = await asyncio.gather(
+                *(open_child() for _ in range(count)), return_exceptions=True
+            )
+            failure = next((o for o in opened if isinstance(o, BaseException)), None)
+            if failure is not None:
+                raise failure
+            clones = [c for c in (s.clone for s in made) if isinstance(c, ForkClone)]
+            if len(clones) != len(made):
+                raise WireError(501, "not_implemented", "this engine cannot fork")
+            await copy_state(parent_clone, clones, frozen=parent.state == "suspended")
+        except BaseException as exc:
+            for child in made:
+                with contextlib.suppress(Exception):
+                    await self.service.delete_session(child.session_id)
+            if isinstance(exc, ForkCopyError):
+                raise WireError(
+                    503,
+                    "session_bringup_failed",
+                    f"could not copy sandbox {sandbox_id} into its children: {exc}",
+                ) from exc
+            raise
+        return made
 
 
 def _fork_labels(raw: Any, count: int) -> list[dict[str, str]]:
