@@ -179,6 +179,21 @@ def test_generated_keys_when_none_is_given() -> None:
         assert b.generated_keys == {}
 
 
+def test_a_server_takes_its_keys_from_a_file(tmp_path: Path) -> None:
+    path = tmp_path / "keys.txt"
+    path.write_text("col_pro_file_one  team\ncol_demo_file_two team\n")
+    with LocalCollimateBackend(api_keys_file=path, gateway_max_warm=0) as b:
+        assert b.generated_keys == {}
+        with GatewayClient("col_pro_file_one", b.base_url) as one:
+            sid = one.create_sandbox("sh")["id"]
+            with GatewayClient("col_demo_file_two", b.base_url) as two:
+                # one tenant, two keys: the demo key sees the pro key's sandbox
+                assert sid in {s["id"] for s in two.list_sandboxes()}
+            one.delete_sandbox(sid)
+    with pytest.raises(ValueError, match="keys file"):
+        LocalCollimateBackend(api_keys_file=tmp_path / "missing").start()
+
+
 def test_keys_file_and_cli_flags(tmp_path: Path) -> None:
     path = tmp_path / "keys"
     path.write_text("# team keys\ncol_pro_a_1  team-a\ncol_ent_a_2 team-a\n\ncol_demo_b_1\n")
