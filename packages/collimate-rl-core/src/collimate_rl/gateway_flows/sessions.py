@@ -173,8 +173,8 @@ class Session(_SessionState):
         """Fork a group of exactly ``n`` children (see :class:`ForkGroup`).
 
         ``max_per_call`` defaults to the key tier's cap (4 / 32 / 64).
+        Bad arguments fail before anything is created.
         """
-        self.open()
         group = ForkGroup(
             self,
             n,
