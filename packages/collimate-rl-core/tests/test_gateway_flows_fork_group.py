@@ -348,3 +348,14 @@ def test_async_group_is_deleted_when_its_task_is_cancelled(backend: LocalCollima
             assert await client.list_sandboxes() == []
 
     asyncio.run(main())
+
+
+def test_bad_group_arguments_fail_before_anything_is_created(pro: GatewayClient) -> None:
+    sess = pro.session("py")
+    with pytest.raises(ValueError, match="n >= 1"):
+        sess.fork_group(0)
+    with pytest.raises(ValueError, match="mode"):
+        sess.fork_group(2, seed_mode="bogus")
+    with pytest.raises(ValueError, match="labels"):
+        sess.fork_group(2, labels=["only-one"])
+    assert sess.id is None  # the fixture checks the server holds nothing
