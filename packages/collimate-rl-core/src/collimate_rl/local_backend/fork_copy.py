@@ -35,7 +35,8 @@ async def copy_state(parent: ForkClone, children: Sequence[ForkClone], *, frozen
     if not children:
         return
     if not frozen:
-        stop_tree(parent.pid)
+        # (a standby forked meanwhile writes no file: no settling needed)
+        await asyncio.to_thread(stop_tree, parent.pid, settle_s=0.0)
     try:
         if parent.mode == "ns":
             await _copy_namespaced(parent, children)

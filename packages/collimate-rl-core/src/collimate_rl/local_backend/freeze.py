@@ -5,8 +5,11 @@ A clone's processes are the descendants of its clone process (in a pid
 namespace every orphan is re-parented to it; in process mode it is their
 subreaper), found from the host's ``/proc``. The clone process itself keeps
 running: it is the machine, not the workload, and the engine still talks to
-it (to kill a suspended clone, or wipe it for reuse). Stopping repeats until
-a pass finds nothing new, so a process forked during the sweep is caught.
+it (to kill a suspended clone, or wipe it for reuse), and it forks nothing
+more while its processes are stopped and no exec comes, but for the one
+standby due a moment after an exec ended. Stopping repeats until a pass
+finds nothing new, then once more after that moment, so a process forked
+during the sweep is caught.
 """
 
 from __future__ import annotations
@@ -14,6 +17,7 @@ from __future__ import annotations
 import contextlib
 import os
 import signal
+import time
 
 
 def _parents() -> dict[int, int]:
@@ -54,17 +58,22 @@ def process_state(pid: int) -> str | None:
         return None
 
 
-def stop_tree(pid: int, *, passes: int = 20) -> int:
-    """SIGSTOP every descendant of ``pid``; the number stopped."""
+def stop_tree(pid: int, *, passes: int = 20, settle_s: float = 0.1) -> int:
+    """SIGSTOP every descendant of ``pid``; the number stopped. Blocking
+    (run it off the event loop): after a first quiet sweep it waits
+    ``settle_s`` and sweeps again, for the exec child the clone forks a
+    moment after an exec ended (its next standby)."""
     stopped: set[int] = set()
-    for _ in range(passes):
-        fresh = [p for p in descendants(pid) if p not in stopped]
-        if not fresh:
-            break
-        for p in fresh:
-            with contextlib.suppress(ProcessLookupError, PermissionError):
-                os.kill(p, signal.SIGSTOP)
-            stopped.add(p)
+    for settle in (0.0, settle_s):
+        time.sleep(settle)
+        for _ in range(passes):
+            fresh = [p for p in descendants(pid) if p not in stopped]
+            if not fresh:
+                break
+            for p in fresh:
+                with contextlib.suppress(ProcessLookupError, PermissionError):
+                    os.kill(p, signal.SIGSTOP)
+                stopped.add(p)
     return len(stopped)
 
 
