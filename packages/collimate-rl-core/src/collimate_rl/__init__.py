@@ -55,6 +55,24 @@ from .sandbox import AsyncSandbox, ExecResult, Sandbox, rollout_once, rollout_on
 from .manifest import ReplayManifest, ReplayReport, record_manifest, replay_manifest
 # --- end grading ---
 
+# --- gateway flows (gateway_flows/, egress.py) ---
+from .egress import RL_LEAKAGE, egress_policy
+from .gateway_flows import (
+    AsyncEnv,
+    AsyncForkGroup,
+    AsyncSession,
+    AsyncTemplate,
+    AsyncTemplateHandle,
+    Env,
+    ForkGroup,
+    Ready,
+    Session,
+    Template,
+    TemplateHandle,
+    TemplateStatus,
+)
+# --- end gateway flows ---
+
 __all__ = [
     "__version__",
     "CollimateError",
@@ -108,4 +126,19 @@ __all__ = [
     "ReplayReport",
     "record_manifest",
     "replay_manifest",
+    # --- gateway flows ---
+    "RL_LEAKAGE",
+    "egress_policy",
+    "Env",
+    "AsyncEnv",
+    "Session",
+    "AsyncSession",
+    "ForkGroup",
+    "AsyncForkGroup",
+    "Ready",
+    "Template",
+    "AsyncTemplate",
+    "TemplateHandle",
+    "AsyncTemplateHandle",
+    "TemplateStatus",
 ]

@@ -129,3 +129,6 @@ class TemplateBakeFailed(GatewayError):
         super().__init__(message, None, "template_bake_failed")
         self.template_status = status
         self.status = status
+
+    def __str__(self) -> str:  # ``status`` is a TemplateStatus here, not an HTTP code
+        return f"{self.message} [{self.error_code}]"

@@ -22,7 +22,7 @@ import random
 import re
 import time
 from collections.abc import Awaitable, Callable, Coroutine, Mapping, Sequence
-from typing import Any, TypeVar
+from typing import TYPE_CHECKING, Any, TypeVar
 
 from .__about__ import __version__
 from ._transport import gateway_calls as routes
@@ -32,6 +32,10 @@ from ._transport.pool import HttpSettings
 from ._transport.send import AsyncHTTP, SyncHTTP
 from .retry import RetryPolicy
 from .wire import DEFAULT_EXEC_TIMEOUT_S, build_exec_request
+
+if TYPE_CHECKING:
+    from .gateway_flows.envs import AsyncEnv, Env
+    from .gateway_flows.sessions import AsyncSession, Session
 
 __all__ = ["DEFAULT_GATEWAY_URL", "AsyncGatewayClient", "GatewayClient"]
 
@@ -285,6 +289,23 @@ class GatewayClient(_GatewayClientBase):
         """Metered usage between two RFC3339 bounds (default: the last 30 days)."""
         result: dict[str, Any] = self._send(routes.usage(from_ts, to_ts))
         return result
+
+    # the flows (collimate_rl.gateway_flows): imported on use, they build on this client
+    def env(
+        self, ref: str, *, width: int | None = None, name: str | None = None, **kwargs: Any
+    ) -> Env:
+        """An environment with the session width declared (``with`` releases it);
+        see :class:`~collimate_rl.Env`."""
+        from .gateway_flows.envs import Env
+
+        return Env(self, ref, width=width, name=name, **kwargs)
+
+    def session(self, template: Any, **kwargs: Any) -> Session:
+        """A :class:`~collimate_rl.Session` on ``template`` (an id or a
+        handle), opened by its ``with`` block."""
+        from .gateway_flows.sessions import Session
+
+        return Session(self, template, **kwargs)
 
     # the daemon-parity session surface
     def create_session(
@@ -545,6 +566,20 @@ class AsyncGatewayClient(_GatewayClientBase):
     ) -> dict[str, Any]:
         result: dict[str, Any] = await self._send(routes.usage(from_ts, to_ts))
         return result
+
+    def env(
+        self, ref: str, *, width: int | None = None, name: str | None = None, **kwargs: Any
+    ) -> AsyncEnv:
+        """An :class:`~collimate_rl.AsyncEnv`: declared when awaited or entered."""
+        from .gateway_flows.envs import AsyncEnv
+
+        return AsyncEnv(self, ref, width=width, name=name, **kwargs)
+
+    def session(self, template: Any, **kwargs: Any) -> AsyncSession:
+        """An :class:`~collimate_rl.AsyncSession`, opened when awaited or entered."""
+        from .gateway_flows.sessions import AsyncSession
+
+        return AsyncSession(self, template, **kwargs)
 
     async def create_session(
         self, template_id: str, *, egress: Mapping[str, Any] | None = None

@@ -21,6 +21,7 @@ from dataclasses import dataclass, field
 from types import TracebackType
 from typing import TYPE_CHECKING, Any
 
+from .egress import egress_policy
 from .errors import CollimateError
 from .fileio import check_step, download_command, parse_download, upload_plan
 from .seeds import is_valid_seed
@@ -115,7 +116,7 @@ class _SandboxState:
     ) -> None:
         _check_seed(default_seed)
         self.template = template
-        self.egress = dict(egress) if egress is not None else None
+        self.egress = egress_policy(egress)  # checked here, not as a 400 later
         self.default_timeout = default_timeout
         self.keep_on_error = keep_on_error
         self.default_seed = default_seed
@@ -170,8 +171,9 @@ class Sandbox(_SandboxState):
     """A live clone of ``template`` (blocking client).
 
     ``client`` defaults to :func:`collimate_rl.connect` (resolved from the
-    environment; closed with the sandbox). ``egress`` applies to the clone
-    (networked templates only). ``keep_on_error=True`` leaves the clone alive
+    environment; closed with the sandbox). ``egress`` is the clone's own
+    network policy (networked templates only; see :mod:`collimate_rl.egress`,
+    e.g. ``egress={"preset": "rl-leakage"}``). ``keep_on_error=True`` leaves the clone alive
     when the ``with`` block raises, for inspection (its ``session_id`` is in
     the repr). ``default_seed`` is sent with every exec that names none.
     """

@@ -1,4 +1,4 @@
-"""The local backend: a daemon-wire server on this machine.
+"""The local backend: a daemon-wire and gateway-wire server on this machine.
 
 What the demo, the tests and the benchmarks run on. Start it with
 ``collimate serve`` / ``python -m collimate_rl.local_backend --port 8080``,
@@ -16,6 +16,12 @@ Flags (each also a keyword of ``LocalCollimateBackend``): ``--host``
 creates in flight before 503 ``at_capacity``; 0 = unlimited),
 ``--session-ttl S`` (idle sessions are reaped after S seconds and answer 410
 ``session_gone`` for a while, then 404).
+
+The gateway wire (Bearer ``col_*`` keys, see :mod:`.gateway_wire`) is served
+on the same ports: ``--api-key KEY`` (repeatable), ``--api-keys-file FILE``,
+or, with neither, a demo and a pro key generated and printed once at start
+(``LocalCollimateBackend.generated_keys`` in process); ``--no-gateway`` turns
+it off.
 
 Honesty rules:
 

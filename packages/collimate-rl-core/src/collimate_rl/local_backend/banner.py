@@ -15,7 +15,8 @@ _NOT_A_SANDBOX = (
 def banner(server: BackendServer) -> str:
     assert server.service is not None
     svc = server.service
-    lines = [f"collimate local backend {svc.health()['version']} (daemon wire)"]
+    wires = "daemon wire + gateway wire" if server.gateway is not None else "daemon wire"
+    lines = [f"collimate local backend {svc.health()['version']} ({wires})"]
     if server.base_url:
         lines.append(f"  listening on {server.base_url}")
         if server.config.host not in ("127.0.0.1", "::1", "localhost"):
@@ -32,6 +33,14 @@ def banner(server: BackendServer) -> str:
     lines.append(
         f"  max in-flight: {limit}; one-shots running at once: {slots}; idle session TTL: {ttl}"
     )
+    if server.gateway is not None:
+        lines.append(
+            f"  gateway wire: {len(server.gateway.keys)} API key(s) "
+            "(send Authorization: Bearer <key>)"
+        )
+        for tier, key in sorted(server.generated_keys.items()):
+            # the one place a key is ever shown: keys this server made up itself
+            lines.append(f"  generated {tier} key (shown once): {key}")
     lines.append(f"  isolation: {svc.engine.isolation} ({svc.engine.isolation_detail})")
     if svc.engine.isolation == "process":
         lines.append(_NOT_A_SANDBOX)

@@ -24,7 +24,8 @@ from .templates import TemplateConfigError
 def build_parser(prog: str = "collimate serve") -> argparse.ArgumentParser:
     p = argparse.ArgumentParser(
         prog=prog,
-        description="Run the collimate local backend (the daemon wire) on this machine.",
+        description="Run the collimate local backend (the daemon wire and the gateway wire) on "
+        "this machine.",
     )
     p.add_argument("--host", default="127.0.0.1", help="TCP address to bind (default: loopback)")
     p.add_argument(
@@ -65,6 +66,24 @@ def build_parser(prog: str = "collimate serve") -> argparse.ArgumentParser:
         help="seconds before an idle session is reaped "
         f"(0 = never; default {DEFAULT_SESSION_TTL_S:g})",
     )
+    p.add_argument(
+        "--api-key",
+        dest="api_keys",
+        action="append",
+        default=[],
+        metavar="KEY",
+        help="a gateway-wire key col_<demo|pro|ent>_<secret> (repeatable); with no key and no "
+        "keys file, a demo and a pro key are generated and printed once at start",
+    )
+    p.add_argument(
+        "--api-keys-file",
+        default=None,
+        metavar="FILE",
+        help="gateway-wire keys, one per line, optionally followed by a tenant name",
+    )
+    p.add_argument(
+        "--no-gateway", action="store_true", help="serve the daemon wire only (no Bearer keys)"
+    )
     p.add_argument("--log-level", default="WARNING", help="logging level (default WARNING)")
     return p
 
@@ -84,6 +103,9 @@ def config_from_args(args: argparse.Namespace) -> ServerConfig:
         max_inflight=args.max_inflight,
         run_slots=args.run_slots,
         session_ttl=args.session_ttl,
+        gateway=not args.no_gateway,
+        api_keys=tuple(args.api_keys),
+        api_keys_file=args.api_keys_file,
     )
 
 

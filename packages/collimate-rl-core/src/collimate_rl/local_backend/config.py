@@ -44,6 +44,13 @@ class ServerConfig:
     # the connections: their execs are cancelled and their clones killed. (A
     # drain waits for in-flight work BEFORE stopping, so this is only writes.)
     stop_grace_s: float = 1.0
+    # The gateway wire (Bearer col_* keys) beside the daemon wire. With no
+    # keys and no keys file, a demo and a pro key are generated at start.
+    gateway: bool = True
+    api_keys: tuple[str, ...] = ()
+    api_keys_file: str | Path | None = None
+    # ready clones a baked template keeps warm on this node, at most
+    gateway_max_warm: int = 4
 
     def __post_init__(self) -> None:
         if self.isolation not in ("auto", "namespaces", "process"):
@@ -58,5 +65,11 @@ class ServerConfig:
             raise ValueError("max_inflight must be >= 0 (0 = unlimited)")
         if self.run_slots is not None and self.run_slots < 0:
             raise ValueError("run_slots must be >= 0 (0 = no pacing), or None for one per CPU")
+        keys: Any = self.api_keys
+        if isinstance(keys, str):
+            raise ValueError("api_keys must be a list of keys, not one string")
+        self.api_keys = tuple(keys)
+        if self.gateway_max_warm < 0:
+            raise ValueError("gateway_max_warm must be >= 0")
         if self.session_ttl < 0 or self.tombstone_ttl < 0:
             raise ValueError("TTLs must be >= 0 (0 = off)")

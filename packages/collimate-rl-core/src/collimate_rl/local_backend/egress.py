@@ -31,8 +31,8 @@ class EgressDecision:
     def describe(self) -> dict[str, str]:
         """The response field telling the client what is really in force."""
         out = {"requested": self.requested, "enforced": self.enforced}
-        if self.requested == "allowlist":
-            out["note"] = "allowlist is enforced fail-closed as none by the local backend"
+        if self.requested in ("allowlist", "denylist"):
+            out["note"] = f"{self.requested} is enforced fail-closed as none by the local backend"
         return out
 
 

@@ -15,6 +15,7 @@ import asyncio
 import atexit
 import concurrent.futures
 import threading
+from collections.abc import Sequence
 from pathlib import Path
 from types import TracebackType
 from typing import Any
@@ -52,6 +53,10 @@ class LocalCollimateBackend:
         override_templates: bool = False,
         engine: Engine | None = None,
         start_timeout_s: float = 60.0,
+        api_keys: Sequence[str] = (),
+        api_keys_file: str | Path | None = None,
+        gateway: bool = True,
+        gateway_max_warm: int = 4,
     ) -> None:
         self.config = ServerConfig(
             host=host,
@@ -66,6 +71,10 @@ class LocalCollimateBackend:
             run_slots=run_slots,
             session_ttl=session_ttl,
             tombstone_ttl=tombstone_ttl,
+            gateway=gateway,
+            api_keys=tuple(api_keys),
+            api_keys_file=api_keys_file,
+            gateway_max_warm=gateway_max_warm,
         )
         self._engine = engine
         self._start_timeout_s = start_timeout_s
@@ -95,6 +104,12 @@ class LocalCollimateBackend:
     @property
     def port(self) -> int | None:
         return self._require().port
+
+    @property
+    def generated_keys(self) -> dict[str, str]:
+        """``{"demo": key, "pro": key}`` made up at start when no ``api_keys``
+        (nor keys file) were given; empty otherwise."""
+        return dict(self._require().generated_keys)
 
     @property
     def server(self) -> BackendServer:

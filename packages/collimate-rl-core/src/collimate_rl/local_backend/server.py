@@ -22,11 +22,13 @@ from typing import Any
 from .config import ServerConfig
 from .daemon_wire import build_daemon_router
 from .engine.api import Engine
+from .gateway_wire import Gateway, build_gateway_router
 from .http_server import HttpServer
 from .routing import Dispatcher
 from .run_queue import RunQueue, usable_cpus
 from .service import BackendService
 from .template_registry import collect_templates
+from .tenants import KeyRing, generate_keys
 
 log = logging.getLogger("collimate_rl.local_backend")
 
@@ -66,6 +68,10 @@ class BackendServer:
         self._stopped = asyncio.Event()
         self._stopping: asyncio.Task[None] | None = None
         self._drain_task: asyncio.Task[None] | None = None
+        self.gateway: Gateway | None = None
+        # keys this server made up because none was given ({tier: key}):
+        # shown once in the start-up banner, nowhere else
+        self.generated_keys: dict[str, str] = {}
 
     @property
     def base_url(self) -> str | None:
@@ -103,9 +109,12 @@ class BackendServer:
         self.service = service
         try:
             await service.start()
-            router = build_daemon_router(service, on_drain=self.drain)
+            routers = [build_daemon_router(service, on_drain=self.drain)]
+            if cfg.gateway:
+                self.gateway = Gateway(service, self._keys(), max_warm=cfg.gateway_max_warm)
+                routers.insert(0, build_gateway_router(self.gateway))
             self.http = HttpServer(
-                Dispatcher([router]),
+                Dispatcher(routers),
                 max_body=cfg.max_body_bytes,
                 idle_timeout_s=cfg.idle_connection_timeout_s,
             )
@@ -113,6 +122,20 @@ class BackendServer:
         except BaseException:
             await self._teardown()
             raise
+
+    def _keys(self) -> KeyRing:
+        cfg = self.config
+        keys = KeyRing()
+        keys.add_all(cfg.api_keys)
+        if cfg.api_keys_file is not None:
+            try:
+                keys.add_file(cfg.api_keys_file)
+            except OSError as exc:
+                raise ValueError(f"keys file {cfg.api_keys_file}: {exc.strerror or exc}") from None
+        if not len(keys):
+            self.generated_keys = generate_keys()
+            keys.add_all(self.generated_keys.values())
+        return keys
 
     async def _listen(self) -> None:
         assert self.http is not None
@@ -168,6 +191,8 @@ class BackendServer:
                 with contextlib.suppress(Exception):
                     await listener.wait_closed()
             self._listeners.clear()
+            if self.gateway is not None:
+                await self.gateway.close()
             if self.service is not None:
                 await self.service.close()
             elif self._engine is not None:

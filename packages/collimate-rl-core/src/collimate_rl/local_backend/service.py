@@ -16,7 +16,7 @@ import dataclasses
 import logging
 import secrets
 import time
-from collections.abc import Coroutine, Mapping
+from collections.abc import Callable, Coroutine, Mapping
 from typing import Any
 
 from ..__about__ import __version__
@@ -65,6 +65,9 @@ class BackendService:
         self._background: set[asyncio.Task[None]] = set()
         self._reaper: asyncio.Task[None] | None = None
         self._closed = False
+        # told of every session destroyed (deleted, reaped, or at close):
+        # the gateway's tenant index and usage meter follow sessions this way
+        self.on_destroy: list[Callable[[Session], None]] = []
 
     # -- lifecycle ---------------------------------------------------------
 
@@ -150,21 +153,34 @@ class BackendService:
         spec = self.template(body.get("template_id"))
         egress = decide_egress(body.get("egress"), spec)
         started = time.perf_counter()
-        async with self.admission.slot():
-            clone, fork_s = await self._open(spec, egress)
-            session = Session(new_session_id(), spec, clone, egress)
-            self.sessions.add(session)
+        session, fork_s = await self.open_session(spec, egress)
         out: dict[str, Any] = {
             "session_id": session.session_id,
             "template_id": spec.id,
             "fork_time_ms": _ms(fork_s),
             "create_time_ms": _ms(time.perf_counter() - started),
         }
-        if clone.endpoints:
-            out["endpoints"] = dict(clone.endpoints)
+        if session.clone.endpoints:
+            out["endpoints"] = dict(session.clone.endpoints)
         if egress is not None:
             out["egress"] = egress.describe()
         return out
+
+    async def open_session(
+        self,
+        spec: TemplateSpec,
+        egress: EgressDecision | None,
+        *,
+        session_id: str | None = None,
+    ) -> tuple[Session, float]:
+        """Fork a clone of ``spec`` and register it as a live session; the
+        second value is the fork time in seconds. Shared by both wires (the
+        gateway's sandboxes are sessions under an id of its own)."""
+        async with self.admission.slot():
+            clone, fork_s = await self._open(spec, egress)
+            session = Session(session_id or new_session_id(), spec, clone, egress)
+            self.sessions.add(session)
+        return session, fork_s
 
     async def delete_session(self, session_id: str) -> bool:
         """True when a live session was destroyed; False when none existed."""
@@ -321,6 +337,11 @@ class BackendService:
 
     async def _destroy(self, session: Session, *, tombstone: bool) -> None:
         self.sessions.pop(session.session_id, tombstone=tombstone)
+        for hook in self.on_destroy:
+            try:
+                hook(session)
+            except Exception:
+                log.exception("a session-destroy hook failed")
         for task in list(session.tasks):
             task.cancel()
         if session.tasks:

@@ -50,6 +50,9 @@ class TemplateSpec:
     ready_http: str | None = None
     ready_timeout_s: float = 30.0
     warm_pool: int = 0
+    # extra environment of every exec and app server of the template (a
+    # gateway bake's ``ready.env``); the seed variables are the engine's own
+    env: tuple[tuple[str, str], ...] = ()
 
 
 @dataclass(frozen=True)

@@ -179,6 +179,24 @@ class ForkEngine:
             self._refill(key)
         return await self._spawn(template, own_net)
 
+    async def set_warm(self, template: TemplateSpec, count: int) -> None:
+        """Keep ``count`` ready clones of ``template`` (one added after
+        start, such as a gateway bake) in its pool; clones over a lowered
+        target are closed now."""
+        self._templates[template.id] = template
+        key = (template.id, self._own_net(template, None))
+        self._pool_targets[key] = max(0, count)
+        pool = self._pools.setdefault(key, deque())
+        extra = []
+        while len(pool) > max(0, count):
+            extra.append(pool.pop())
+        await asyncio.gather(*(c.close() for c in extra), return_exceptions=True)
+        self._refill(key)
+
+    def warm_count(self, template: TemplateSpec) -> int:
+        """Ready clones of ``template`` in its pool right now."""
+        return len(self._pools.get((template.id, self._own_net(template, None)), ()))
+
     @property
     def state_dir(self) -> str:
         """Where this engine keeps host-side state (process mode's working dirs);
@@ -215,6 +233,7 @@ class ForkEngine:
             "limits": _limits_dict(template.limits),
             # python execs get a clean twin (see guest/twin.py): graders use it
             "clean_twin": template.kind == "python",
+            "env": dict(template.env),
         }
         if template.kind == "app":
             limits = _limits_dict(template.limits)

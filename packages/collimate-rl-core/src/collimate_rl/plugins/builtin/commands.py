@@ -17,6 +17,7 @@ from typing import Any
 
 from ...__about__ import __version__
 from ...dataset_grading.cli import add_grade_command
+from ...gateway_flows.cli import add_gateway_commands
 from ..inventory import PluginInfo, plugin_inventory
 from ..markers import hookimpl
 
@@ -46,6 +47,7 @@ def collimate_rl_cli_commands(subparsers: argparse._SubParsersAction[Any]) -> No
     serve.set_defaults(func=run_serve, passthrough=True)
 
     add_grade_command(subparsers)  # collimate grade: collimate_rl.dataset_grading
+    add_gateway_commands(subparsers)  # collimate bake / images / status: gateway_flows.cli
 
 
 def run_version(args: argparse.Namespace) -> int:

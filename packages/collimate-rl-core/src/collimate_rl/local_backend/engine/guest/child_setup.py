@@ -42,6 +42,7 @@ def child_env(spec: Msg, seed: str | None) -> dict[str, str]:
         "LANG": "C.UTF-8",
         "PWD": spec["workdir"],
     }
+    env.update(spec.get("env") or {})  # the template's own (a gateway bake's ready.env)
     if seed:
         env["COLLIMATE_SEED"] = seed
     return env
