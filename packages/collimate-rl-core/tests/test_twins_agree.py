@@ -39,8 +39,9 @@ FUNCTION_PAIRS = [
 ]
 
 #: methods of an async class that are plain (not coroutines) on purpose:
-#: construction, pickling, and what only reads local state
-PLAIN = {"__init__", "__getstate__", "__setstate__", "nodes"}
+#: construction, pickling, what only reads local state, and what returns an
+#: object to use with ``async with`` (a gateway's ``env`` and ``session``)
+PLAIN = {"__init__", "__getstate__", "__setstate__", "nodes", "env", "session"}
 DUNDERS = {"__init__", *CONTEXT, *CONTEXT.values()}
 
 
