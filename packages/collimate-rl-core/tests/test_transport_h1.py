@@ -339,7 +339,7 @@ def test_blocking_failures_map_to_httpx_errors() -> None:
             sock.sendall(_answer("200 OK", b"{}", "Content-Length: 2"))
             if n == 4:  # then closes while the client holds it idle
                 held_idle.wait(30)
-                sock.close()
+                sock.shutdown(socket.SHUT_RDWR)  # (a FIN now: rfile still holds the fd)
                 closed.set()
 
     srv = ThreadedRawServer(script)
