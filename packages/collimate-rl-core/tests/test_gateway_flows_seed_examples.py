@@ -35,8 +35,8 @@ def gateway_env(backend: LocalCollimateBackend, monkeypatch: pytest.MonkeyPatch)
 
 
 def _environments_example(client: GatewayClient, width: int) -> int:
-    # --- the README example (target "py"; width as passed) ---
-    with client.env("py", width=width) as env:  # noqa: SIM117  # declare the session width
+    # --- the README example (width as passed) ---
+    with client.env("python", width=width) as env:  # noqa: SIM117  # declare the session width
         with env.sandbox() as sess:  # one sandbox on it
             group = sess.fork_group(width)  # ... your GRPO fan-out
             widths = len(group)

@@ -29,6 +29,11 @@ _DESCRIPTIONS = {
 _SHELL_IMAGES = ("alpine", "busybox", "debian", "ubuntu")
 
 
+#: The catalog's names for the built-in templates, as the managed catalog
+#: names its images: ``client.env("python", width=N)`` finds ``py``.
+_CATALOG_NAMES = {"py": "python", "sh": "shell"}
+
+
 def catalog_image(template_id: str) -> str:
     return f"local/{template_id}"
 
@@ -36,7 +41,7 @@ def catalog_image(template_id: str) -> str:
 def catalog_row(spec: TemplateSpec) -> dict[str, Any]:
     return {
         "id": spec.id,
-        "name": spec.id,
+        "name": _CATALOG_NAMES.get(spec.id, spec.id),
         "image": catalog_image(spec.id),
         "visibility": "public",
         "tier": "pro" if spec.networked else "demo",
