@@ -213,3 +213,31 @@ def test_a_row_that_cannot_be_graded_fails_at_make_naming_the_field(
 def test_settings_never_show_the_api_key() -> None:
     s = resolve_settings({"api_key": "col_secret_123"}, {})
     assert "col_secret_123" not in repr(s) and "***" in repr(s)
+
+
+def test_a_fleet_of_nodes_is_one_target(rows: Any, skyrl_gym_module: Any) -> None:
+    """``base_url`` may list several daemons (comma-separated): the step's
+    grades spread over them (a ``NodePool``), each reward its own."""
+    from concurrent.futures import ThreadPoolExecutor
+
+    from collimate_rl.local_backend import LocalCollimateBackend
+
+    nodes = [LocalCollimateBackend(run_slots=1).start() for _ in range(2)]
+    try:
+        config = {"base_url": ",".join(n.base_url for n in nodes)}
+
+        def rollout(i: int) -> float:
+            env = make(skyrl_gym_module, config, rows.extras(rows.mbpp(i)))
+            try:
+                return float(env.step(rows.RIGHT if i % 2 else rows.WRONG)["reward"])
+            finally:
+                env.close()
+
+        with ThreadPoolExecutor(16) as pool:
+            rewards = list(pool.map(rollout, range(32)))
+        assert rewards == [1.0 if i % 2 else 0.5 for i in range(32)]  # (WRONG passes one test)
+        ran = [node.health()["execs_run"] for node in nodes]
+        assert all(n > 0 for n in ran), ran
+    finally:
+        for node in nodes:
+            node.stop()

@@ -284,3 +284,23 @@ def test_clients_close_with_their_loop_and_at_exit(
     assert "LEFT OPEN AT EXIT 0" in proc.stdout
     for bad in ("Event loop is closed", "unclosed", "UNRAISABLE", "Traceback", "Warning"):
         assert bad not in proc.stderr, proc.stderr
+
+
+def test_a_fleet_of_nodes_is_one_target(slime: SimpleNamespace, groups: Any) -> None:
+    """``collimate_base_url`` may list several daemons (comma-separated): the
+    rollout's grades spread over them (a ``NodePool``), each reward still
+    the sample's own."""
+    nodes = [LocalCollimateBackend(run_slots=1).start() for _ in range(2)]
+    try:
+        args = slime.args(collimate_base_url=",".join(n.base_url for n in nodes))
+        batch = [s for group in groups(8, 4) for s in group]
+
+        async def main() -> list[Any]:
+            return list(await asyncio.gather(*(reward_func(args, s) for s in batch)))
+
+        assert asyncio.run(main()) == _expected(batch)
+        ran = [node.health()["execs_run"] for node in nodes]
+        assert all(n > 0 for n in ran), ran
+    finally:
+        for node in nodes:
+            node.stop()
