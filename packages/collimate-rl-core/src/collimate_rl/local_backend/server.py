@@ -24,6 +24,7 @@ from .daemon_wire import build_daemon_router
 from .engine.api import Engine
 from .http_server import HttpServer
 from .routing import Dispatcher
+from .sandbox_fusion import build_sandbox_fusion_router
 from .run_queue import RunQueue, usable_cpus
 from .service import BackendService
 from .template_registry import collect_templates
@@ -105,7 +106,7 @@ class BackendServer:
             await service.start()
             router = build_daemon_router(service, on_drain=self.drain)
             self.http = HttpServer(
-                Dispatcher([router]),
+                Dispatcher([router, build_sandbox_fusion_router(service)]),
                 max_body=cfg.max_body_bytes,
                 idle_timeout_s=cfg.idle_connection_timeout_s,
             )
