@@ -145,7 +145,8 @@ def validate_run_code(body: Any) -> dict[str, Any]:
         )
     memory = body.get("memory_limit_MB", -1)
     if isinstance(memory, bool) or not isinstance(memory, int):
-        errors.append(_error("int_type", "memory_limit_MB", "Input should be a valid integer", memory))
+        msg = "Input should be a valid integer"
+        errors.append(_error("int_type", "memory_limit_MB", msg, memory))
         memory = -1
     files: dict[str, str] = {}
     raw_files = body.get("files", {})

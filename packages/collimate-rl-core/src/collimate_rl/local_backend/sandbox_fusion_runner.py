@@ -26,6 +26,7 @@ one the code stopped or killed after it started (the code's doing).
 from __future__ import annotations
 
 import base64
+import contextlib
 import json
 import os
 import select
@@ -64,22 +65,18 @@ def _exit_code(exc: SystemExit) -> int:
         return 0
     if isinstance(exc.code, int):
         return exc.code & 0xFF
-    try:
+    with contextlib.suppress(BaseException):
         sys.stderr.write(f"{exc.code}\n")
-    except BaseException:
-        pass
     return 1
 
 
 def _dumpable() -> None:
     """The code's process holds nothing to protect: let it read its own
     ``/proc/self`` as ``python <file>`` could."""
-    try:
+    with contextlib.suppress(BaseException):
         import ctypes
 
         ctypes.CDLL(None, use_errno=True).prctl(4, 1, 0, 0, 0)  # PR_SET_DUMPABLE
-    except BaseException:
-        pass
 
 
 def _run_code(root: str, path: str, source: str, io_paths: list[str], memory_mb: int) -> None:
@@ -135,10 +132,8 @@ def _run_code(root: str, path: str, source: str, io_paths: list[str], memory_mb:
             code = _exit_code(exc)
     finally:
         for stream in (sys.stdout, sys.stderr):
-            try:
+            with contextlib.suppress(BaseException):
                 stream.flush()
-            except BaseException:
-                pass
         os._exit(code)
 
 
@@ -163,20 +158,16 @@ def _sf_main(blob: str) -> None:
     pid = os.fork()
     if pid == 0:
         _run_code(root, path, req["code"], io_paths, int(req["memory_limit_MB"]))
-    try:
+    with contextlib.suppress(OSError):
         os.setpgid(pid, pid)  # also here: the group must exist before any killpg
-    except OSError:
-        pass
     pidfd = os.pidfd_open(pid)
     ready, _, _ = select.select([pidfd], [], [], float(req["run_timeout"]))
     elapsed = time.monotonic() - started
     timed_out = not ready
     # the code's whole process group, before its leader is reaped (so its
     # pid, the group's id, cannot have been reused)
-    try:
+    with contextlib.suppress(OSError):
         os.killpg(pid, signal.SIGKILL)
-    except OSError:
-        pass
     _, status = os.waitpid(pid, 0)
     os.close(pidfd)
     files = {}

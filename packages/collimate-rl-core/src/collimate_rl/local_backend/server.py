@@ -24,8 +24,8 @@ from .daemon_wire import build_daemon_router
 from .engine.api import Engine
 from .http_server import HttpServer
 from .routing import Dispatcher
-from .sandbox_fusion import build_sandbox_fusion_router
 from .run_queue import RunQueue, usable_cpus
+from .sandbox_fusion import build_sandbox_fusion_router
 from .service import BackendService
 from .template_registry import collect_templates
 
