@@ -7,6 +7,7 @@ from __future__ import annotations
 
 import base64
 import concurrent.futures
+import json
 from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
@@ -15,7 +16,12 @@ import httpx
 import pytest
 
 from collimate_rl.local_backend import LocalCollimateBackend
-from collimate_rl.local_backend.sandbox_fusion import response_from_output
+from collimate_rl.local_backend.sandbox_fusion import (
+    RUNNER_MODULE,
+    exec_code,
+    response_from_output,
+    validate_run_code,
+)
 
 RESPONSE_KEYS = {"status", "message", "compile_result", "run_result", "executor_pod_name", "files"}
 PY = {"code": "", "language": "python"}
@@ -205,3 +211,27 @@ def test_a_runner_that_never_started_is_the_sandboxs_error() -> None:
     answer = response_from_output("Traceback ...\nOSError: disk full\n", 1)
     assert answer["status"] == "SandboxError" and "disk full" in answer["message"]
     assert answer["run_result"] is None
+
+
+def test_a_template_without_the_preloaded_runner_compiles_it_per_request() -> None:
+    """The built-in python templates preload the runner; any other python
+    template gets its source with the request."""
+    run_body = {**validate_run_code({"code": "print(input()[::-1])", "language": "python"})}
+    run_body["stdin"] = "abc\n"
+    blob = base64.b64encode(json.dumps(run_body).encode()).decode()
+    templates = [{"id": "plain", "kind": "python"}]
+    with (
+        LocalCollimateBackend(templates=templates) as b,
+        httpx.Client(base_url=b.base_url, timeout=60) as c,
+    ):
+        r = c.post("/v1/exec", json={"template_id": "plain", "code": exec_code(blob)})
+        preloaded = c.post(
+            "/v1/exec",
+            json={
+                "template_id": "py",
+                "code": f"import sys; print({RUNNER_MODULE!r} in sys.modules)",
+            },
+        )
+    answer = response_from_output(r.json()["stdout"], r.json()["exit_code"])
+    assert answer["status"] == "Success" and answer["run_result"]["stdout"] == "cba\n"
+    assert preloaded.json()["stdout"] == "True\n"
