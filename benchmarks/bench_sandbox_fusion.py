@@ -29,11 +29,8 @@ import statistics
 import sys
 import threading
 import time
-from pathlib import Path
 
-sys.path.insert(0, str(Path(__file__).resolve().parent))
-
-from _sides import backend  # noqa: E402
+from _sides import backend
 
 #: SandboxFusion's /run_code on this machine, requests/s (NOT measured in
 #: this run: reference figures measured earlier with SandboxFusion itself).
