@@ -158,15 +158,15 @@ def test_concurrent_calls_from_threads_are_packed(backend: LocalCollimateBackend
     assert [r["score"] for r in results] == [1.0] * 32
 
 
-def _score_in_worker(base_url: str) -> float:
-    return float(compute_score("apps", RIGHT, STDIO, base_url=base_url)["score"])
-
-
 def test_process_pool_workers_use_their_own_clients(backend: LocalCollimateBackend) -> None:
     """verl's prime manager scores in a ProcessPoolExecutor."""
     ctx = multiprocessing.get_context("spawn")
     with concurrent.futures.ProcessPoolExecutor(2, mp_context=ctx) as pool:
-        scores = list(pool.map(_score_in_worker, [backend.base_url] * 4))
+        futures = [
+            pool.submit(compute_score, "apps", RIGHT, STDIO, None, base_url=backend.base_url)
+            for _ in range(4)
+        ]
+        scores = [f.result()["score"] for f in futures]
     assert scores == [1.0] * 4
 
 
