@@ -12,7 +12,11 @@ verl's pool is ``max(32, 5 * CPUs)``), each POSTing the body verl's
 ``call_sandbox_api`` sends (a stdin-reading python program, ``run_timeout``
 10, ``memory_limit_MB`` 1024, ``files`` ``{}``, ``fetch_files`` ``[]``),
 one keep-alive connection per thread. Every answer is checked (``Success``,
-the right stdout); a wrong one is counted, never timed as a success.
+the right stdout); a wrong one is counted, never timed as a success. Beside
+it, in interleaved rounds, the same threads send the daemon wire's bare
+``/v1/exec`` of the same print: what the exec path itself allows, so the
+cost of ``/run_code``'s runner (a fork for the code, stdout and stderr
+apart) shows.
 
 SandboxFusion's own figure on this machine is printed beside ours as a
 reference constant: it was measured earlier, with SandboxFusion's server on
@@ -51,10 +55,17 @@ BODY = {
 EXPECTED = "42\n"
 
 
-def drive(url: str, threads: int, requests: int) -> tuple[float, list[float], int]:
+#: The same work as a bare daemon-wire exec (no stdin, stdout and stderr merged):
+#: what /run_code costs on top of the backend's own exec path.
+BARE_EXEC = {"template_id": "py", "code": "print(20 + 22)"}
+
+
+def drive(
+    url: str, threads: int, requests: int, path: str = "/run_code"
+) -> tuple[float, list[float], int]:
     """``requests`` POSTs from ``threads`` threads: (req/s, latencies, bad answers)."""
     host, port = url.removeprefix("http://").split(":")
-    payload = json.dumps(BODY).encode()
+    payload = json.dumps(BODY if path == "/run_code" else BARE_EXEC).encode()
     headers = {"Content-Type": "application/json", "Accept": "application/json"}
     lock = threading.Lock()
     left = [requests]
@@ -70,15 +81,18 @@ def drive(url: str, threads: int, requests: int) -> tuple[float, list[float], in
                         return
                     left[0] -= 1
                 t0 = time.perf_counter()
-                conn.request("POST", "/run_code", body=payload, headers=headers)
+                conn.request("POST", path, body=payload, headers=headers)
                 response = conn.getresponse()
                 answer = json.loads(response.read())
                 took = time.perf_counter() - t0
-                ok = (
-                    response.status == 200
-                    and answer["status"] == "Success"
-                    and answer["run_result"]["stdout"] == EXPECTED
-                )
+                if path == "/run_code":
+                    ok = (
+                        answer.get("status") == "Success"
+                        and answer["run_result"]["stdout"] == EXPECTED
+                    )
+                else:
+                    ok = answer.get("stdout") == EXPECTED
+                ok = ok and response.status == 200
                 with lock:
                     latencies.append(took)
                     bad[0] += not ok
@@ -114,11 +128,14 @@ def main(argv: list[str]) -> int:
             health = json.loads(conn.getresponse().read())
             conn.close()
             drive(url, args.threads, 2 * args.threads)  # warm-up
-            rates, lats, bad = [], [], 0
-            for _ in range(args.rounds):
+            rates, lats, bad, bare = [], [], 0, []
+            for _ in range(args.rounds):  # the two kinds of request interleaved
                 rate, latencies, wrong = drive(url, args.threads, args.requests)
                 rates.append(rate)
                 lats.extend(latencies)
+                bad += wrong
+                rate, _, wrong = drive(url, args.threads, args.requests, "/v1/exec")
+                bare.append(rate)
                 bad += wrong
         lats.sort()
         rows.append(
@@ -132,6 +149,7 @@ def main(argv: list[str]) -> int:
                 lats[int(len(lats) * 0.95)] * 1000,
                 bad,
                 reference,
+                statistics.median(bare),
             )
         )
 
@@ -141,19 +159,24 @@ def main(argv: list[str]) -> int:
     )
     print(
         f"{'collimate-rl isolation':<24} {'req/s':>7} {'min-max':>13} {'p50 ms':>7} "
-        f"{'p95 ms':>7} {'bad':>4}   {'SandboxFusion req/s*':>20} {'ratio':>11}"
+        f"{'p95 ms':>7} {'bad':>4} {'bare exec':>9}   {'SandboxFusion req/s*':>20} {'ratio':>11}"
     )
-    for iso, _detail, med, lo, hi, p50, p95, bad, ref in rows:
+    for iso, _detail, med, lo, hi, p50, p95, bad, ref, bare in rows:
         ratio = f"{med / ref[1]:.1f}-{med / ref[0]:.1f}x"
         label = "none (process)" if iso == "process" else iso
         sf = f"{ref[0]:.0f}-{ref[1]:.0f}" + (" (none)" if iso == "process" else " (isolated)")
         print(
             f"{label:<24} {med:>7.1f} {f'{lo:.1f}-{hi:.1f}':>13} {p50:>7.1f} {p95:>7.1f} "
-            f"{bad:>4}   {sf:>20} {ratio:>11}"
+            f"{bad:>4} {bare:>9.1f}   {sf:>20} {ratio:>11}"
         )
     for iso, detail, *_ in rows:
         print(f"  {iso}: {detail}")
     print(
+        "bare exec: the daemon wire's POST /v1/exec of print(20 + 22), same threads, "
+        "interleaved rounds (what the backend's exec path itself allows)"
+    )
+    print(
+        "ratio: our /run_code req/s over SandboxFusion's (same isolation column).\n"
         "* SandboxFusion's figures on this machine are reference constants measured earlier "
         "with SandboxFusion itself: NOT measured in this run."
     )
