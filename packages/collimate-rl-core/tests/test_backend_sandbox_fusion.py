@@ -235,3 +235,8 @@ def test_a_template_without_the_preloaded_runner_compiles_it_per_request() -> No
     answer = response_from_output(r.json()["stdout"], r.json()["exit_code"])
     assert answer["status"] == "Success" and answer["run_result"]["stdout"] == "cba\n"
     assert preloaded.json()["stdout"] == "True\n"
+
+
+def test_the_code_reads_its_own_proc(client: httpx.Client) -> None:
+    a = run(client, code="print(open('/proc/self/status').read().startswith('Name:'))")
+    assert a["run_result"]["stdout"] == "True\n", a
