@@ -204,3 +204,19 @@ def test_crn_seed_is_shared_by_a_prompt_group(target: dict[str, str]) -> None:
     a = compute_score("synthetic", "def solve(x):\n    return x", truth, **target)
     b = compute_score("synthetic", "def solve(x):\n    return x", truth, **target)
     assert a["score"] == b["score"] == 1.0
+
+
+class _Array:
+    """What pandas hands verl for a list column of a parquet row: an object
+    with ``tolist()`` (numpy's ndarray), not a list."""
+
+    def __init__(self, items: list[Any]) -> None:
+        self.items = items
+
+    def tolist(self) -> list[Any]:
+        return list(self.items)
+
+
+def test_array_valued_ground_truth_from_parquet(target: dict[str, str]) -> None:
+    truth = {"inputs": _Array(["2\n", "5\n"]), "outputs": _Array(["4\n", "10\n"])}
+    assert compute_score("taco", RIGHT, truth, **target)["score"] == 1.0

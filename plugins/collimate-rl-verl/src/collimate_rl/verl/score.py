@@ -76,9 +76,24 @@ def _seed(options: ScoreOptions, data_source: Any, ground_truth: Any) -> str | N
     return seed_from_key(key)
 
 
+def plain(value: Any) -> Any:
+    """``value`` with numpy arrays and scalars made lists and Python scalars,
+    at any depth: verl reads its rows from parquet through pandas, so a
+    list column of a ground truth can arrive as an ``ndarray``."""
+    if isinstance(value, Mapping):
+        return {k: plain(v) for k, v in value.items()}
+    if isinstance(value, (list, tuple)):
+        return [plain(v) for v in value]
+    tolist = getattr(value, "tolist", None)
+    if callable(tolist) and not isinstance(value, (str, bytes)):
+        return plain(tolist())
+    return value
+
+
 def _task(
     options: ScoreOptions, data_source: Any, solution_str: Any, ground_truth: Any, extra_info: Any
 ) -> _Task:
+    ground_truth = plain(ground_truth)
     if not isinstance(solution_str, str):
         raise TypeError(f"solution_str must be a string; got {type(solution_str).__name__}")
     entry = _entry(options, extra_info)
