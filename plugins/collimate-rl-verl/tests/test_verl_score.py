@@ -24,7 +24,7 @@ from typing import Any
 import pytest
 
 import collimate_rl.verl
-from collimate_rl import CollimateError
+from collimate_rl import CollimateError, get_plugin_manager, hookimpl
 from collimate_rl.local_backend import LocalCollimateBackend
 from collimate_rl.plugins.frameworks import distribution_version
 from collimate_rl.verl import compute_score, compute_score_async, compute_score_batch
@@ -147,15 +147,55 @@ def test_batch_reward_manager_convention(target: dict[str, str]) -> None:
 
 
 def test_concurrent_calls_from_threads_are_packed(backend: LocalCollimateBackend) -> None:
-    """verl's thread pool calls one sample at a time, on one shared client
-    (core coalesces them into packs); every caller gets its own result."""
-    with concurrent.futures.ThreadPoolExecutor(16) as pool:
-        futures = [
-            pool.submit(compute_score, "apps", RIGHT, STDIO, None, base_url=backend.base_url)
+    """verl's thread pool calls one sample at a time, on one shared client;
+    core coalesces them into packs (each result says which pack graded it,
+    seen here through the ``collimate_rl_after_grade`` hook), and every
+    caller gets its own result."""
+    packs: list[int] = []
+
+    class Observer:
+        @hookimpl
+        def collimate_rl_after_grade(self, result: Any, candidate: str, index: int) -> None:
+            packs.append(result.raw.get("pack", {}).get("size", 1))
+
+    pm = get_plugin_manager()
+    pm.register(Observer(), name="verl-test-packs")
+    try:
+        with concurrent.futures.ThreadPoolExecutor(16) as pool:
+            futures = [
+                pool.submit(compute_score, "apps", RIGHT, STDIO, None, base_url=backend.base_url)
+                for _ in range(32)
+            ]
+            results = [f.result() for f in futures]
+    finally:
+        pm.unregister(name="verl-test-packs")
+    assert [r["score"] for r in results] == [1.0] * 32
+    assert len(packs) == 32 and max(packs) > 1, packs
+
+
+def test_concurrent_async_calls_on_one_loop_are_packed(backend: LocalCollimateBackend) -> None:
+    packs: list[int] = []
+
+    class Observer:
+        @hookimpl
+        def collimate_rl_after_grade(self, result: Any, candidate: str, index: int) -> None:
+            packs.append(result.raw.get("pack", {}).get("size", 1))
+
+    async def batch() -> list[dict[str, Any]]:
+        calls = [
+            compute_score_async("apps", RIGHT, STDIO, None, base_url=backend.base_url)
             for _ in range(32)
         ]
-        results = [f.result() for f in futures]
+        return list(await asyncio.gather(*calls))
+
+    pm = get_plugin_manager()
+    pm.register(Observer(), name="verl-test-async-packs")
+    try:
+        results = asyncio.run(batch())
+    finally:
+        pm.unregister(name="verl-test-async-packs")
     assert [r["score"] for r in results] == [1.0] * 32
+    assert len(packs) == 32 and max(packs) > 1, packs
 
 
 def test_process_pool_workers_use_their_own_clients(backend: LocalCollimateBackend) -> None:
