@@ -26,6 +26,7 @@ from .gateway_wire import Gateway, build_gateway_router
 from .http_server import HttpServer
 from .routing import Dispatcher
 from .run_queue import RunQueue, usable_cpus
+from .sandbox_fusion import build_sandbox_fusion_router
 from .service import BackendService
 from .template_registry import collect_templates
 from .tenants import KeyRing, generate_keys
@@ -114,7 +115,7 @@ class BackendServer:
                 self.gateway = Gateway(service, self._keys(), max_warm=cfg.gateway_max_warm)
                 routers.insert(0, build_gateway_router(self.gateway))
             self.http = HttpServer(
-                Dispatcher(routers),
+                Dispatcher([*routers, build_sandbox_fusion_router(service)]),
                 max_body=cfg.max_body_bytes,
                 idle_timeout_s=cfg.idle_connection_timeout_s,
             )

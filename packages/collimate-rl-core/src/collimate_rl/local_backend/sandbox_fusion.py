@@ -1,0 +1,359 @@
+"""A SandboxFusion-compatible ``POST /run_code`` on the local backend.
+
+verl's sandbox_fusion reward (and anything else written against
+SandboxFusion) POSTs ``{"code", "stdin", "compile_timeout", "run_timeout",
+"memory_limit_MB", "language", "files", "fetch_files"}`` to ``/run_code`` and
+reads ``status`` (``Success`` / ``Failed`` / ``SandboxError``),
+``run_result`` (``status``: ``Finished`` / ``TimeLimitExceeded`` / ``Error``,
+``return_code``, ``stdout``, ``stderr``, ``execution_time``) and
+``compile_result``. Pointing such a client at ``collimate serve`` gives it
+the backend's isolation and warm forks with no other change.
+
+Python runs (the ``python`` template's warm interpreter, one isolated
+one-shot exec per request, see ``sandbox_fusion_runner.py``). A language
+SandboxFusion knows but this backend cannot run is answered as SandboxFusion
+answers a run the sandbox itself failed: HTTP 200, ``"SandboxError"``. A
+body SandboxFusion would reject gets its validation answer: HTTP 422 with a
+``detail`` list (``type``, ``loc``, ``msg``, ``input``).
+
+Unlike the daemon wire, ``/run_code`` never sheds load with 503
+``at_capacity``: its clients (verl) count any HTTP error as a failed test
+case, so a request waits for an in-flight slot instead.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import base64
+import binascii
+import json
+import math
+import os
+from collections.abc import Mapping
+from functools import lru_cache
+from pathlib import Path
+from typing import Any, Final
+
+from ..wire import MAX_EXEC_TIMEOUT_S
+from .routing import Request, Response, Router
+from .service import BackendService
+from .wire_errors import WireError
+
+__all__ = [
+    "LANGUAGES",
+    "RUNNABLE_LANGUAGES",
+    "RUNNER_MODULE",
+    "build_sandbox_fusion_router",
+    "response_from_output",
+    "validate_run_code",
+]
+
+#: Every value SandboxFusion's ``language`` field accepts.
+LANGUAGES: Final = (
+    "python", "cpp", "nodejs", "go", "go_test", "java", "php", "csharp", "bash",
+    "typescript", "sql", "rust", "cuda", "lua", "R", "perl", "D_ut", "ruby", "scala",
+    "julia", "pytest", "junit", "kotlin_script", "jest", "verilog", "python_gpu",
+    "lean", "swift", "racket",
+)  # fmt: skip
+#: The languages this backend runs.
+RUNNABLE_LANGUAGES: Final = ("python",)
+#: Seconds the exec gets beyond ``run_timeout`` (writing files, forking, reading back).
+EXEC_MARGIN_S: Final = 10
+#: How long a request waits before trying again for an in-flight slot.
+_CAPACITY_RETRY_S: Final = 0.01
+_MARK: Final = "\x1ecollimate-sandbox-fusion "
+#: The name the built-in python templates preload the runner as.
+RUNNER_MODULE: Final = "collimate_sandbox_fusion_runner"
+
+
+@lru_cache(maxsize=1)
+def runner_source() -> str:
+    """The runner program's source (read once; see ``sandbox_fusion_runner.py``)."""
+    return Path(__file__).with_name("sandbox_fusion_runner.py").read_text(encoding="utf-8")
+
+
+def exec_code(blob: str) -> str:
+    """The exec's code for one request: the runner the template preloaded
+    (compiling it costs more than the rest of a request), else its source,
+    sent as a string and compiled only then."""
+    return (
+        "import sys\n"
+        f"_m = sys.modules.get({RUNNER_MODULE!r})\n"
+        "if _m is None:\n"
+        f"    _m = type(sys)({RUNNER_MODULE!r})\n"
+        f"    exec(compile({runner_source()!r}, {RUNNER_MODULE!r}, 'exec'), _m.__dict__)\n"
+        f"_m._sf_main({blob!r})\n"
+    )
+
+
+class _Invalid(Exception):
+    """A body SandboxFusion's validation would reject (answered 422)."""
+
+    def __init__(self, errors: list[dict[str, Any]]) -> None:
+        super().__init__(errors)
+        self.errors = errors
+
+
+def _error(kind: str, field: str, msg: str, value: Any, **ctx: Any) -> dict[str, Any]:
+    """One entry of FastAPI's 422 ``detail`` list."""
+    entry: dict[str, Any] = {"type": kind, "loc": ["body", field], "msg": msg, "input": value}
+    if ctx:
+        entry["ctx"] = ctx
+    return entry
+
+
+def _number(body: Mapping[str, Any], field: str, default: float, errors: list[Any]) -> float:
+    value = body.get(field, default)
+    if isinstance(value, bool) or not isinstance(value, (int, float)) or not math.isfinite(value):
+        errors.append(_error("float_type", field, "Input should be a valid number", value))
+        return default
+    return float(value)
+
+
+def _relative(name: Any, field: str, errors: list[Any]) -> bool:
+    """A path inside the run's directory (absolute paths and ``..`` are refused)."""
+    norm = os.path.normpath(name) if isinstance(name, str) and name else ""
+    if not norm or "\0" in name or os.path.isabs(norm) or norm == ".." or norm.startswith("../"):
+        errors.append(
+            _error("value_error", field, "Value error, a path inside the run's directory", name)
+        )
+        return False
+    return True
+
+
+def validate_run_code(body: Any) -> dict[str, Any]:
+    """A ``/run_code`` body with SandboxFusion's defaults filled in, or
+    :class:`_Invalid` with every problem found (``loc``, ``msg``)."""
+    if not isinstance(body, Mapping):
+        raise _Invalid([_error("model_attributes_type", "", "Input should be an object", body)])
+    errors: list[dict[str, Any]] = []
+    code = body.get("code")
+    if "code" not in body:
+        errors.append(_error("missing", "code", "Field required", dict(body)))
+    elif not isinstance(code, str):
+        errors.append(_error("string_type", "code", "Input should be a valid string", code))
+    language = body.get("language")
+    if "language" not in body:
+        errors.append(_error("missing", "language", "Field required", dict(body)))
+    elif language not in LANGUAGES:
+        expected = ", ".join(f"'{name}'" for name in LANGUAGES)
+        errors.append(
+            _error(
+                "literal_error",
+                "language",
+                f"Input should be {expected}",
+                language,
+                expected=expected,
+            )
+        )
+    stdin = body.get("stdin")
+    if stdin is not None and not isinstance(stdin, str):
+        errors.append(_error("string_type", "stdin", "Input should be a valid string", stdin))
+    compile_timeout = _number(body, "compile_timeout", 10, errors)
+    run_timeout = _number(body, "run_timeout", 10, errors)
+    if not 0 < run_timeout <= MAX_EXEC_TIMEOUT_S - EXEC_MARGIN_S:
+        errors.append(
+            _error(
+                "value_error",
+                "run_timeout",
+                f"Value error, run_timeout must be in (0, {MAX_EXEC_TIMEOUT_S - EXEC_MARGIN_S}]",
+                run_timeout,
+            )
+        )
+    memory = body.get("memory_limit_MB", -1)
+    if isinstance(memory, bool) or not isinstance(memory, int):
+        msg = "Input should be a valid integer"
+        errors.append(_error("int_type", "memory_limit_MB", msg, memory))
+        memory = -1
+    files: dict[str, str] = {}
+    raw_files = body.get("files", {})
+    if not isinstance(raw_files, Mapping):
+        errors.append(_error("dict_type", "files", "Input should be a valid dictionary", raw_files))
+    else:
+        for name, content in raw_files.items():
+            # SandboxFusion skips null contents and names marked IGNORE_THIS_FILE
+            if content is None or "IGNORE_THIS_FILE" in name:
+                continue
+            if not _relative(name, "files", errors):
+                continue
+            try:
+                if not isinstance(content, str):
+                    raise ValueError
+                base64.b64decode(content, validate=True)
+            except (ValueError, binascii.Error):
+                errors.append(
+                    _error("value_error", "files", f"Value error, {name}: not base64", content)
+                )
+                continue
+            files[name] = content
+    fetch = body.get("fetch_files", [])
+    if not isinstance(fetch, list) or not all(isinstance(n, str) for n in fetch):
+        errors.append(_error("list_type", "fetch_files", "Input should be a list of paths", fetch))
+        fetch = []
+    else:
+        fetch = [n for n in fetch if _relative(n, "fetch_files", errors)]
+    if errors:
+        raise _Invalid(errors)
+    return {
+        "code": code,
+        "language": language,
+        "stdin": stdin,
+        "compile_timeout": compile_timeout,
+        "run_timeout": run_timeout,
+        "memory_limit_MB": memory,
+        "files": files,
+        "fetch_files": fetch,
+    }
+
+
+def _answer(
+    status: str,
+    message: str = "",
+    run_result: dict[str, Any] | None = None,
+    files: dict[str, str] | None = None,
+) -> dict[str, Any]:
+    return {
+        "status": status,
+        "message": message,
+        "compile_result": None,
+        "run_result": run_result,
+        "executor_pod_name": None,
+        "files": files or {},
+    }
+
+
+def sandbox_error(message: str) -> dict[str, Any]:
+    """SandboxFusion's answer for a run the sandbox itself could not do."""
+    return _answer("SandboxError", message)
+
+
+def _text(b64: str) -> str:
+    return base64.b64decode(b64).decode("utf-8", errors="replace")
+
+
+def response_from_output(output: str, exit_code: int) -> dict[str, Any]:
+    """The ``/run_code`` answer from the runner exec's output and exit code.
+
+    Only lines starting with the runner's marker are read. No ``started``
+    line: the runner never got to run the code (the backend's failure,
+    ``SandboxError``). ``started`` without ``done``: the code's process
+    stopped or killed its runner, which is the run failing (``Failed``)."""
+    records: dict[str, dict[str, Any]] = {}
+    for line in output.split("\n"):  # not splitlines(): the marker starts with \x1e
+        if line.startswith(_MARK):
+            try:
+                record = json.loads(line[len(_MARK) :])
+            except ValueError:
+                continue
+            if isinstance(record, dict) and isinstance(record.get("phase"), str):
+                records.setdefault(record["phase"], record)
+    if "started" not in records:
+        tail = output.strip()[-500:]
+        return sandbox_error(f"the run could not be started (exit {exit_code}): {tail}")
+    done = records.get("done")
+    if done is None:
+        timed_out = exit_code == -1
+        return _answer(
+            "Failed",
+            run_result={
+                "status": "TimeLimitExceeded" if timed_out else "Finished",
+                "execution_time": None,
+                "return_code": None if timed_out else exit_code,
+                "stdout": "",
+                "stderr": "the run ended without its report: its runner was stopped or killed",
+            },
+        )
+    timed_out = bool(done["timed_out"])
+    return_code = done["return_code"]
+    run_result = {
+        "status": "TimeLimitExceeded" if timed_out else "Finished",
+        "execution_time": done["execution_time"],
+        "return_code": return_code,
+        "stdout": _text(done["stdout"]),
+        "stderr": _text(done["stderr"]),
+    }
+    ok = not timed_out and return_code == 0
+    return _answer("Success" if ok else "Failed", run_result=run_result, files=done["files"])
+
+
+def python_template(service: BackendService, preferred: str | None) -> str | None:
+    """The template python runs in: ``preferred``, else ``py``, else the first
+    python template the server has."""
+    for tid in (preferred, "py", "dkr-python311"):
+        if tid is not None and tid in service.templates:
+            return tid
+    for tid, spec in sorted(service.templates.items()):
+        if spec.kind == "python":
+            return tid
+    return None
+
+
+async def _exec_waiting_for_capacity(
+    service: BackendService, body: dict[str, Any]
+) -> dict[str, Any]:
+    """``exec_once``, waiting out ``at_capacity`` (refused before any work,
+    so trying again is safe) instead of answering 503."""
+    while True:
+        try:
+            return await service.exec_once(body)
+        except WireError as err:
+            if err.error_code != "at_capacity":
+                raise
+        await asyncio.sleep(_CAPACITY_RETRY_S)
+
+
+def _fastapi_error(err: WireError) -> dict[str, Any]:
+    return {"detail": err.message}
+
+
+def build_sandbox_fusion_router(
+    service: BackendService, *, template_id: str | None = None
+) -> Router:
+    """``POST /run_code`` and ``GET /v1/ping`` over ``service``; python runs in
+    ``template_id`` (default: see :func:`python_template`)."""
+    router = Router("sandbox-fusion", _fastapi_error)
+
+    async def run_code(req: Request, _p: dict[str, str]) -> Response:
+        try:
+            body = json.loads(req.body) if req.body.strip() else None
+        except (ValueError, UnicodeDecodeError) as exc:
+            detail = [{"type": "json_invalid", "loc": ["body"], "msg": "JSON decode error",
+                       "input": {}, "ctx": {"error": str(exc)}}]  # fmt: skip
+            return Response(422, {"detail": detail})
+        try:
+            run = validate_run_code(body)
+        except _Invalid as bad:
+            return Response(422, {"detail": bad.errors})
+        if run["language"] not in RUNNABLE_LANGUAGES:
+            return Response(
+                200,
+                sandbox_error(
+                    f"language {run['language']!r} is not available on this backend "
+                    f"(it runs {', '.join(RUNNABLE_LANGUAGES)})"
+                ),
+            )
+        template = python_template(service, template_id)
+        if template is None:
+            return Response(200, sandbox_error("this backend has no python template"))
+        blob = base64.b64encode(json.dumps(run).encode()).decode()
+        exec_body = {
+            "template_id": template,
+            "code": exec_code(blob),
+            "timeout_seconds": min(
+                MAX_EXEC_TIMEOUT_S, math.ceil(run["run_timeout"]) + EXEC_MARGIN_S
+            ),
+        }
+        try:
+            result = await _exec_waiting_for_capacity(service, exec_body)
+        except WireError as err:
+            if err.error_code == "draining":
+                raise  # 503: this node stops; a client retries elsewhere
+            return Response(200, sandbox_error(f"{err.error_code}: {err.message}"))
+        return Response(200, response_from_output(result["stdout"], result["exit_code"]))
+
+    async def ping(_req: Request, _p: dict[str, str]) -> Response:
+        return Response(200, "pong")
+
+    router.add("POST", "/run_code", run_code)
+    router.add("GET", "/v1/ping", ping)
+    return router

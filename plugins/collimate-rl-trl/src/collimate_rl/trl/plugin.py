@@ -1,0 +1,26 @@
+"""The collimate-rl plugin of the trl adapter (entry point ``trl``).
+
+Loaded whenever core builds its plugin manager, so it imports nothing heavy:
+the trl version comes from package metadata, never from an import (importing
+trl pulls torch and transformers).
+"""
+
+from __future__ import annotations
+
+from collimate_rl.plugins import PluginAnnouncement, hookimpl
+from collimate_rl.plugins.frameworks import distribution_version
+
+from .__about__ import __version__
+
+#: The PyPI distribution of the framework this plugin adapts.
+FRAMEWORK = "trl"
+
+
+@hookimpl
+def collimate_rl_announce() -> PluginAnnouncement:
+    return PluginAnnouncement(
+        name="collimate-rl-trl",
+        version=__version__,
+        framework=FRAMEWORK,
+        framework_version=distribution_version(FRAMEWORK),
+    )

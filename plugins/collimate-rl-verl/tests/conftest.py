@@ -1,0 +1,161 @@
+"""Shared fixtures of the verl plugin's tests: a real local backend (TCP and
+unix socket) and verl's own code, read from its wheel.
+
+Importing ``verl`` runs ``verl/__init__.py``, which imports torch and ray.
+The modules the tests need are plain Python, so they are loaded without
+their package ``__init__``:
+
+* ``verl/utils/reward_score/sandbox_fusion/`` (imports only ``requests``),
+  loaded as a package of its own;
+* ``load_module`` / ``load_extern_object`` (``verl/utils/import_utils.py``)
+  and ``get_custom_reward_fn`` / ``_call_with_kwargs`` /
+  ``_call_with_kwargs_async`` (``verl/trainer/ppo/reward.py``): how verl
+  finds ``reward.custom_reward_function`` and binds its ``reward_kwargs``,
+  taken out of those modules as functions and run as they are.
+
+The wheel is the installed one, else fetched once from PyPI and unpacked
+(``collimate_rl.testing.wheels``).
+"""
+
+from __future__ import annotations
+
+import ast
+import importlib
+import importlib.util
+import inspect
+import os
+import sys
+import warnings
+from collections.abc import Iterator
+from functools import cache, partial, wraps
+from pathlib import Path
+from types import ModuleType
+from typing import Any, Optional
+
+import pytest
+
+from collimate_rl.local_backend import LocalCollimateBackend
+from collimate_rl.testing.wheels import WheelUnavailable, wheel_source
+
+
+@pytest.fixture(scope="session")
+def backend(tmp_path_factory: pytest.TempPathFactory) -> Iterator[LocalCollimateBackend]:
+    sock = tmp_path_factory.mktemp("verl") / "backend.sock"
+    with LocalCollimateBackend(socket_path=sock) as b:
+        yield b
+
+
+@pytest.fixture(params=["tcp", "unix"])
+def target(request: pytest.FixtureRequest, backend: LocalCollimateBackend) -> dict[str, str]:
+    """Reward keywords naming the backend, over TCP or its unix socket."""
+    if request.param == "tcp":
+        return {"base_url": backend.base_url}
+    return {"unix_socket": str(backend.socket_path)}
+
+
+#: The verl release whose code the tests run.
+VERL_VERSION = "0.9.1"
+
+
+@pytest.fixture(scope="session")
+def verl_dir() -> Path:
+    """verl's package directory (installed, else its wheel; never imported)."""
+    try:
+        return wheel_source("verl", VERL_VERSION, "verl")
+    except WheelUnavailable as exc:
+        pytest.skip(f"verl's code is needed and cannot be had here: {exc}")
+
+
+@pytest.fixture(scope="session")
+def verl_sandbox_fusion(verl_dir: Path) -> ModuleType:
+    """verl's own ``verl.utils.reward_score.sandbox_fusion`` package."""
+    if importlib.util.find_spec("requests") is None:
+        pytest.skip("requests (which verl's sandbox_fusion client posts with) is not installed")
+    name = "verl_sandbox_fusion_under_test"
+    folder = verl_dir / "utils" / "reward_score" / "sandbox_fusion"
+    spec = importlib.util.spec_from_file_location(
+        name, folder / "__init__.py", submodule_search_locations=[str(folder)]
+    )
+    assert spec is not None and spec.loader is not None
+    module = importlib.util.module_from_spec(spec)
+    sys.modules[name] = module
+    spec.loader.exec_module(module)
+    return module
+
+
+def _functions(path: Path, names: set[str], namespace: dict[str, Any]) -> None:
+    tree = ast.parse(path.read_text(encoding="utf-8"))
+    kinds = (ast.FunctionDef, ast.AsyncFunctionDef)
+    found = [n for n in tree.body if isinstance(n, kinds) and n.name in names]
+    assert {n.name for n in found} == names, f"{path} lacks {names - {n.name for n in found}}"
+    for node in found:
+        exec(compile(ast.Module(body=[node], type_ignores=[]), str(path), "exec"), namespace)
+
+
+def _verl_loading(verl_dir: Path) -> dict[str, Any]:
+    """verl's ``get_custom_reward_fn`` (with the loader it uses), as functions."""
+    namespace: dict[str, Any] = {
+        "importlib": importlib,
+        "inspect": inspect,
+        "os": os,
+        "warnings": warnings,
+        "cache": cache,
+        "wraps": wraps,
+        "partial": partial,
+        "Optional": Optional,
+        "Any": Any,
+        "PKG_PATH_PREFIX": "pkg://",
+        "FILE_PATH_PREFIX": "file://",
+    }
+    _functions(
+        verl_dir / "utils" / "import_utils.py", {"load_module", "load_extern_object"}, namespace
+    )
+    # get_custom_reward_fn imports load_extern_object from verl.utils.import_utils
+    # (which would run verl/__init__): hand it the function read above instead
+    shim = ModuleType("verl.utils.import_utils")
+    shim.load_extern_object = namespace["load_extern_object"]  # type: ignore[attr-defined]
+    namespace["__verl_import_utils__"] = shim
+    _functions(
+        verl_dir / "trainer" / "ppo" / "reward.py",
+        {"get_custom_reward_fn", "_call_with_kwargs", "_call_with_kwargs_async"},
+        namespace,
+    )
+    return namespace
+
+
+class Config(dict):  # type: ignore[type-arg]
+    """The slice of verl's OmegaConf config these functions read
+    (``config.reward.get("custom_reward_function")``)."""
+
+    def __getattr__(self, name: str) -> Any:
+        return self[name]
+
+
+@pytest.fixture(scope="session")
+def verl_code(verl_dir: Path) -> dict[str, Any]:
+    """verl's reward-function loading, from its wheel."""
+    loading = _verl_loading(verl_dir)
+    loading["origin"] = "wheel"
+    return loading
+
+
+@pytest.fixture
+def custom_reward_fn(verl_code: dict[str, Any], monkeypatch: pytest.MonkeyPatch) -> Any:
+    """``get_custom_reward_fn(config)`` as verl calls it, for a path, a name
+    and reward_kwargs."""
+    verl_loading = verl_code
+    shim = verl_loading["__verl_import_utils__"]
+    monkeypatch.setitem(sys.modules, "verl.utils.import_utils", shim)
+    verl_pkg = ModuleType("verl")
+    verl_pkg.__path__ = []  # a bare package: its __init__ (torch, ray) never runs
+    utils_pkg = ModuleType("verl.utils")
+    utils_pkg.__path__ = []
+    monkeypatch.setitem(sys.modules, "verl", verl_pkg)
+    monkeypatch.setitem(sys.modules, "verl.utils", utils_pkg)
+
+    def load(path: str, name: str, reward_kwargs: dict[str, Any] | None = None) -> Any:
+        section = {"path": path, "name": name, "reward_kwargs": reward_kwargs or {}}
+        config = Config(reward=Config(custom_reward_function=section))
+        return verl_loading["get_custom_reward_fn"](config)
+
+    return load
