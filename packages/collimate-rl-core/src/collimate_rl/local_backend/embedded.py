@@ -52,9 +52,11 @@ class LocalCollimateBackend:
         override_templates: bool = False,
         engine: Engine | None = None,
         start_timeout_s: float = 60.0,
+        allow_non_loopback: bool = False,
     ) -> None:
         self.config = ServerConfig(
             host=host,
+            allow_non_loopback=allow_non_loopback,
             port=port,
             socket_path=str(socket_path) if socket_path is not None else None,
             templates_file=templates_file,
