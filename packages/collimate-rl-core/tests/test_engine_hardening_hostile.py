@@ -35,7 +35,13 @@ TEMPLATES = [
     {
         "id": "tight",
         "kind": "python",
-        "limits": {"processes": 32, "memory": "192MiB", "cpu_seconds": 10, "output": "64KiB"},
+        "limits": {
+            "processes": 32,
+            "memory": "192MiB",
+            "cpu_seconds": 10,
+            "output": "64KiB",
+            "cpus": 0.5,
+        },
     },
     {"id": "sh", "kind": "shell"},
 ]
@@ -376,3 +382,45 @@ def test_the_filter_is_well_formed() -> None:
     # no call Python, the shell or the grader needs is in the refused set
     needed = {0, 1, 2, 3, 9, 56, 57, 59, 61, 62, 228, 230, 319, 424, 434, 46, 47}
     assert not needed & set(REFUSED_X86_64.values())
+
+
+def _cgroup_dir(line: str) -> tuple[str, str]:
+    """(controller, host dir) of one /proc/<pid>/cgroup line (cgroup v1 or v2)."""
+    _id, controllers, path = line.split(":", 2)
+    if not controllers:
+        return "unified", "/sys/fs/cgroup/unified" + path
+    return controllers, f"/sys/fs/cgroup/{controllers}{path}"
+
+
+def test_each_clone_has_quotas_of_its_own(http: httpx.Client) -> None:
+    quotas = http.get("/v1/health").json()["quotas"]
+    if quotas["mechanism"] == "rlimits":
+        assert quotas["why_not_cgroups"], quotas
+        pytest.skip(f"no usable cgroups here: {quotas['why_not_cgroups']}")
+    a, b = Session(http, "tight"), Session(http, "tight")
+    try:
+        lines = [s.run("print(open('/proc/self/cgroup').read())")["stdout"].split() for s in (a, b)]
+    finally:
+        a.delete()
+        b.delete()
+    assert lines[0] != lines[1], lines
+    fresh = Session(http, "tight")
+    try:
+        mine = fresh.run("print(open('/proc/self/cgroup').read())")["stdout"].split()
+        dirs = dict(_cgroup_dir(line) for line in mine)
+        if quotas["mechanism"] == "cgroup1":
+            with open(os.path.join(dirs["memory"], "memory.limit_in_bytes")) as fh:
+                assert int(fh.read()) == 192 << 20
+            with open(os.path.join(dirs["pids"], "pids.max")) as fh:
+                assert int(fh.read()) == 32 + 4
+            assert "/collimate-" in dirs["memory"] and "/clone-" in dirs["memory"]
+            if "cpu" in dirs and "/clone-" in dirs["cpu"]:
+                with open(os.path.join(dirs["cpu"], "cpu.cfs_quota_us")) as fh:
+                    assert int(fh.read()) == 50_000
+            else:
+                assert "cpu controller" not in str(quotas), quotas
+        else:
+            with open(os.path.join(dirs["unified"], "memory.max")) as fh:
+                assert int(fh.read()) == 192 << 20
+    finally:
+        fresh.delete()

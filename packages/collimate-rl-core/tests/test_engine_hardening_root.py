@@ -29,7 +29,7 @@ from collimate_rl.local_backend import LocalCollimateBackend
 from collimate_rl.local_backend.banner import banner
 from collimate_rl.local_backend.engine.exposure import host_view
 from collimate_rl.local_backend.templates import TemplateConfigError, parse_template
-from collimate_rl.testing.host import skip_unless_host_lacks_namespaces
+from collimate_rl.testing.host import namespaces_missing_reason, skip_unless_host_lacks_namespaces
 
 pytestmark = pytest.mark.namespaces
 
@@ -56,6 +56,9 @@ def _host_locations() -> list[Path]:
 def planted(tmp_path_factory: pytest.TempPathFactory) -> Iterator[dict[str, Any]]:
     """World-readable files in each host location, and a server config dir
     (templates + a key) under /etc, a system dir every sandbox sees."""
+    reason = namespaces_missing_reason()
+    if reason is not None:  # (planting in /root, /srv, /etc needs root too)
+        pytest.skip(reason)
     made: list[Path] = []
     secrets: list[str] = []
     try:

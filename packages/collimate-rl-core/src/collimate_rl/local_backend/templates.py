@@ -20,7 +20,8 @@ file, a plugin's ``collimate_rl_local_templates`` hook, or the in-process
     processes = 256
     file_size = "256MiB"
     output = "16MiB"
-    cpus = 1.0                   # per clone CPU bandwidth (where cgroups are in force)
+    cpus = 1.0                   # per clone CPU bandwidth where cgroups are in force
+                                 # (default: none; a CPU cgroup costs each exec latency)
 
     [[templates]]
     id = "web"

@@ -137,7 +137,8 @@ class ForkEngine:
         for t in templates:
             self._templates[t.id] = t
         if self.requested != "process":
-            self.quotas = Quotas.probe() if os.geteuid() == 0 else Quotas(reason="not root")
+            want_cpu = any(t.limits.cpus for t in templates)
+            self.quotas = Quotas.probe(want_cpu) if os.geteuid() == 0 else Quotas(reason="not root")
             reason = await self._probe_namespaces()
             if reason is None:
                 self.isolation = "namespaces"
@@ -151,7 +152,7 @@ class ForkEngine:
                     quotas=(
                         f"{self.quotas.mechanism} quotas per clone (memory of all its "
                         "processes together, processes"
-                        + (", CPU bandwidth" if self.quotas.cpu else "")
+                        + (", CPU bandwidth where a template sets cpus" if self.quotas.cpu else "")
                         + ")"
                         if self.quotas.mechanism != "rlimits"
                         else f"no cgroup quotas ({self.quotas.reason})"
@@ -358,7 +359,7 @@ class ForkEngine:
         if self.isolation != "namespaces":
             return {
                 "exposed": "everything (process isolation)",
-                "quotas": self.quotas.describe(None),
+                "quotas": self.quotas.describe(),
             }
         exposed: dict[str, Any] = {}
         for tid, view in sorted(self._views.items()):
@@ -369,10 +370,9 @@ class ForkEngine:
                 "masked": view["hide"],
                 "own": ["/", "/tmp", "/dev/shm", "/proc (its own pid namespace)"],
             }
-        cpus = sorted({t.limits.cpus for t in self._templates.values() if t.kind != "app"})
         return {
             "exposed": exposed,
-            "quotas": self.quotas.describe(cpus[0] if cpus else 1.0),
+            "quotas": self.quotas.describe(),
             "no_new_privs": self.no_new_privs,
             "seccomp": self.seccomp,
         }

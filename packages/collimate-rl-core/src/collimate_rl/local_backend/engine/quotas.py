@@ -47,15 +47,17 @@ class Quotas:
     cpu: bool = False  # a cpu controller limits each clone's CPU bandwidth
 
     @classmethod
-    def probe(cls) -> Quotas:
-        """Cgroups if this process may make them here (root), else rlimits."""
+    def probe(cls, want_cpu: bool = False) -> Quotas:
+        """Cgroups if this process may make them here (root), else rlimits.
+        ``want_cpu``: some template sets ``cpus`` (else no clone is put in a
+        CPU cgroup: that costs every exec latency, see ``Limits``)."""
         if os.geteuid() != 0:
             return cls(reason="not running as root")
         mounts = _cgroup_mounts()
         own = _own_cgroups()
         reasons: list[str] = []
         for attempt in (_try_v2, _try_v1):
-            quotas, why = attempt(mounts, own)
+            quotas, why = attempt(mounts, own, want_cpu)
             if quotas is not None:
                 return quotas
             reasons.append(why)
@@ -73,6 +75,8 @@ class Quotas:
         dirs: list[str] = []
         try:
             for controller, root in sorted(self.roots.items()):
+                if controller == "cpu" and not cpus:
+                    continue  # no CPU cgroup unless asked for (see ``Limits``)
                 path = os.path.join(root, name)
                 os.mkdir(path)
                 dirs.append(path)
@@ -156,7 +160,7 @@ class Quotas:
 
     # -- reporting
 
-    def describe(self, cpus_default: float | None) -> dict[str, object]:
+    def describe(self) -> dict[str, object]:
         if self.mechanism == "rlimits":
             return {
                 "mechanism": "rlimits",
@@ -172,10 +176,10 @@ class Quotas:
             "(plus RLIMIT_AS per process)",
             "processes": "per clone (pids controller; plus RLIMIT_NPROC per uid)",
             "cpu": (
-                f"per clone CPU bandwidth ({cpus_default:g} CPU unless the template says "
-                "otherwise; plus RLIMIT_CPU per process)"
+                "per clone CPU bandwidth for templates that set limits.cpus; "
+                "RLIMIT_CPU per process for all"
                 if cpu
-                else "RLIMIT_CPU per process (no cpu controller)"
+                else "RLIMIT_CPU per process (no template sets limits.cpus)"
             ),
             "cgroups": sorted(set(self.roots.values())),
         }
@@ -215,8 +219,25 @@ def _base_name() -> str:
     return f"collimate-{os.getpid()}"
 
 
+def _sweep_stale(parent: str) -> None:
+    """Remove the (empty) cgroups a server that died without its close left
+    under ``parent``: ``collimate-<pid>`` of a pid that no longer runs."""
+    with contextlib.suppress(OSError):
+        for entry in os.listdir(parent):
+            head, _, pid = entry.partition("-")
+            if head != "collimate" or not pid.isdigit() or os.path.exists(f"/proc/{pid}"):
+                continue
+            base = os.path.join(parent, entry)
+            with contextlib.suppress(OSError):
+                for child in os.listdir(base):
+                    if os.path.isdir(os.path.join(base, child)):
+                        with contextlib.suppress(OSError):
+                            os.rmdir(os.path.join(base, child))
+                os.rmdir(base)
+
+
 def _try_v2(
-    mounts: list[tuple[str, str, set[str]]], own: dict[str, str]
+    mounts: list[tuple[str, str, set[str]]], own: dict[str, str], want_cpu: bool
 ) -> tuple[Quotas | None, str]:
     points = [m for m, fstype, _ in mounts if fstype == "cgroup2"]
     if not points or "" not in own:
@@ -230,8 +251,9 @@ def _try_v2(
     missing = {"memory", "pids"} - available
     if missing:
         return None, f"cgroup v2: controllers {sorted(missing)} not available to us"
-    wanted = ["memory", "pids"] + (["cpu"] if "cpu" in available else [])
+    wanted = ["memory", "pids"] + (["cpu"] if want_cpu and "cpu" in available else [])
     enable = " ".join("+" + c for c in wanted)
+    _sweep_stale(parent)
     base = os.path.join(parent, _base_name())
     try:
         # our own cgroup must delegate them (it cannot while it holds
@@ -249,16 +271,18 @@ def _try_v2(
 
 
 def _try_v1(
-    mounts: list[tuple[str, str, set[str]]], own: dict[str, str]
+    mounts: list[tuple[str, str, set[str]]], own: dict[str, str], want_cpu: bool
 ) -> tuple[Quotas | None, str]:
     roots: dict[str, str] = {}
-    for controller in ("memory", "pids", "cpu"):
+    for controller in ("memory", "pids") + (("cpu",) if want_cpu else ()):
         point = next(
             (m for m, fstype, opts in mounts if fstype == "cgroup" and controller in opts), None
         )
         if point is None:
             continue
-        base = os.path.join(point, own.get(controller, "/").lstrip("/"), _base_name())
+        parent = os.path.join(point, own.get(controller, "/").lstrip("/"))
+        _sweep_stale(parent)
+        base = os.path.join(parent, _base_name())
         try:
             os.makedirs(base, exist_ok=True)
         except OSError as exc:
