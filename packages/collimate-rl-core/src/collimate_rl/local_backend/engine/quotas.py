@@ -18,6 +18,7 @@ The clone joins it itself, first thing, so nothing it forks escapes.
 from __future__ import annotations
 
 import contextlib
+import itertools
 import logging
 import os
 import time
@@ -215,8 +216,12 @@ def _own_cgroups() -> dict[str, str]:
     return own
 
 
+_BASES = itertools.count(1)
+
+
 def _base_name() -> str:
-    return f"collimate-{os.getpid()}"
+    """Unique per engine: a process may run several servers (tests do)."""
+    return f"collimate-{os.getpid()}-{next(_BASES)}"
 
 
 def _sweep_stale(parent: str) -> None:
@@ -224,7 +229,8 @@ def _sweep_stale(parent: str) -> None:
     under ``parent``: ``collimate-<pid>`` of a pid that no longer runs."""
     with contextlib.suppress(OSError):
         for entry in os.listdir(parent):
-            head, _, pid = entry.partition("-")
+            head, _, rest = entry.partition("-")
+            pid = rest.partition("-")[0]
             if head != "collimate" or not pid.isdigit() or os.path.exists(f"/proc/{pid}"):
                 continue
             base = os.path.join(parent, entry)
