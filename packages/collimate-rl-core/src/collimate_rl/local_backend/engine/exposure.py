@@ -43,7 +43,7 @@ def check_exposable(path: str) -> str:
     if not isinstance(path, str) or not os.path.isabs(path):
         raise ExposeError(f"expected an absolute host path, got {path!r}")
     norm = os.path.normpath(path)
-    if norm in REFUSED or any(under(norm, r) for r in REFUSED[1:]):
+    if norm in (*REFUSED, "/tmp") or any(under(norm, r) for r in REFUSED[1:]):
         raise ExposeError(f"{path!r} cannot be exposed (the clone has its own {norm})")
     return norm
 
