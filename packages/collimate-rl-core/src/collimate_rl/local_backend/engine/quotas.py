@@ -280,6 +280,7 @@ def _try_v1(
     mounts: list[tuple[str, str, set[str]]], own: dict[str, str], want_cpu: bool
 ) -> tuple[Quotas | None, str]:
     roots: dict[str, str] = {}
+    name = _base_name()  # the same in every hierarchy
     for controller in ("memory", "pids") + (("cpu",) if want_cpu else ()):
         point = next(
             (m for m, fstype, opts in mounts if fstype == "cgroup" and controller in opts), None
@@ -288,7 +289,7 @@ def _try_v1(
             continue
         parent = os.path.join(point, own.get(controller, "/").lstrip("/"))
         _sweep_stale(parent)
-        base = os.path.join(parent, _base_name())
+        base = os.path.join(parent, name)
         try:
             os.makedirs(base, exist_ok=True)
         except OSError as exc:
