@@ -52,7 +52,13 @@ from .exposure import host_view
 from .fork_clone import CloneDied, ForkClone
 from .quotas import Quotas
 from .uid_pool import UidPool
-from .zygote_process import BACKGROUND_NICE, ZygoteError, ZygoteProcess, default_python
+from .zygote_process import (
+    BACKGROUND_NICE,
+    ZygoteError,
+    ZygoteProcess,
+    default_python,
+    interpreter_trees,
+)
 
 log = logging.getLogger("collimate_rl.local_backend.engine")
 
@@ -168,7 +174,13 @@ class ForkEngine:
                 self.quotas = Quotas(reason="process isolation")
         for t in templates:
             if self.isolation == "namespaces":
-                self._view(t, await self._zygote(t))
+                # (an app's zygote is started lazily: its interpreter's trees suffice)
+                trees = (
+                    await interpreter_trees(default_python())
+                    if t.kind == "app"
+                    else (await self._zygote(t)).trees
+                )
+                self._view(t, trees)
             if t.kind == "app":
                 if t.warm_pool > 0:
                     self._pool_targets[(t.id, False)] = t.warm_pool
@@ -255,7 +267,7 @@ class ForkEngine:
             "workdir": "/tmp" if ns else host_dir,
             "own_net": own_net,
             "tmp_bytes": max(64 << 20, template.limits.memory_bytes),
-            "view": self._view(template, zygote) if ns else {},
+            "view": self._view(template, zygote.trees) if ns else {},
             "cgroups": cgroups,
             # a ready clone runs execs at the server's priority (the zygote is niced)
             "nice": os.getpriority(os.PRIO_PROCESS, 0) if BACKGROUND_NICE else None,
@@ -338,11 +350,11 @@ class ForkEngine:
             raise
         return clone
 
-    def _view(self, template: TemplateSpec, zygote: ZygoteProcess) -> dict[str, list[str]]:
+    def _view(self, template: TemplateSpec, trees: list[str]) -> dict[str, list[str]]:
         """What of the host a clone of ``template`` sees (computed once)."""
         view = self._views.get(template.id)
         if view is None:
-            view = host_view(zygote.trees, template.expose, self.hidden)
+            view = host_view(trees, template.expose, self.hidden)
             if view["missing"]:
                 log.warning(
                     "template %s: exposed paths missing on this host: %s",
