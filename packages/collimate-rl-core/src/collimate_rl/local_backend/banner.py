@@ -3,6 +3,7 @@ isolation is really in force. It never claims more than the engine reports."""
 
 from __future__ import annotations
 
+from .config import is_loopback
 from .server import BackendServer
 
 _NOT_A_SANDBOX = (
@@ -12,6 +13,17 @@ _NOT_A_SANDBOX = (
 )
 
 
+def bind_warning(host: str) -> str | None:
+    """The banner's warning for a TCP bind beyond loopback (which the
+    config only accepts with ``allow_non_loopback``)."""
+    if is_loopback(host):
+        return None
+    return (
+        f"!! bound to {host}, not loopback: the daemon wire has no authentication,"
+        " so anyone who can reach this port can run code here"
+    )
+
+
 def banner(server: BackendServer) -> str:
     assert server.service is not None
     svc = server.service
@@ -19,11 +31,9 @@ def banner(server: BackendServer) -> str:
     lines = [f"collimate local backend {svc.health()['version']} ({wires})"]
     if server.base_url:
         lines.append(f"  listening on {server.base_url}")
-        if server.config.host not in ("127.0.0.1", "::1", "localhost"):
-            lines.append(
-                f"!! bound to {server.config.host}: the daemon wire has no authentication,"
-                " so anyone who can reach this port can run code here"
-            )
+        warning = bind_warning(server.config.host)
+        if warning:
+            lines.append(warning)
     if server.socket_path:
         lines.append(f"  listening on unix:{server.socket_path}")
     lines.append(f"  templates: {', '.join(sorted(svc.templates))}")
@@ -42,6 +52,24 @@ def banner(server: BackendServer) -> str:
             # the one place a key is ever shown: keys this server made up itself
             lines.append(f"  generated {tier} key (shown once): {key}")
     lines.append(f"  isolation: {svc.engine.isolation} ({svc.engine.isolation_detail})")
+    confinement = getattr(svc.engine, "confinement", None)
+    info = confinement() if callable(confinement) else {}
+    exposed = info.get("exposed")
+    if isinstance(exposed, dict):
+        for tid, view in exposed.items():
+            shown = ", ".join(view["read_only"])
+            masked = f"; masked: {', '.join(view['masked'])}" if view["masked"] else ""
+            lines.append(f"  host paths template {tid} sees (read-only): {shown}{masked}")
+    quotas = info.get("quotas")
+    if isinstance(quotas, dict):
+        if quotas.get("mechanism") == "rlimits":
+            why = quotas.get("why_not_cgroups", "")
+            lines.append(f"  quotas: rlimits only, per process ({why})")
+        else:
+            lines.append(
+                f"  quotas: {quotas['mechanism']} per clone: memory {quotas['memory']}; "
+                f"processes {quotas['processes']}; cpu {quotas['cpu']}"
+            )
     if svc.engine.isolation == "process":
         lines.append(_NOT_A_SANDBOX)
     return "\n".join(lines)

@@ -29,6 +29,12 @@ def build_parser(prog: str = "collimate serve") -> argparse.ArgumentParser:
     )
     p.add_argument("--host", default="127.0.0.1", help="TCP address to bind (default: loopback)")
     p.add_argument(
+        "--allow-non-loopback",
+        action="store_true",
+        help="let --host be an address other than loopback (the wire has no authentication: "
+        "anyone who reaches the port can run code here)",
+    )
+    p.add_argument(
         "--port",
         type=int,
         default=None,
@@ -94,6 +100,7 @@ def config_from_args(args: argparse.Namespace) -> ServerConfig:
         port = 8080
     return ServerConfig(
         host=args.host,
+        allow_non_loopback=args.allow_non_loopback,
         port=port,
         socket_path=args.socket_path,
         templates_file=args.templates_file,

@@ -3,6 +3,7 @@ in-process :class:`~.embedded.LocalCollimateBackend`."""
 
 from __future__ import annotations
 
+import ipaddress
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, Literal
@@ -25,6 +26,9 @@ class ServerConfig:
     """
 
     host: str = "127.0.0.1"
+    # a TCP bind other than loopback must be asked for: the daemon wire has no
+    # authentication, so anyone who reaches the port can run code here
+    allow_non_loopback: bool = False
     port: int | None = 0
     socket_path: str | None = None
     templates_file: str | Path | None = None
@@ -61,6 +65,12 @@ class ServerConfig:
             raise ValueError("nothing to listen on: give a port, a socket path, or both")
         if self.port is not None and not 0 <= self.port < 65536:
             raise ValueError(f"port out of range: {self.port}")
+        if self.port is not None and not is_loopback(self.host) and not self.allow_non_loopback:
+            raise ValueError(
+                f"host {self.host!r} is not a loopback address: the daemon wire has no "
+                "authentication, so anyone who can reach the port could run code here; "
+                "pass --allow-non-loopback (allow_non_loopback=True) if that is really meant"
+            )
         if self.max_inflight < 0:
             raise ValueError("max_inflight must be >= 0 (0 = unlimited)")
         if self.run_slots is not None and self.run_slots < 0:
@@ -73,3 +83,13 @@ class ServerConfig:
             raise ValueError("gateway_max_warm must be >= 0")
         if self.session_ttl < 0 or self.tombstone_ttl < 0:
             raise ValueError("TTLs must be >= 0 (0 = off)")
+
+
+def is_loopback(host: str) -> bool:
+    """``localhost`` or a loopback address (127.0.0.0/8, ::1)."""
+    if host == "localhost":
+        return True
+    try:
+        return ipaddress.ip_address(host.strip("[]")).is_loopback
+    except ValueError:
+        return False

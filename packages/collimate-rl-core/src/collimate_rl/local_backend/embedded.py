@@ -57,9 +57,11 @@ class LocalCollimateBackend:
         api_keys_file: str | Path | None = None,
         gateway: bool = True,
         gateway_max_warm: int = 4,
+        allow_non_loopback: bool = False,
     ) -> None:
         self.config = ServerConfig(
             host=host,
+            allow_non_loopback=allow_non_loopback,
             port=port,
             socket_path=str(socket_path) if socket_path is not None else None,
             templates_file=templates_file,

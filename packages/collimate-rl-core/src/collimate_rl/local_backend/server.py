@@ -96,8 +96,12 @@ class BackendServer:
             # Imported here: configuration and wire code stay importable (and
             # testable) without touching the engine's machinery.
             from .engine import make_engine
+            from .engine.exposure import server_private_paths
 
-            self._engine = make_engine(cfg.isolation)
+            hidden = server_private_paths(
+                str(cfg.templates_file) if cfg.templates_file else None, cfg.socket_path
+            )
+            self._engine = make_engine(cfg.isolation, hidden=hidden)
         engine = self._engine
         service = BackendService(
             engine,
@@ -151,7 +155,20 @@ class BackendServer:
             path = os.path.abspath(cfg.socket_path)
             os.makedirs(os.path.dirname(path), exist_ok=True)
             _clear_stale_socket(path)
-            unix = await asyncio.start_unix_server(self.http.handle, path, backlog=1024)
+            # made 0600 from the start (no moment where others could connect):
+            # the wire has no authentication, the socket's mode is its access control
+            # (the umask only around the bind, which does not yield)
+            sock = socket.socket(socket.AF_UNIX, socket.SOCK_STREAM)
+            old_umask = os.umask(0o177)
+            try:
+                sock.bind(path)
+            except BaseException:
+                sock.close()
+                raise
+            finally:
+                os.umask(old_umask)
+            os.chmod(path, 0o600)
+            unix = await asyncio.start_unix_server(self.http.handle, sock=sock, backlog=1024)
             self._listeners.append(unix)
             self.socket_path = path
             self._socket_inode = os.stat(path).st_ino

@@ -106,7 +106,7 @@ class BackendService:
     # -- read-only views ---------------------------------------------------
 
     def health(self) -> dict[str, Any]:
-        return {
+        out: dict[str, Any] = {
             "status": "draining" if self.draining else "ok",
             "sessions": len(self.sessions),
             "running": self.running,
@@ -127,6 +127,12 @@ class BackendService:
                 "denylist": "refused (cannot be enforced locally)",
             },
         }
+        # what the engine confines code with beyond its level (host paths each
+        # template's clones see, quotas, syscall filter), when it says
+        confinement = getattr(self.engine, "confinement", None)
+        if callable(confinement):
+            out.update(confinement())
+        return out
 
     def template(self, template_id: Any) -> TemplateSpec:
         if template_id is None or template_id == "":

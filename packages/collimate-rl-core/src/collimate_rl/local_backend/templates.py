@@ -12,12 +12,16 @@ file, a plugin's ``collimate_rl_local_templates`` hook, or the in-process
                                  # "name=/path/file.py" loads one file as module `name`
                                  # without importing the package around it
     networked = false
+    expose = ["/data/x"]         # host paths its code may read (read-only); by
+                                 # default it sees only system dirs and its interpreter
     [templates.limits]
     cpu_seconds = 60
     memory = "1GiB"              # bytes as int, or a size string
     processes = 256
     file_size = "256MiB"
     output = "16MiB"
+    cpus = 1.0                   # per clone CPU bandwidth where cgroups are in force
+                                 # (default: none; a CPU cgroup costs each exec latency)
 
     [[templates]]
     id = "web"
@@ -42,6 +46,7 @@ from pathlib import Path
 from typing import Any
 
 from .engine.api import Limits, TemplateKind, TemplateSpec
+from .engine.exposure import ExposeError, check_exposable
 
 if sys.version_info >= (3, 11):
     import tomllib
@@ -59,7 +64,7 @@ __all__ = [
 
 _KINDS: tuple[TemplateKind, ...] = ("python", "shell", "app")
 _ID_RE = re.compile(r"^[A-Za-z0-9][A-Za-z0-9._-]{0,127}$")
-_COMMON_KEYS = {"id", "kind", "networked", "limits", "description"}
+_COMMON_KEYS = {"id", "kind", "networked", "limits", "description", "expose"}
 _KIND_KEYS: dict[str, set[str]] = {
     "python": {"python", "interpreter", "preload"},
     "shell": set(),
@@ -75,6 +80,7 @@ _LIMIT_KEYS = {
     "file_size_bytes": "file_size_bytes",
     "output": "output_bytes",
     "output_bytes": "output_bytes",
+    "cpus": "cpus",
 }
 _SIZE_RE = re.compile(r"^\s*(\d+(?:\.\d+)?)\s*([KMGT]?i?B?)?\s*$", re.IGNORECASE)
 
@@ -128,12 +134,16 @@ def _limits(raw: Any, *, where: str) -> Limits:
         raise TemplateConfigError(
             f"{where}: unknown limit(s) {unknown}; known: {sorted(set(_LIMIT_KEYS))}"
         )
-    values: dict[str, int] = {}
+    values: dict[str, Any] = {}
     for key, value in raw.items():
         field_name = _LIMIT_KEYS[key]
         what = f"{where}: limits.{key}"
         if field_name in ("memory_bytes", "file_size_bytes", "output_bytes"):
             values[field_name] = parse_size(value, what=what)
+        elif field_name == "cpus":
+            if isinstance(value, bool) or not isinstance(value, (int, float)) or value <= 0:
+                raise TemplateConfigError(f"{what}: expected a positive number, got {value!r}")
+            values[field_name] = float(value)
         else:
             values[field_name] = _positive_int(value, what=what)
     return Limits(**values)
@@ -171,6 +181,11 @@ def parse_template(table: Mapping[str, Any], *, origin: str = "<config>") -> Tem
     python = table.get("python", table.get("interpreter"))
     if python is not None and (not isinstance(python, str) or not python):
         raise TemplateConfigError(f"{where}: python must be an interpreter path")
+    expose = _str_list(table.get("expose"), what=f"{where}: expose")
+    try:
+        expose = tuple(check_exposable(p) for p in expose)
+    except ExposeError as exc:
+        raise TemplateConfigError(f"{where}: expose: {exc}") from None
     spec_kw: dict[str, Any] = {
         "id": tid,
         "kind": kind,
@@ -178,6 +193,7 @@ def parse_template(table: Mapping[str, Any], *, origin: str = "<config>") -> Tem
         "preload": _str_list(table.get("preload"), what=f"{where}: preload"),
         "networked": networked,
         "limits": _limits(table.get("limits"), where=where),
+        "expose": expose,
     }
     if kind == "app":
         spec_kw.update(_app_fields(table, where=where))

@@ -24,13 +24,18 @@ EgressMode = Literal["open", "none"]
 @dataclass(frozen=True)
 class Limits:
     """Per-template resource limits, applied to every exec (rlimits always;
-    the process count is per clone)."""
+    the process count is per clone). Where cgroups are in force (see
+    ``quotas``), memory and processes are also bounded per clone, all its
+    processes together, and ``cpus`` (when set) bounds its CPU bandwidth:
+    not by default, as a CPU cgroup per clone costs every exec latency (its
+    wake-ups compete as a group; about 2 ms per one-shot on a busy machine)."""
 
     cpu_seconds: int = 60
     memory_bytes: int = 1 << 30
     max_processes: int = 256
     file_size_bytes: int = 256 << 20
     output_bytes: int = 16 * 1024 * 1024
+    cpus: float | None = None
 
 
 @dataclass(frozen=True)
@@ -43,6 +48,9 @@ class TemplateSpec:
     preload: tuple[str, ...] = ()  # modules a warm python interpreter imports ahead of time
     networked: bool = False
     limits: Limits = field(default_factory=Limits)
+    # absolute host paths shown (read-only) to its clones, beyond the system
+    # dirs and the interpreter's own trees (see ``exposure``)
+    expose: tuple[str, ...] = ()
     # app templates: a server command with "{port}", the guest ports it serves,
     # an HTTP path probed for readiness, and how many warm clones to keep.
     app_command: str | None = None

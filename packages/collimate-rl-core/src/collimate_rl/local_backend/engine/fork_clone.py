@@ -86,6 +86,9 @@ class ForkClone:
         # process mode writes absolute `files` on the host: removed again at close
         self.host_files: set[str] = set()
         self.exited_cleanly = False
+        # where cgroups are in force: how many of its processes the memory quota killed
+        self.oom_kills: Callable[[], int] | None = None
+        self._oom_seen = 0
 
     @property
     def closed(self) -> bool:
@@ -173,7 +176,23 @@ class ForkClone:
         if msg is None:
             raise CloneDied("the clone died during the exec")
         ack: SeedAck = "verified" if msg.get("seed") == job.seed else "off"
-        return ExecOutcome(output, int(msg["exit_code"]), False, truncated, fork_ms, exec_ms, ack)
+        code = int(msg["exit_code"])
+        if code == 128 + signal.SIGKILL and self.oom_kills is not None:
+            output += self._oom_note(output)
+        return ExecOutcome(output, code, False, truncated, fork_ms, exec_ms, ack)
+
+    def _oom_note(self, output: bytes) -> bytes:
+        """Said when an exec died of SIGKILL and the clone's memory quota
+        killed a process since the last look (read only then: no cost to
+        execs that end otherwise)."""
+        assert self.oom_kills is not None
+        kills = self.oom_kills()
+        if kills <= self._oom_seen:
+            return b""
+        self._oom_seen = kills
+        limit = self.template.limits.memory_bytes
+        note = f"collimate: killed by the clone's memory quota ({limit} bytes, all its processes)\n"
+        return (b"\n" if output and not output.endswith(b"\n") else b"") + note.encode()
 
     async def _exited(self, req: int) -> Message:
         while True:

@@ -17,14 +17,15 @@ costs, and under a GRPO fan-out that difference is the throughput.
 ``isolation``:
 
 * ``namespaces``: each clone is pid 1 of its own pid namespace, with its own
-  mount namespace (a private root: an overlay whose lower layer is the host
-  root, read-only and nosuid, and whose upper layer is the clone's own tmpfs;
-  ``/`` belongs to the clone's uid so it may create top-level dirs, while
-  host-owned dirs stay unwritable; other host mounts bound read-only; private
-  tmpfs ``/tmp``, the working dir, and ``/dev/shm``; its own ``/proc``), ipc and uts
-  namespaces, and its own net namespace with only loopback unless the
-  template is networked and egress is open. Code runs as a uid of its own.
-  Needs root; probed at ``start()`` by really making a clone.
+  mount namespace (a private root holding nothing of the host but its view,
+  read-only: system dirs, the interpreter's trees, the template's ``expose``
+  paths, a minimal ``/dev``; see ``exposure``; ``/`` itself, ``/tmp`` (the
+  working dir) and ``/dev/shm`` are the clone's own, in memory; its own
+  ``/proc``), ipc and uts namespaces, and its own net namespace with only
+  loopback unless the template is networked and egress is open. Code runs
+  as a uid of its own, with no new privileges and a seccomp filter
+  (``guest.seccomp``), in a cgroup of its own where cgroups are usable
+  (``quotas``). Needs root; probed at ``start()`` by really making a clone.
 * ``process``: the same warm forks and rlimits, process-group kills with the
   clone as subreaper, and nothing else: NOT a sandbox.
 * ``auto``: namespaces when the probe succeeds, else process (and says why).
@@ -41,14 +42,23 @@ import shutil
 import socket
 import tempfile
 from collections import deque
+from collections.abc import Sequence
 from typing import Any, Literal
 
 from .api import EgressMode, ExecJob, IsolationLevel, Limits, TemplateSpec
 from .app_ready import free_loopback_port, wait_ready
 from .channel import Channel
+from .exposure import host_view
 from .fork_clone import CloneDied, ForkClone
+from .quotas import Quotas
 from .uid_pool import UidPool
-from .zygote_process import BACKGROUND_NICE, ZygoteError, ZygoteProcess, default_python
+from .zygote_process import (
+    BACKGROUND_NICE,
+    ZygoteError,
+    ZygoteProcess,
+    default_python,
+    interpreter_trees,
+)
 
 log = logging.getLogger("collimate_rl.local_backend.engine")
 
@@ -60,13 +70,13 @@ NETNS_KEEP = 64  # empty net namespaces kept for reuse (making one is the pricie
 NAMESPACES_DETAIL = (
     "namespaces: per clone its own pid (own /proc), mount, ipc, uts and net namespace "
     "(loopback only unless the template is networked and egress is open); a private root "
-    "(overlay: host root file system read-only and nosuid below, the clone's own writes "
-    "above, in memory), private tmpfs /tmp (working dir) and /dev/shm; code runs as an "
-    "unprivileged uid of its own; rlimits cpu/memory(as)/processes/file size; "
-    "timeout kills the whole pid namespace's processes; a clone serves one session or "
-    "one-shot at a time and is wiped (every process killed, a new private root, ipc "
-    "namespace and uid) before it serves another. Shares the host kernel (not a VM), "
-    "no cgroup quotas"
+    "holding nothing of the host but system dirs, the interpreter's own trees and the "
+    "paths its template exposes, all read-only (see 'exposed'), with its own / , /tmp "
+    "(working dir) and /dev/shm in memory; code runs as an unprivileged uid of its own "
+    "with no new privileges{seccomp}; {quotas}; rlimits cpu/memory(as)/processes/file "
+    "size; timeout kills the whole pid namespace's processes; a clone serves one session "
+    "or one-shot at a time and is wiped (every process killed, a new private root, ipc "
+    "namespace and uid) before it serves another. Shares the host kernel (not a VM)"
 )
 
 
@@ -87,7 +97,12 @@ class ForkEngine:
     """``api.Engine`` over warm zygotes (see module docstring)."""
 
     def __init__(
-        self, isolation: IsolationSetting = "auto", *, pool_size: int = 2, keep_idle: int = 64
+        self,
+        isolation: IsolationSetting = "auto",
+        *,
+        pool_size: int = 2,
+        keep_idle: int = 64,
+        hidden: Sequence[str] = (),
     ) -> None:
         if isolation not in ("auto", "namespaces", "process"):
             raise ValueError(f"unknown isolation {isolation!r}")
@@ -110,6 +125,13 @@ class ForkEngine:
         self._netns_free: list[int] = []
         self._state_dir: str | None = None  # process mode's working dirs, made on first use
         self._closed = False
+        # host paths no clone may see even under an exposed tree (the server's own files)
+        self.hidden = list(hidden)
+        self._views: dict[str, dict[str, list[str]]] = {}  # template id -> its view
+        self.quotas = Quotas(reason="process isolation")
+        # what the probe clone reported of its own confinement
+        self.seccomp = "off"
+        self.no_new_privs = False
 
     # ------------------------------------------------------------ lifecycle
 
@@ -121,16 +143,44 @@ class ForkEngine:
         for t in templates:
             self._templates[t.id] = t
         if self.requested != "process":
+            want_cpu = any(t.limits.cpus for t in templates)
+            self.quotas = Quotas.probe(want_cpu) if os.geteuid() == 0 else Quotas(reason="not root")
             reason = await self._probe_namespaces()
             if reason is None:
                 self.isolation = "namespaces"
-                self.isolation_detail = NAMESPACES_DETAIL
+                self.isolation_detail = NAMESPACES_DETAIL.format(
+                    seccomp=(
+                        ", a seccomp filter (no ptrace, keyrings, bpf, mounts, namespaces, "
+                        "kernel modules, kexec, io_uring)"
+                        if self.seccomp == "filter"
+                        else f", no seccomp filter ({self.seccomp})"
+                    ),
+                    quotas=(
+                        f"{self.quotas.mechanism} quotas per clone (memory of all its "
+                        "processes together, processes"
+                        + (", CPU bandwidth where a template sets cpus" if self.quotas.cpu else "")
+                        + ")"
+                        if self.quotas.mechanism != "rlimits"
+                        else f"no cgroup quotas ({self.quotas.reason})"
+                    ),
+                )
             elif self.requested == "namespaces":
                 await self.close()
                 raise RuntimeError(f"namespaces isolation unavailable: {reason}")
             else:
                 self.isolation_detail = process_detail(reason)
+            if self.isolation != "namespaces":
+                self.quotas.close()
+                self.quotas = Quotas(reason="process isolation")
         for t in templates:
+            if self.isolation == "namespaces":
+                # (an app's zygote is started lazily: its interpreter's trees suffice)
+                trees = (
+                    await interpreter_trees(default_python())
+                    if t.kind == "app"
+                    else (await self._zygote(t)).trees
+                )
+                self._view(t, trees)
             if t.kind == "app":
                 if t.warm_pool > 0:
                     self._pool_targets[(t.id, False)] = t.warm_pool
@@ -159,6 +209,7 @@ class ForkEngine:
             os.close(fd)
         self._netns_free.clear()
         self._zygotes.clear()
+        self.quotas.close()
         if self._state_dir is not None:
             shutil.rmtree(self._state_dir, ignore_errors=True)
 
@@ -220,14 +271,22 @@ class ForkEngine:
         uid = self._uids.take() if ns else None
         host_dir = None if ns else tempfile.mkdtemp(prefix="clone-", dir=self._host_root())
         port = free_loopback_port() if template.kind == "app" else None
+        quota, cgroups = "", list[str]()
+        if ns:
+            try:
+                quota, cgroups = self.quotas.make(template.limits, template.limits.cpus)
+            except OSError as exc:
+                if uid is not None:
+                    self._uids.give_back(uid)
+                raise CloneDied(f"cannot make the clone's cgroup: {exc}") from exc
         spec: dict[str, Any] = {
             "mode": "ns" if ns else "proc",
             "uid": uid,
             "workdir": "/tmp" if ns else host_dir,
             "own_net": own_net,
             "tmp_bytes": max(64 << 20, template.limits.memory_bytes),
-            "expose": zygote.exposures if ns else [],
-            "binds": host_mounts() if ns else [],
+            "view": self._view(template, zygote.trees) if ns else {},
+            "cgroups": cgroups,
             # a ready clone runs execs at the server's priority (the zygote is niced)
             "nice": os.getpriority(os.PRIO_PROCESS, 0) if BACKGROUND_NICE else None,
             "limits": _limits_dict(template.limits),
@@ -249,6 +308,8 @@ class ForkEngine:
             jobs.close()
             if uid is not None:
                 self._uids.give_back(uid)
+            if quota:
+                self.quotas.remove(quota)
             if host_dir:
                 shutil.rmtree(host_dir, ignore_errors=True)
             raise
@@ -260,6 +321,8 @@ class ForkEngine:
 
         def forget(c: ForkClone) -> None:
             self._live.discard(c)
+            if quota:
+                self.quotas.remove(quota)
             if c.uid is not None:
                 self._uids.give_back(c.uid)
             if c.netns_fd >= 0:
@@ -282,6 +345,8 @@ class ForkEngine:
             on_release=self._recycle,
         )
         clone.pool_key = (template.id, own_net)
+        if quota:
+            clone.oom_kills = lambda: self.quotas.oom_kills(quota)
         self._live.add(clone)
         try:
             await clone.wait_ready(CLONE_READY_TIMEOUT_S)
@@ -303,6 +368,45 @@ class ForkEngine:
             await clone.close()
             raise
         return clone
+
+    def _view(self, template: TemplateSpec, trees: list[str]) -> dict[str, list[str]]:
+        """What of the host a clone of ``template`` sees (computed once)."""
+        view = self._views.get(template.id)
+        if view is None:
+            view = host_view(trees, template.expose, self.hidden)
+            if view["missing"]:
+                log.warning(
+                    "template %s: exposed paths missing on this host: %s",
+                    template.id,
+                    ", ".join(view["missing"]),
+                )
+            self._views[template.id] = view
+        return view
+
+    def confinement(self) -> dict[str, Any]:
+        """What the banner and ``/v1/health`` report beyond the isolation
+        level: the host paths each template's clones see, the quotas, the
+        syscall filter."""
+        if self.isolation != "namespaces":
+            return {
+                "exposed": "everything (process isolation)",
+                "quotas": self.quotas.describe(),
+            }
+        exposed: dict[str, Any] = {}
+        for tid, view in sorted(self._views.items()):
+            if tid.startswith("__"):
+                continue
+            exposed[tid] = {
+                "read_only": view["binds"] + ["/dev (null, zero, full, random, urandom)"],
+                "masked": view["hide"],
+                "own": ["/", "/tmp", "/dev/shm", "/proc (its own pid namespace)"],
+            }
+        return {
+            "exposed": exposed,
+            "quotas": self.quotas.describe(),
+            "no_new_privs": self.no_new_privs,
+            "seccomp": self.seccomp,
+        }
 
     async def _recycle(self, clone: ForkClone) -> None:
         """A released clone: reset it into its pool, or close it when the pool
@@ -387,12 +491,18 @@ class ForkEngine:
         try:
             clone = await self._spawn(probe, True)
             try:
-                out = await clone.run(ExecJob("command", "echo ok; id -u", "0" * 64, 10.0))
+                script = "echo ok; id -u; grep -E '^(Seccomp|NoNewPrivs):' /proc/self/status"
+                out = await clone.run(ExecJob("command", script, "0" * 64, 10.0))
             finally:
                 await clone.close()
             lines = out.output.decode(errors="replace").split()
             if out.exit_code != 0 or not lines or lines[0] != "ok" or lines[1:2] == ["0"]:
                 return f"probe clone misbehaved: {out.output[:200]!r}"
+            status = dict(zip(lines[2::2], lines[3::2], strict=False))
+            self.no_new_privs = status.get("NoNewPrivs:") == "1"
+            self.seccomp = {"2": "filter", "0": "not supported here"}.get(
+                status.get("Seccomp:", ""), "unknown"
+            )
             return None
         except (ZygoteError, CloneDied, OSError, RuntimeError) as exc:
             return str(exc) or type(exc).__name__
@@ -401,29 +511,12 @@ class ForkEngine:
             self._templates.pop(probe.id, None)
 
 
-def host_mounts() -> list[str]:
-    """Top-level host mount points a clone re-binds (read-only) into its overlay
-    root, which by itself only shows the root file system. Not /proc (each clone
-    mounts its own) nor /tmp (private)."""
-    points: list[str] = []
-    try:
-        with open("/proc/self/mountinfo") as fh:
-            for line in fh:
-                point = line.split()[4].replace("\\040", " ")
-                if point == "/" or point.startswith(("/proc", "/tmp")):
-                    continue
-                points.append(point)
-    except OSError:
-        return []
-    top = [p for p in sorted(set(points)) if not any(p.startswith(q + "/") for q in points)]
-    return top
-
-
-def _limits_dict(limits: Limits) -> dict[str, int]:
+def _limits_dict(limits: Limits) -> dict[str, Any]:
     return {
         "cpu_seconds": limits.cpu_seconds,
         "memory_bytes": limits.memory_bytes,
         "max_processes": limits.max_processes,
         "file_size_bytes": limits.file_size_bytes,
         "output_bytes": limits.output_bytes,
+        "cpus": limits.cpus,
     }

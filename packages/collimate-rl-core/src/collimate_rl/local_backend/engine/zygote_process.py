@@ -22,7 +22,6 @@ from pathlib import Path
 from typing import Any
 
 from .channel import Channel, ChannelClosed, Message
-from .exposure import exposures
 
 ZYGOTE_SCRIPT = str(Path(__file__).with_name("_zygote.py"))
 _SYS_PATHS: dict[str, list[str]] = {}
@@ -86,7 +85,8 @@ class ZygoteProcess:
         self.channel = channel
         self.preload_failed: list[str] = []
         self.python = ""
-        self.exposures: list[list[object]] = []
+        # every host path the interpreter needs at run time (see ``exposure``)
+        self.trees: list[str] = []
         self._pending: dict[int, asyncio.Future[Message]] = {}
         self._ids = itertools.count(1)
         self._reader = asyncio.ensure_future(self._dispatch())
@@ -131,7 +131,7 @@ class ZygoteProcess:
         zygote = cls(proc, channel)
         zygote.preload_failed = list(hello.get("preload_failed", []))
         zygote.python = python
-        zygote.exposures = exposures(await interpreter_trees(python))
+        zygote.trees = await interpreter_trees(python)
         return zygote
 
     @property

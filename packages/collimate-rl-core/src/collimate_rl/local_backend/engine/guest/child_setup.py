@@ -1,5 +1,6 @@
 """Setting up a process the clone forks for code (an exec child or an app
-server): scheduling class, environment, limits, the private root, the uid."""
+server): scheduling class, environment, limits, the private root, the uid,
+no new privileges and the seccomp filter; and the clone's own cgroup."""
 
 from __future__ import annotations
 
@@ -8,7 +9,9 @@ import os
 import resource
 import signal
 
+from .kernel import install_seccomp, no_new_privs
 from .private_root import GEN_ROOT
+from .seccomp import FILTER
 
 TYPE_CHECKING = False
 if TYPE_CHECKING:  # never at run time: the zygote stays free of the typing module
@@ -34,6 +37,24 @@ def normal_priority(spec: Msg) -> None:
             os.setpriority(os.PRIO_PROCESS, 0, spec["nice"])
 
 
+def join_cgroups(spec: Msg) -> None:
+    """The clone moves itself into its cgroups (``spec["cgroups"]``: their
+    ``cgroup.procs`` files), before it forks anything, and shields itself
+    from their OOM killer: when the memory quota is hit, the code's
+    processes die, never the clone that reports it."""
+    procs = spec.get("cgroups") or []
+    for path in procs:
+        with open(path, "w") as fh:
+            fh.write("0")
+    if procs:
+        set_oom_score_adj(-1000)
+
+
+def set_oom_score_adj(value: int) -> None:
+    with contextlib.suppress(OSError), open("/proc/self/oom_score_adj", "w") as fh:
+        fh.write(str(value))
+
+
 def child_env(spec: Msg, seed: str | None) -> dict[str, str]:
     env = {
         "PATH": "/usr/local/bin:/usr/bin:/bin:/usr/local/sbin:/usr/sbin:/sbin",
@@ -57,6 +78,8 @@ def prepare_child(
     private root and the uid), for a standby that prepares further as root
     in the idle class it was forked in, and enters once it is ready."""
     os.setsid()
+    if spec.get("cgroups"):
+        set_oom_score_adj(0)  # (the clone's -1000 must not pass to the code)
     signal.set_wakeup_fd(-1)
     signal.signal(signal.SIGCHLD, signal.SIG_DFL)
     null = os.open("/dev/null", os.O_RDWR)
@@ -78,8 +101,9 @@ def prepare_child(
 
 
 def enter_private_root(spec: Msg, limits: Msg) -> None:
-    """The server's priority, the private root, the unprivileged uid; in that
-    order, as each step needs the privileges the next one drops."""
+    """The server's priority, the private root, the unprivileged uid, then
+    no new privileges and the seccomp filter; in that order, as each step
+    needs the privileges the next one drops (the filter refuses chroot)."""
     normal_priority(spec)  # while still root: the uid below could not
     if spec["mode"] == "ns":
         # into the private root while still root; the code never has
@@ -93,3 +117,7 @@ def enter_private_root(spec: Msg, limits: Msg) -> None:
         os.setgid(uid)
         os.setuid(uid)
     os.chdir(spec["workdir"])
+    if spec["mode"] == "ns":
+        no_new_privs()
+        if FILTER is not None:
+            install_seccomp(FILTER)

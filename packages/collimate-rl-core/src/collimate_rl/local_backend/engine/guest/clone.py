@@ -27,7 +27,7 @@ import struct
 import time
 import traceback
 
-from .child_setup import child_env, idle_priority, normal_priority, prepare_child
+from .child_setup import child_env, idle_priority, join_cgroups, normal_priority, prepare_child
 from .exec_child import exec_child
 from .kernel import set_child_subreaper, set_process_name
 from .messages import MAX_MSG, recv, send
@@ -74,6 +74,7 @@ class CloneServer:
         signal.signal(signal.SIGCHLD, signal.SIG_DFL)
         try:
             os.setsid()
+            join_cgroups(self.spec)
             if self.root is not None:
                 self.root.enter(self.uid)
                 os.chdir("/")

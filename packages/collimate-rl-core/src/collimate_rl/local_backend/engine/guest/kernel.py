@@ -15,6 +15,8 @@ CLONE_NEWNET = 0x40000000
 MS_NOSUID = 2
 MS_NODEV = 4
 MS_NOEXEC = 8
+MS_RDONLY = 1
+MS_REMOUNT = 32
 MS_BIND = 0x1000
 MS_REC = 0x4000
 MS_PRIVATE = 1 << 18
@@ -28,6 +30,9 @@ PR_SET_PDEATHSIG = 1
 PR_SET_CHILD_SUBREAPER = 36
 PR_SET_NAME = 15
 PR_SET_DUMPABLE = 4
+PR_SET_NO_NEW_PRIVS = 38
+PR_SET_SECCOMP = 22
+SECCOMP_MODE_FILTER = 2
 SIOCSIFFLAGS = 0x8914
 IFF_UP_LOOPBACK_RUNNING = 0x1 | 0x8 | 0x40
 
@@ -108,3 +113,33 @@ def die_with_parent(sig: int) -> None:
 
 def set_hostname(name: bytes) -> None:
     libc.sethostname(name, len(name))
+
+
+def no_new_privs() -> None:
+    """No execve of this process or its children may gain privileges again
+    (setuid/setgid bits, file capabilities); also what lets an unprivileged
+    process install a seccomp filter. Inherited, and cannot be undone."""
+    zero = ctypes.c_ulong(0)
+    check(
+        libc.prctl(PR_SET_NO_NEW_PRIVS, ctypes.c_ulong(1), zero, zero, zero),
+        "prctl(PR_SET_NO_NEW_PRIVS)",
+    )
+
+
+def install_seccomp(prog: bytes) -> None:
+    """Install a classic-BPF seccomp filter (``prog``: packed ``sock_filter``
+    instructions); needs :func:`no_new_privs` first. Inherited by forks."""
+    count = len(prog) // 8
+    buf = ctypes.create_string_buffer(prog, len(prog))
+    fprog = struct.pack("HxxxxxxQ", count, ctypes.addressof(buf))
+    fbuf = ctypes.create_string_buffer(fprog, len(fprog))
+    zero = ctypes.c_ulong(0)
+    check(
+        libc.prctl(PR_SET_SECCOMP, ctypes.c_ulong(SECCOMP_MODE_FILTER), fbuf, zero, zero),
+        "prctl(PR_SET_SECCOMP)",
+    )
+
+
+def remount_readonly(target: str, flags: int) -> None:
+    """Make the mount at ``target`` read-only (``flags``: the ones it keeps)."""
+    mount(None, target, None, MS_REMOUNT | MS_RDONLY | flags, None)

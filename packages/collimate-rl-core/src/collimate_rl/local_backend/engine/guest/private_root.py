@@ -2,12 +2,17 @@
 code sees, mounted afresh for every generation (every user of the clone).
 
 The clone stays in its own mount namespace with the host's view (read-only);
-only its exec children enter the private root, by chroot. Its scaffolding is
-a small tmpfs over /tmp that the code never sees. Each generation gets a tmpfs
-at GEN_LAYER holding the overlay's writable layer, and the private root is
-mounted inside it, at GEN_ROOT, so one detach of GEN_LAYER takes a generation
-away whole (one unmount, one RCU grace period). The pid namespace's /proc is
-mounted once at CLONE_PROC.
+only its exec children enter the private root, by chroot. That root holds
+nothing of the host but its *view* (see the engine's ``exposure`` module):
+the system directories, the interpreter's trees and the paths the template
+names, read-only, and a minimal ``/dev``. The view is built once per clone
+in the scaffolding, a small tmpfs over /tmp that the code never sees (at
+VIEW, from O_PATH handles taken before the host's /tmp was hidden). Each
+generation gets a tmpfs at GEN_LAYER whose ``root`` directory belongs to the
+generation's uid (so code may make top-level dirs, /task or /workspace, and
+its /tmp lives there), with the view's top-level entries bound in: one
+detach of GEN_LAYER takes a generation away whole. The pid namespace's /proc
+is mounted once at CLONE_PROC.
 """
 
 from __future__ import annotations
@@ -15,6 +20,7 @@ from __future__ import annotations
 import fcntl
 import os
 import socket
+import stat
 import struct
 
 from .kernel import (
@@ -32,6 +38,7 @@ from .kernel import (
     detach,
     make_all_mounts_readonly_private,
     mount,
+    remount_readonly,
     set_hostname,
     setns,
     unshare,
@@ -44,38 +51,38 @@ if TYPE_CHECKING:  # never at run time: the zygote stays free of the typing modu
     Msg = dict[str, Any]
 
 
-def bind_into(source: str, target: str) -> None:
-    """A recursive bind of ``source`` at ``target``, making ``target`` only
-    when it is missing (it rarely is: the mount is tried first)."""
-    try:
-        mount(source, target, None, MS_BIND | MS_REC, None)
-    except FileNotFoundError:
-        os.makedirs(target, exist_ok=True)
-        mount(source, target, None, MS_BIND | MS_REC, None)
-
-
 GEN_LAYER = "/tmp/gen"
 GEN_ROOT = GEN_LAYER + "/root"
 CLONE_PROC = "/tmp/proc"
+VIEW = "/tmp/view"
+#: The devices a clone's /dev holds (name, major, minor), all mode 0666.
+DEVICES = (("null", 1, 3), ("zero", 1, 5), ("full", 1, 7), ("random", 1, 8), ("urandom", 1, 9))
+DEV_LINKS = (
+    ("fd", "/proc/self/fd"),
+    ("stdin", "/proc/self/fd/0"),
+    ("stdout", "/proc/self/fd/1"),
+    ("stderr", "/proc/self/fd/2"),
+)
 
 
 class PrivateRoot:
-    """The namespaces (once per clone) and the private root (per generation)."""
+    """The namespaces and the view (once per clone); the private root (per generation)."""
 
     def __init__(self, spec: Msg, netns_fd: int) -> None:
         self.spec = spec
         self.netns_fd = netns_fd  # a recycled, empty net namespace to join
         self.workdir: str = spec["workdir"]
-        # the host's other file systems (their mount points are dirs of the
-        # host root, so of every overlay over it too), looked up once
-        self.binds: list[str] = [m for m in spec.get("binds", []) if os.path.isdir(m)]
-        self.has_dev_shm: bool | None = None  # in the private root: known after the first
-        self.exposed: list[tuple[str, list[tuple[str, int]]]] = []
-        self.staged: list[tuple[str, str]] = []  # (private dir, its stand-in)
+        view = spec.get("view") or {}
+        self.links: list[tuple[str, str]] = [
+            (lk.partition("=")[0], lk.partition("=")[2]) for lk in view.get("links", [])
+        ]
+        self.binds: list[str] = list(view.get("binds", []))
+        self.hide: list[str] = list(view.get("hide", []))
+        self.tops: list[str] = []  # the view's top-level entries (known once it is built)
 
     def enter(self, uid: int | None) -> None:
-        """The namespaces and the scaffolding, once per clone; then the first
-        private root (``mount_generation``)."""
+        """The namespaces, the scaffolding and the view, once per clone; then
+        the first private root (``mount_generation``)."""
         own_net = self.spec["own_net"]
         flags = CLONE_NEWNS | CLONE_NEWIPC | CLONE_NEWUTS
         if own_net and self.netns_fd < 0:
@@ -88,12 +95,17 @@ class PrivateRoot:
             os.close(self.netns_fd)
             self.netns_fd = -1
         make_all_mounts_readonly_private()
-        # kept for every generation: the scaffolding hides the host's /tmp
-        self.exposed = self.open_exposed()
-        mount("tmpfs", "/tmp", "tmpfs", MS_NOSUID | MS_NODEV, "size=1m,mode=700")
-        for path in (GEN_LAYER, CLONE_PROC):
-            os.mkdir(path, 0o700)
-        self.stage_exposed()
+        # handles on the view's trees, taken while the host's /tmp is visible
+        handles = [(path, open_path(path)) for path in self.binds]
+        try:
+            # kept for every generation: the scaffolding hides the host's /tmp
+            mount("tmpfs", "/tmp", "tmpfs", MS_NOSUID | MS_NODEV, "size=1m,mode=700")
+            for path in (GEN_LAYER, CLONE_PROC, VIEW):
+                os.mkdir(path, 0o700)
+            self.build_view(handles)
+        finally:
+            for _path, fd in handles:
+                os.close(fd)
         mount("proc", CLONE_PROC, "proc", MS_NOSUID | MS_NODEV | MS_NOEXEC, None)
         set_hostname(b"sandbox")
         if own_net:
@@ -101,34 +113,78 @@ class PrivateRoot:
                 fcntl.ioctl(s, SIOCSIFFLAGS, struct.pack("16sH14x", b"lo", IFF_UP_LOOPBACK_RUNNING))
         self.mount_generation(uid)
 
+    def build_view(self, handles: list[tuple[str, int]]) -> None:
+        """At VIEW, read-only: every tree of the view bound at its own path
+        (through its handle), the masked paths covered, and a /dev of a few
+        device nodes. Its top-level entries are what each generation binds."""
+        mount("tmpfs", VIEW, "tmpfs", MS_NOSUID | MS_NODEV, "size=1m,mode=755")
+        for path, fd in handles:
+            target = VIEW + path
+            os.makedirs(os.path.dirname(target), mode=0o755, exist_ok=True)
+            if os.path.isdir(f"/proc/self/fd/{fd}"):
+                os.makedirs(target, mode=0o755, exist_ok=True)
+            else:
+                os.close(os.open(target, os.O_CREAT | os.O_WRONLY, 0o444))
+            mount(f"/proc/self/fd/{fd}", target, None, MS_BIND | MS_REC, None)
+        empty_dir, empty_file = "/tmp/empty", "/tmp/empty-file"
+        os.mkdir(empty_dir, 0o000)
+        os.close(os.open(empty_file, os.O_CREAT | os.O_WRONLY, 0o000))
+        for path in self.hide:
+            target = VIEW + path
+            if os.path.isdir(target):
+                mount(empty_dir, target, None, MS_BIND, None)
+            elif os.path.lexists(target):
+                mount(empty_file, target, None, MS_BIND, None)
+        dev = VIEW + "/dev"
+        os.mkdir(dev, 0o755)
+        mount("tmpfs", dev, "tmpfs", MS_NOSUID, "size=64k,mode=755")
+        for name, major, minor in DEVICES:
+            os.mknod(f"{dev}/{name}", 0o666 | stat.S_IFCHR, os.makedev(major, minor))
+            os.chmod(f"{dev}/{name}", 0o666)
+        for name, target in DEV_LINKS:
+            os.symlink(target, f"{dev}/{name}")
+        os.mkdir(f"{dev}/shm", 0o1777)
+        remount_readonly(dev, MS_NOSUID)
+        for name in ("proc", "tmp"):
+            os.makedirs(f"{VIEW}/{name}", 0o755, exist_ok=True)
+        remount_readonly(VIEW, MS_NOSUID | MS_NODEV)
+        self.tops = sorted(os.listdir(VIEW))
+
     def mount_generation(self, uid: int | None) -> None:
-        """A fresh private root at GEN_ROOT: the host root file system as the
-        read-only lower layer of an overlay whose upper layer lives in a new
-        tmpfs (GEN_LAYER). "/" itself belongs to the generation's uid, so its
-        code may make top-level dirs (/task, /workspace) as in a VM, while
-        everything the host owns (/etc, /usr, ...) stays unwritable to it."""
+        """A fresh private root at GEN_ROOT, in a new tmpfs (GEN_LAYER): "/"
+        belongs to the generation's uid, so its code may make top-level dirs
+        (/task, /workspace) as in a VM, while everything of the view stays
+        read-only; /tmp (the working dir) is a dir of that tmpfs, /dev/shm a
+        tmpfs of its own, /proc the clone's."""
         size = self.spec["tmp_bytes"]
-        mount("tmpfs", GEN_LAYER, "tmpfs", MS_NOSUID | MS_NODEV, f"size={size},mode=700")
-        for name in ("upper", "work", "root"):
-            os.mkdir(f"{GEN_LAYER}/{name}", 0o755)
-        if uid is not None:
-            os.chown(GEN_LAYER + "/upper", uid, uid)
+        opts = f"size={size},nr_inodes=65536,mode=700"
+        mount("tmpfs", GEN_LAYER, "tmpfs", MS_NOSUID | MS_NODEV, opts)
         new = GEN_ROOT
-        layers = f"lowerdir=/,upperdir={GEN_LAYER}/upper,workdir={GEN_LAYER}/work"
-        mount("overlay", new, "overlay", MS_NOSUID | MS_NODEV, layers)
-        for mnt in self.binds:  # other host file systems, read-only
-            bind_into(mnt, new + mnt)
-        tmp_opts = f"size={size},nr_inodes=65536,mode=1777"
-        mount("tmpfs", new + "/tmp", "tmpfs", MS_NOSUID | MS_NODEV, tmp_opts)
-        self.expose_interpreter(new)
-        if self.has_dev_shm is None:
-            self.has_dev_shm = os.path.isdir(new + "/dev/shm")
-        if self.has_dev_shm:
-            mount("tmpfs", new + "/dev/shm", "tmpfs", MS_NOSUID | MS_NODEV, "size=64m,mode=1777")
+        os.mkdir(new, 0o755)
+        for name, target in self.links:
+            os.symlink(target, f"{new}/{name}")
+        for name in self.tops:
+            if name in ("proc", "tmp"):
+                continue
+            os.mkdir(f"{new}/{name}", 0o755)
+            mount(f"{VIEW}/{name}", f"{new}/{name}", None, MS_BIND | MS_REC, None)
+        os.mkdir(new + "/tmp", 0o1777)
+        os.chmod(new + "/tmp", 0o1777)
+        for tree in self.binds:
+            if tree.startswith("/tmp/"):  # the generation's /tmp is its own: bound into it
+                os.makedirs(os.path.dirname(new + tree), 0o755, exist_ok=True)
+                if os.path.isdir(VIEW + tree):
+                    os.makedirs(new + tree, 0o755, exist_ok=True)
+                else:
+                    os.close(os.open(new + tree, os.O_CREAT | os.O_WRONLY, 0o444))
+                mount(VIEW + tree, new + tree, None, MS_BIND | MS_REC, None)
+        os.mkdir(new + "/proc", 0o555)
+        mount("tmpfs", new + "/dev/shm", "tmpfs", MS_NOSUID | MS_NODEV, "size=64m,mode=1777")
         mount(CLONE_PROC, new + "/proc", None, MS_BIND, None)
         if self.workdir != "/tmp":
             os.makedirs(new + self.workdir, exist_ok=True)
         if uid is not None:
+            os.chown(new, uid, uid)
             os.chown(new + self.workdir, uid, uid)
 
     def wipe(self) -> None:
@@ -139,40 +195,7 @@ class PrivateRoot:
         detach(GEN_LAYER)
         unshare(CLONE_NEWIPC, "unshare(ipc)")
 
-    def open_exposed(self) -> list[tuple[str, list[tuple[str, int]]]]:
-        """O_PATH handles on the interpreter's trees, taken while the host's
-        paths are still visible (see ``stage_exposed``)."""
-        return [
-            (private, [(t, os.open(t, os.O_PATH | os.O_DIRECTORY | os.O_CLOEXEC)) for t in trees])
-            for private, trees in self.spec.get("expose", [])
-        ]
 
-    def stage_exposed(self) -> None:
-        """Re-expose the interpreter's trees that live under a private dir (see
-        the engine's ``exposure`` module): an empty tmpfs standing in for the
-        private dir, with read-only binds of just those trees, reached through
-        the handles (the host's /tmp is hidden by now). Built once per clone
-        in the scaffolding; each generation binds the whole of it in one
-        mount. Trees under /tmp are bound into each generation's own /tmp."""
-        for index, (private, trees) in enumerate(self.exposed):
-            if private == "/tmp":
-                continue
-            stage = f"/tmp/expose{index}"
-            os.mkdir(stage, 0o700)
-            mount("tmpfs", stage, "tmpfs", MS_NOSUID | MS_NODEV, "size=1m,mode=755")
-            for tree, fd in trees:
-                target = stage + tree[len(private) :]
-                os.makedirs(target, exist_ok=True)
-                mount(f"/proc/self/fd/{fd}", target, None, MS_BIND | MS_REC, None)
-            self.staged.append((private, stage))
-
-    def expose_interpreter(self, root: str) -> None:
-        """Bind the staged trees (see ``stage_exposed``) into a new root."""
-        for private, stage in self.staged:
-            bind_into(stage, root + private)
-        for private, trees in self.exposed:
-            if private != "/tmp":
-                continue
-            for tree, fd in trees:
-                os.makedirs(root + tree, exist_ok=True)
-                mount(f"/proc/self/fd/{fd}", root + tree, None, MS_BIND | MS_REC, None)
+def open_path(path: str) -> int:
+    """An O_PATH handle on a host path (a tree or a single file)."""
+    return os.open(path, os.O_PATH | os.O_CLOEXEC)
