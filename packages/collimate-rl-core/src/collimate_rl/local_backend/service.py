@@ -25,6 +25,7 @@ from .egress import EgressDecision, decide_egress
 from .engine.api import Clone, Engine, ExecJob, ExecOutcome, TemplateSpec
 from .exec_request import format_timeout, parse_exec_body
 from .run_queue import RunQueue
+from .session_env import parse_session_env
 from .sessions import Session, SessionStore, new_session_id
 from .wire_errors import WireError, bad_request
 
@@ -145,9 +146,10 @@ class BackendService:
             raise bad_request("request body must be a JSON object")
         spec = self.template(body.get("template_id"))
         egress = decide_egress(body.get("egress"), spec)
+        env = parse_session_env(body.get("env"), spec)
         started = time.perf_counter()
         async with self.admission.slot():
-            clone, fork_s = await self._open(spec, egress)
+            clone, fork_s = await self._open(spec, egress, env=env)
             session = Session(new_session_id(), spec, clone, egress)
             self.sessions.add(session)
         out: dict[str, Any] = {
@@ -160,6 +162,10 @@ class BackendService:
             out["endpoints"] = dict(clone.endpoints)
         if egress is not None:
             out["egress"] = egress.describe()
+        if env:
+            # the names the server was started with: a client that sent env
+            # checks this, so a server that ignored the key cannot pass
+            out["env"] = sorted(env)
         return out
 
     async def delete_session(self, session_id: str) -> bool:
@@ -236,10 +242,20 @@ class BackendService:
 
     # -- internals ---------------------------------------------------------
 
-    async def _open(self, spec: TemplateSpec, egress: EgressDecision | None) -> tuple[Clone, float]:
+    async def _open(
+        self,
+        spec: TemplateSpec,
+        egress: EgressDecision | None,
+        *,
+        env: Mapping[str, str] | None = None,
+    ) -> tuple[Clone, float]:
         t0 = time.perf_counter()
+        enforced = egress.enforced if egress else None
         try:
-            clone = await self.engine.open_clone(spec, egress=egress.enforced if egress else None)
+            if env:
+                clone = await self.engine.open_clone(spec, egress=enforced, env=env)
+            else:
+                clone = await self.engine.open_clone(spec, egress=enforced)
         except asyncio.CancelledError:
             raise
         except Exception as exc:
