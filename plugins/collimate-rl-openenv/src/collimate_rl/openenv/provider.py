@@ -206,6 +206,13 @@ class CollimateProvider(ContainerProvider):  # type: ignore[misc]
             if client is not None and self._owns_client:
                 client.close()
 
+    # openenv 0.10's base class has these; openenv-core 0.3's has not
+    def __enter__(self) -> CollimateProvider:
+        return self
+
+    def __exit__(self, *exc_info: object) -> None:
+        self.close()
+
     def __repr__(self) -> str:
         where = self._target if self._owns_client else repr(self._client)
         return f"CollimateProvider({where!r}, session={self._session_id!r})"
