@@ -84,6 +84,7 @@ def provider_start(base_url: str) -> float:
 
 async def ws_steps(base_url: str, n: int) -> list[float]:
     from collimate_code import CollimateCodeAction, CollimateCodeEnv
+
     from collimate_rl.openenv import CollimateProvider
 
     provider = CollimateProvider(base_url, env_vars={"COLLIMATE_SERVE_URL": base_url})
@@ -121,6 +122,7 @@ async def direct_grades(base_url: str, n: int) -> list[float]:
 
 async def parallel_steps(base_url: str, sessions: int, steps: int) -> float:
     from collimate_code import CollimateCodeAction, CollimateCodeEnv
+
     from collimate_rl.openenv import CollimateProvider
 
     def provider() -> Any:
@@ -149,7 +151,10 @@ def p(values: list[float], q: float) -> float:
 
 
 def main() -> int:
-    if importlib.util.find_spec("openenv") is None or importlib.util.find_spec("collimate_code") is None:
+    if (
+        importlib.util.find_spec("openenv") is None
+        or importlib.util.find_spec("collimate_code") is None
+    ):
         print("skipped: needs an OpenEnv line and openenv-collimate-code "
               "(hatch run openenv:python benchmarks/bench_openenv.py)")  # fmt: skip
         return 0
@@ -176,13 +181,14 @@ def main() -> int:
     print(f"local backend, isolation {isolation}; {os.cpu_count()} CPUs")
     print(f"{'measure':46} {'p50':>9} {'p90':>9}")
     for name, values in starts.items():
-        print(f"start: {name:39} {p(values, .5):8.2f}s {p(values, .9):8.2f}s")
-    print(f"{'step: reset+step over /ws (Mode A)':46} {p(ws, .5)*1e3:7.1f}ms {p(ws, .9)*1e3:7.1f}ms")
+        print(f"start: {name:39} {p(values, 0.5):8.2f}s {p(values, 0.9):8.2f}s")
+    ws_ms = (p(ws, 0.5) * 1e3, p(ws, 0.9) * 1e3)
+    print(f"{'step: reset+step over /ws (Mode A)':46} {ws_ms[0]:7.1f}ms {ws_ms[1]:7.1f}ms")
     print(f"{'step: grade_async from the trainer (Mode B)':46} "
           f"{p(direct, .5)*1e3:7.1f}ms {p(direct, .9)*1e3:7.1f}ms")  # fmt: skip
     s_ratio = p(starts["sandboxed session"], 0.5) / p(starts["plain subprocess"], 0.5)
     print(f"ratio start sandboxed / plain (p50): {s_ratio:.2f}x")
-    print(f"ratio step Mode A / Mode B (p50):    {p(ws, .5) / p(direct, .5):.2f}x")
+    print(f"ratio step Mode A / Mode B (p50):    {p(ws, 0.5) / p(direct, 0.5):.2f}x")
     print(f"{args.sessions} sessions stepping at once:   {rate:.1f} steps/s")
     print(f"sessions left after the run: {left}")
     return 0 if left == 0 else 1

@@ -42,10 +42,12 @@ from collimate_code import CollimateCodeAction
 
 RIGHT = "def add(a, b):\n    return a + b"
 WRONG = "def add(a, b):\n    return a * b"
-line = "0.10" if any(d.metadata["Name"] == "openenv" for d in importlib.metadata.distributions()) else "0.3"
+names = {d.metadata["Name"] for d in importlib.metadata.distributions()}
+line = "0.10" if "openenv" in names else "0.3"
 info = get_discovery().get_environment_by_name("collimate-code")
 with LocalCollimateBackend() as backend:
-    provider = CollimateProvider(backend.base_url, env_vars={"COLLIMATE_SERVE_URL": backend.base_url})
+    grader = {"COLLIMATE_SERVE_URL": backend.base_url}
+    provider = CollimateProvider(backend.base_url, env_vars=grader)
     env = AutoEnv.from_env("collimate_code", container_provider=provider, wait_timeout=300)
     if line == "0.10":
         try:

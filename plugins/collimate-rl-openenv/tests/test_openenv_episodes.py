@@ -125,9 +125,8 @@ def fresh_discovery(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
 def test_autoenv_finds_the_environment_by_name(
     backend: LocalCollimateBackend, openenv_line: str
 ) -> None:
-    from openenv import AutoEnv
-
     from collimate_code import CollimateCodeEnv
+    from openenv import AutoEnv
 
     info = AutoEnv.get_env_info("collimate-code")
     assert info["default_image"] == IMAGE
@@ -166,6 +165,7 @@ def test_autoenv_finds_the_environment_by_name(
 
 def test_an_unreachable_grader_is_an_error_not_a_zero(backend: LocalCollimateBackend) -> None:
     from collimate_code import CollimateCodeEnv
+
     from collimate_rl.openenv import CollimateProvider
 
     dead = CollimateProvider(

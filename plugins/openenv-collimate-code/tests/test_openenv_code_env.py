@@ -29,7 +29,9 @@ def backend() -> Iterator[LocalCollimateBackend]:
 
 
 @pytest.fixture
-def env(backend: LocalCollimateBackend, monkeypatch: pytest.MonkeyPatch) -> CollimateCodeEnvironment:
+def env(
+    backend: LocalCollimateBackend, monkeypatch: pytest.MonkeyPatch
+) -> CollimateCodeEnvironment:
     """An environment grading on the backend, as the server's env_vars say."""
     monkeypatch.setenv("COLLIMATE_SERVE_URL", backend.base_url)
     monkeypatch.setattr(grader, "_client", None)
@@ -39,7 +41,9 @@ def env(backend: LocalCollimateBackend, monkeypatch: pytest.MonkeyPatch) -> Coll
 def test_the_manifest_names_what_discovery_imports() -> None:
     import yaml  # OpenEnv's own dependency, as its discovery reads the file
 
-    manifest = yaml.safe_load(resources.files("collimate_code").joinpath("openenv.yaml").read_text())
+    manifest = yaml.safe_load(
+        resources.files("collimate_code").joinpath("openenv.yaml").read_text()
+    )
     assert manifest["name"] == "collimate_code" and manifest["spec_version"] == 1
     assert manifest["action"] == CollimateCodeAction.__name__
     assert manifest["observation"] == CollimateCodeObservation.__name__
@@ -49,9 +53,8 @@ def test_the_manifest_names_what_discovery_imports() -> None:
 
 
 def test_the_server_is_openenvs_create_app_with_concurrent_sessions() -> None:
-    from fastapi.testclient import TestClient
-
     from collimate_code.server.app import app
+    from fastapi.testclient import TestClient
 
     assert CollimateCodeEnvironment.SUPPORTS_CONCURRENT_SESSIONS is True
     with TestClient(app) as http:
@@ -136,9 +139,9 @@ def test_the_grader_template_and_timeout_come_from_the_environment(
     monkeypatch.setenv(grader.TIMEOUT_ENV, "12")
     assert (grader.grader_template(), grader.grader_timeout()) == ("py", 12)
     # a step's own timeout can only shorten the grade's
-    assert environment._timeout(None) == {"timeout_seconds": 12}
-    assert environment._timeout(5.5) == {"timeout_seconds": 5}
-    assert environment._timeout(100.0) == {"timeout_seconds": 12}
+    assert environment._timeout(None) == 12
+    assert environment._timeout(5.5) == 5
+    assert environment._timeout(100.0) == 12
     monkeypatch.setenv(grader.TIMEOUT_ENV, "soon")
     with pytest.raises(ValueError, match="whole seconds"):
         grader.grader_timeout()

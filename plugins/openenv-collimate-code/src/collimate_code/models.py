@@ -11,26 +11,26 @@ from __future__ import annotations
 from typing import Any
 
 from openenv.core.env_server.types import Action, Observation
-from pydantic import Field
 
 
 class CollimateCodeAction(Action):  # type: ignore[misc]
     """A submission: Python code, or a completion with the code in a fenced
     block (the last block defining the entry point wins)."""
 
-    code: str = Field(description="the candidate's code or a completion holding it")
+    code: str  # the candidate's code, or a completion holding it
 
 
 class CollimateCodeObservation(Observation):  # type: ignore[misc]
-    """A problem (after ``reset``) or a graded submission (after ``step``)."""
+    """A problem (after ``reset``) or a graded submission (after ``step``):
+    the row's id and prompt, the submissions still allowed, and for the last
+    submission its verdict (``passed``/``failed``; ``""`` before one), the
+    tests passed of the total, and per test ``index``, ``passed`` and, for a
+    failure the grader described, ``reason`` and ``message``."""
 
-    problem_id: str = Field(default="", description="the dataset row's id")
-    prompt: str = Field(default="", description="the problem statement")
-    attempts_left: int = Field(default=0, description="submissions still allowed")
-    verdict: str = Field(default="", description="'passed', 'failed' or '' before a submission")
-    passed: int = Field(default=0, description="tests passed by the last submission")
-    total: int = Field(default=0, description="tests of the problem")
-    tests: list[dict[str, Any]] = Field(
-        default_factory=list,
-        description="per test: index, passed, and for a failure reason and message",
-    )
+    problem_id: str = ""
+    prompt: str = ""
+    attempts_left: int = 0
+    verdict: str = ""
+    passed: int = 0
+    total: int = 0
+    tests: list[dict[str, Any]] = []  # pydantic copies a default per instance

@@ -24,9 +24,8 @@ import urllib.request
 from collections.abc import Callable, Mapping
 from typing import Any
 
-from openenv.core.containers.runtime import ContainerProvider
-
 from collimate_rl import CollimateClient, SessionClient, connect
+from openenv.core.containers.runtime import ContainerProvider
 
 from .images import image_to_template
 

@@ -11,7 +11,7 @@ def main(argv: list[str] | None = None) -> None:
     parser.add_argument("--port", type=int, default=8000)
     args = parser.parse_args(argv)
 
-    import uvicorn
+    import uvicorn  # type: ignore[import-not-found,unused-ignore]
 
     from .app import app
 

@@ -68,7 +68,9 @@ class CollimateCodeEnvironment(Environment):  # type: ignore[misc]
                 "index, max_attempts"
             )
         if isinstance(max_attempts, bool) or not isinstance(max_attempts, int) or max_attempts < 1:
-            raise ValueError(f"reset: max_attempts must be a positive integer, got {max_attempts!r}")
+            raise ValueError(
+                f"reset: max_attempts must be a positive integer, got {max_attempts!r}"
+            )
         if row is not None:
             problem = problem_from_row(row, default_id="row")
         else:
@@ -99,7 +101,10 @@ class CollimateCodeEnvironment(Environment):  # type: ignore[misc]
         if problem is None or self._attempts_left <= 0:
             raise RuntimeError("no problem is posed: call reset() first (the episode is over)")
         code = extract_code(action.code)
-        result = grade(grader_client(), grader_template(), code, problem.spec, **_timeout(timeout_s))
+        timeout = _timeout(timeout_s)
+        result = grade(
+            grader_client(), grader_template(), code, problem.spec, timeout_seconds=timeout
+        )
         self._attempts_left -= 1
         self._state.step_count += 1
         passed, total, tests = feedback_from(result)
@@ -121,11 +126,12 @@ class CollimateCodeEnvironment(Environment):  # type: ignore[misc]
         return self._state
 
 
-def _timeout(timeout_s: float | None) -> dict[str, int]:
+def _timeout(timeout_s: float | None) -> int:
+    """The grade's timeout: the server's, shortened by a step's own."""
     limit = grader_timeout()
     if timeout_s is not None and timeout_s > 0:
         limit = max(1, min(limit, int(timeout_s)))
-    return {"timeout_seconds": limit}
+    return limit
 
 
 def feedback_from(result: GradeResult) -> tuple[int, int, list[dict[str, Any]]]:
