@@ -89,6 +89,50 @@ def test_env_vars_a_warm_server_cannot_take_are_refused(backend: LocalCollimateB
     assert _sessions(backend) == []
 
 
+def _gateway_front(backend: LocalCollimateBackend) -> Any:
+    """The gateway's sandbox routes (WIRE.md 3) in front of the real backend's
+    sessions: the local backend does not speak the gateway wire yet, the
+    sandboxes and their servers are real."""
+    import httpx
+
+    daemon = connect(backend.base_url)
+
+    def handle(request: httpx.Request) -> httpx.Response:
+        assert request.headers["authorization"].startswith("Bearer col_pro_")
+        path = request.url.path
+        if request.method == "POST" and path == "/v1/sandboxes":
+            body = json.loads(request.content)
+            assert set(body) <= {"template", "label", "labels", "egress"}  # no env on this wire
+            s = daemon.create_session(body["template"])
+            sandbox = {"id": s["session_id"], "template": body["template"]}
+            return httpx.Response(200, json={**sandbox, "endpoints": s["endpoints"]})
+        if request.method == "DELETE" and path.startswith("/v1/sandboxes/"):
+            sid = path.rsplit("/", 1)[1]
+            return httpx.Response(
+                200, json={"deleted": daemon.delete_session(sid)["deleted"], "id": sid}
+            )
+        return httpx.Response(404, json={"code": "not_found", "message": path})
+
+    return httpx.MockTransport(handle)
+
+
+def test_over_the_gateway_wire(backend: LocalCollimateBackend) -> None:
+    from collimate_rl.openenv import CollimateProvider
+
+    gateway = GatewayClient(
+        api_key="col_pro_test",
+        base_url="http://127.0.0.1:9",
+        httpx_transport=_gateway_front(backend),
+    )
+    with CollimateProvider(client=gateway) as provider:
+        base_url = provider.start_container("oe-echo:latest")
+        provider.wait_for_ready(base_url)
+        assert _get(base_url, "/health") == {}
+        assert [s["session_id"] for s in _sessions(backend)] == [provider.session_id]
+    assert _sessions(backend) == [] and _refused(base_url)
+    gateway.close()  # a client passed in is the caller's to close
+
+
 def test_env_vars_over_the_gateway_are_refused_before_any_call() -> None:
     from collimate_rl.openenv import CollimateProvider
 
