@@ -21,7 +21,8 @@ from pathlib import Path
 
 import pytest
 
-pytestmark = pytest.mark.slow
+# a fresh venv with OpenEnv (~475 MB, from pip's cache) and a cold server start
+pytestmark = [pytest.mark.slow, pytest.mark.timeout(1800)]
 
 ROOT = Path(__file__).resolve().parents[1]
 SOURCES = {
@@ -79,7 +80,10 @@ print(json.dumps({
 
 
 def _run(cmd: list[str], *, cwd: Path, env: dict[str, str], timeout: float) -> str:
-    out = subprocess.run(cmd, cwd=cwd, env=env, capture_output=True, text=True, timeout=timeout)
+    try:
+        out = subprocess.run(cmd, cwd=cwd, env=env, capture_output=True, text=True, timeout=timeout)
+    except subprocess.TimeoutExpired as exc:
+        raise AssertionError(f"{cmd} timed out:\n{exc.stdout!r}\n{exc.stderr!r}") from None
     assert out.returncode == 0, f"{cmd} failed ({out.returncode}):\n{out.stdout}\n{out.stderr}"
     return out.stdout
 
