@@ -22,8 +22,8 @@ from pathlib import Path
 ROOT = Path(__file__).resolve().parent.parent
 META = ROOT / "packages" / "collimate-rl" / "pyproject.toml"
 
-#: a pin of one of our distributions: name, optional extras, the bounds
-PIN = re.compile(r'"(?P<name>collimate-rl(?:-[a-z]+)?)(?P<extras>\[[a-z,]+\])?>=[^,"]+,<[^"]+"')
+#: a pin of a distribution: name, optional extras, the bounds (ours are picked by name)
+PIN = re.compile(r'"(?P<name>[a-z][a-z0-9-]*)(?P<extras>\[[a-z,-]+\])?>=[^,"]+,<[^"]+"')
 VERSION = re.compile(r'^__version__ = "(?P<v>[^"]+)"', re.MULTILINE)
 META_VERSION = re.compile(r'^version = "[^"]+"', re.MULTILINE)
 

@@ -3,6 +3,8 @@ of the two OpenEnv distributions is installed, and warns when both are."""
 
 from __future__ import annotations
 
+import json
+import subprocess
 import sys
 from pathlib import Path
 
@@ -59,8 +61,46 @@ def test_both_names_installed_prefers_openenv_and_warns(site: Path) -> None:
 
 def test_real_names_are_checked_and_nothing_is_imported() -> None:
     assert plugin.OPENENV_DISTRIBUTIONS == ("openenv", "openenv-core")
-    plugin.collimate_rl_announce()
-    assert "openenv" not in sys.modules
+    # in a fresh interpreter: other tests of this session import OpenEnv
+    code = (
+        "import sys, collimate_rl.openenv as oe\n"
+        "from collimate_rl.openenv import plugin\n"
+        "plugin.collimate_rl_announce(); plugin.collimate_rl_local_templates()\n"
+        "oe.image_to_template('x:1')\n"
+        "assert 'openenv' not in sys.modules and 'collimate_code' not in sys.modules\n"
+    )
+    subprocess.run([sys.executable, "-c", code], check=True, timeout=60)
+
+
+def test_announces_the_provider(site: Path) -> None:
+    install(site, "fake-openenv", "0.10.0")
+    assert "CollimateProvider (collimate_rl.openenv)" in plugin.collimate_rl_announce().detail
+
+
+def test_collimate_plugins_lists_the_provider(openenv_line: str) -> None:
+    out = subprocess.run(
+        [sys.executable, "-m", "collimate_rl", "plugins", "--json"],
+        check=True,
+        capture_output=True,
+        text=True,
+        timeout=60,
+    ).stdout
+    rows = json.loads(out)
+    text = json.dumps(rows)
+    assert "collimate-rl-openenv" in text and "CollimateProvider (collimate_rl.openenv)" in text
+
+
+def test_contributes_the_code_environment_template_when_installed(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    from collimate_rl.openenv import templates
+
+    (table,) = plugin.collimate_rl_local_templates()
+    assert table["id"] == "collimate-code-env" and table["kind"] == "app"
+    assert "-m collimate_code.server" in table["command"] and "{port}" in table["command"]
+    assert table["ports"] == [8000] and table["ready_http"] == "/health"
+    monkeypatch.setattr(templates, "CODE_ENV_MODULE", "collimate_code_not_installed")
+    assert plugin.collimate_rl_local_templates() == []
 
 
 def test_discovered_through_the_entry_point() -> None:

@@ -67,10 +67,14 @@ def _list_sessions() -> Call:
     return get("/v1/sessions")
 
 
-def _create_session(template_id: str, egress: Mapping[str, Any] | None) -> Call:
+def _create_session(
+    template_id: str, egress: Mapping[str, Any] | None, env: Mapping[str, str] | None = None
+) -> Call:
     body: dict[str, Any] = {"template_id": template_id}
     if egress is not None:
         body["egress"] = dict(egress)
+    if env:
+        body["env"] = dict(env) if isinstance(env, Mapping) else env  # the server checks it
     return post("/v1/sessions", body, idempotent=False)
 
 
@@ -244,11 +248,17 @@ class CollimateClient(_DaemonClientBase):
         return result
 
     def create_session(
-        self, template_id: str, *, egress: Mapping[str, Any] | None = None
+        self,
+        template_id: str,
+        *,
+        egress: Mapping[str, Any] | None = None,
+        env: Mapping[str, str] | None = None,
     ) -> dict[str, Any]:
         """Fork a live clone of ``template_id``: ``{session_id, template_id,
-        fork_time_ms, create_time_ms, endpoints?}``."""
-        result: dict[str, Any] = self._http.send(_create_session(template_id, egress))
+        fork_time_ms, create_time_ms, endpoints?}``. ``env`` (an app
+        template's server, when it starts for this session) is answered
+        with the names set, ``env``; a server that cannot set them refuses."""
+        result: dict[str, Any] = self._http.send(_create_session(template_id, egress, env))
         return result
 
     def get_session(self, session_id: str) -> dict[str, Any]:
@@ -375,9 +385,13 @@ class AsyncCollimateClient(_DaemonClientBase):
         return result
 
     async def create_session(
-        self, template_id: str, *, egress: Mapping[str, Any] | None = None
+        self,
+        template_id: str,
+        *,
+        egress: Mapping[str, Any] | None = None,
+        env: Mapping[str, str] | None = None,
     ) -> dict[str, Any]:
-        result: dict[str, Any] = await self._http.send(_create_session(template_id, egress))
+        result: dict[str, Any] = await self._http.send(_create_session(template_id, egress, env))
         return result
 
     async def get_session(self, session_id: str) -> dict[str, Any]:

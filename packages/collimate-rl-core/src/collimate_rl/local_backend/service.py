@@ -25,6 +25,7 @@ from .egress import EgressDecision, decide_egress
 from .engine.api import Clone, Engine, ExecJob, ExecOutcome, TemplateSpec
 from .exec_request import format_timeout, parse_exec_body
 from .run_queue import RunQueue
+from .session_env import parse_session_env
 from .sessions import Session, SessionStore, new_session_id
 from .wire_errors import WireError, bad_request
 
@@ -158,8 +159,9 @@ class BackendService:
             raise bad_request("request body must be a JSON object")
         spec = self.template(body.get("template_id"))
         egress = decide_egress(body.get("egress"), spec)
+        env = parse_session_env(body.get("env"), spec)
         started = time.perf_counter()
-        session, fork_s = await self.open_session(spec, egress)
+        session, fork_s = await self.open_session(spec, egress, env=env)
         out: dict[str, Any] = {
             "session_id": session.session_id,
             "template_id": spec.id,
@@ -170,6 +172,10 @@ class BackendService:
             out["endpoints"] = dict(session.clone.endpoints)
         if egress is not None:
             out["egress"] = egress.describe()
+        if env:
+            # the names the server was started with: a client that sent env
+            # checks this, so a server that ignored the key cannot pass
+            out["env"] = sorted(env)
         return out
 
     async def open_session(
@@ -178,12 +184,14 @@ class BackendService:
         egress: EgressDecision | None,
         *,
         session_id: str | None = None,
+        env: Mapping[str, str] | None = None,
     ) -> tuple[Session, float]:
         """Fork a clone of ``spec`` and register it as a live session; the
         second value is the fork time in seconds. Shared by both wires (the
-        gateway's sandboxes are sessions under an id of its own)."""
+        gateway's sandboxes are sessions under an id of its own). ``env``:
+        what an app template's server is started with for this session."""
         async with self.admission.slot():
-            clone, fork_s = await self._open(spec, egress)
+            clone, fork_s = await self._open(spec, egress, env=env)
             session = Session(session_id or new_session_id(), spec, clone, egress)
             self.sessions.add(session)
         return session, fork_s
@@ -264,10 +272,20 @@ class BackendService:
 
     # -- internals ---------------------------------------------------------
 
-    async def _open(self, spec: TemplateSpec, egress: EgressDecision | None) -> tuple[Clone, float]:
+    async def _open(
+        self,
+        spec: TemplateSpec,
+        egress: EgressDecision | None,
+        *,
+        env: Mapping[str, str] | None = None,
+    ) -> tuple[Clone, float]:
         t0 = time.perf_counter()
+        enforced = egress.enforced if egress else None
         try:
-            clone = await self.engine.open_clone(spec, egress=egress.enforced if egress else None)
+            if env:
+                clone = await self.engine.open_clone(spec, egress=enforced, env=env)
+            else:
+                clone = await self.engine.open_clone(spec, egress=enforced)
         except asyncio.CancelledError:
             raise
         except Exception as exc:

@@ -13,6 +13,7 @@ when the session is deleted/reaped (removes its files and kills anything left),
 
 from __future__ import annotations
 
+from collections.abc import Mapping
 from dataclasses import dataclass, field
 from typing import Literal, Protocol
 
@@ -120,10 +121,19 @@ class Engine(Protocol):
 
     async def start(self, templates: list[TemplateSpec]) -> None: ...
 
-    async def open_clone(self, template: TemplateSpec, *, egress: EgressMode | None) -> Clone:
+    async def open_clone(
+        self,
+        template: TemplateSpec,
+        *,
+        egress: EgressMode | None,
+        env: Mapping[str, str] | None = None,
+    ) -> Clone:
         """Fork a clone of a warm template. ``egress`` is None when the request
         sent no policy; the server already refused policies on non-networked
-        templates (400 ``template is vsock-only``)."""
+        templates (400 ``template is vsock-only``). ``env`` (app templates
+        without a warm pool only, checked by the server) is added to the
+        environment of the clone's app server, which is then started for
+        this clone alone. The server passes ``env`` only when there is some."""
         ...
 
     async def close(self) -> None: ...

@@ -42,7 +42,7 @@ import shutil
 import socket
 import tempfile
 from collections import deque
-from collections.abc import Sequence
+from collections.abc import Mapping, Sequence
 from typing import Any, Literal
 
 from .api import EgressMode, ExecJob, IsolationLevel, Limits, TemplateSpec
@@ -215,10 +215,19 @@ class ForkEngine:
 
     # ---------------------------------------------------------------- clones
 
-    async def open_clone(self, template: TemplateSpec, *, egress: EgressMode | None) -> ForkClone:
+    async def open_clone(
+        self,
+        template: TemplateSpec,
+        *,
+        egress: EgressMode | None,
+        env: Mapping[str, str] | None = None,
+    ) -> ForkClone:
         if self._closed:
             raise CloneDied("the engine is closed")
         own_net = self._own_net(template, egress)
+        if env:
+            # its server must start with these variables: a clone of its own
+            return await self._spawn(template, own_net, env)
         key = (template.id, own_net)
         pool = self._pools.get(key)
         while pool:
@@ -265,7 +274,9 @@ class ForkEngine:
             return False
         return not (template.networked and egress != "none")
 
-    async def _spawn(self, template: TemplateSpec, own_net: bool) -> ForkClone:
+    async def _spawn(
+        self, template: TemplateSpec, own_net: bool, env: Mapping[str, str] | None = None
+    ) -> ForkClone:
         ns = self.isolation == "namespaces"
         zygote = await self._zygote(template)
         uid = self._uids.take() if ns else None
@@ -297,7 +308,7 @@ class ForkEngine:
         if template.kind == "app":
             limits = _limits_dict(template.limits)
             command = (template.app_command or "").replace("{port}", str(port))
-            spec["app"] = {"command": command, "limits": limits}
+            spec["app"] = {"command": command, "limits": limits, "env": dict(env or {})}
         netns_fd = self._netns_free.pop() if ns and own_net and self._netns_free else -1
         ours, theirs = socket.socketpair(socket.AF_UNIX, socket.SOCK_SEQPACKET)
         jobs, jobs_theirs = socket.socketpair(socket.AF_UNIX, socket.SOCK_SEQPACKET)

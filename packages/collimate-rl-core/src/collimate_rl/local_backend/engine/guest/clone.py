@@ -398,6 +398,7 @@ class CloneServer:
             try:
                 prepare_child(self.spec, None, limits=app["limits"], cpu=False)
                 env = child_env(self.spec, None)
+                env.update(app.get("env") or {})  # the session's own (service.session_env)
                 os.execve("/bin/sh", ["/bin/sh", "-c", app["command"]], env)
             except BaseException:
                 traceback.print_exc()
