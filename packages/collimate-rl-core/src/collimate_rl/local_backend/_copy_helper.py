@@ -6,12 +6,13 @@ Usage: ``python -I _copy_helper.py '{"parent_pid": P, "parent_uid": U,
 "children": [[pid, uid], ...]}'``.
 
 The parent's state is read through its mount namespace
-(``/proc/<pid>/root``): the overlay's upper layer (every write to the root
-file system, whiteouts and opaque directories included), its private
-``/tmp`` and ``/dev/shm``. Sources are opened once, then, per child, a
-forked copy chroots into the child's private root and writes there: a
-symlink the parent's code planted can never point a write outside the
-child. Files the parent's uid owned become the child's uid's.
+(``/proc/<pid>/root``): its private root is a tmpfs of its own (every write
+to the root file system lands there, its ``/tmp`` included), with the
+read-only view of the host bound in (those mounts are left alone), and
+``/dev/shm`` is a tmpfs of its own. Sources are opened once, then, per
+child, a forked copy chroots into the child's private root and writes
+there: a symlink the parent's code planted can never point a write outside
+the child. Files the parent's uid owned become the child's uid's.
 """
 
 from __future__ import annotations
@@ -24,7 +25,6 @@ import stat
 import sys
 
 GEN = "/tmp/gen"  # the clone's generation layer (see guest.private_root)
-_MOUNTED = ("tmp", "proc", "dev/shm")  # separate mounts in the private root
 _DIR = os.O_RDONLY | os.O_DIRECTORY | os.O_NOFOLLOW | os.O_CLOEXEC
 
 
@@ -58,9 +58,6 @@ def _copy_entry(name: str, dirfd: int, dest: str, puid: int | None, cuid: int | 
         os.chmod(dest, mode)
         os.chown(dest, uid, gid)
         return True
-    if stat.S_ISCHR(st.st_mode) and st.st_rdev == 0:  # an overlay whiteout: deleted
-        _remove(dest)
-        return False
     if stat.S_ISLNK(st.st_mode):
         target = os.readlink(name, dir_fd=dirfd)
         _remove(dest)
@@ -90,29 +87,19 @@ def _copy_entry(name: str, dirfd: int, dest: str, puid: int | None, cuid: int | 
     return False  # fifos, sockets, devices: not state worth copying
 
 
-def copy_tree(
-    src_fd: int, dest_root: str, puid: int | None, cuid: int | None, *, overlay: bool
-) -> None:
-    """Copy the tree under ``src_fd`` to ``dest_root`` (in the child's root).
-    ``overlay``: the source is an upper layer (whiteouts, opaque dirs, and
-    the mount points of the private root to leave alone)."""
+def copy_tree(src_fd: int, dest_root: str, puid: int | None, cuid: int | None) -> None:
+    """Copy the tree under ``src_fd`` to ``dest_root`` (in the child's root),
+    leaving the mounts inside it alone (the view, ``/proc``, ``/dev/shm``:
+    the child has its own)."""
     top_dev = os.fstat(src_fd).st_dev
     for dirpath, dirnames, filenames, dirfd in os.fwalk(".", dir_fd=src_fd, follow_symlinks=False):
         norm = os.path.normpath(dirpath)
         rel = "" if norm == "." else norm
         dest_dir = os.path.join(dest_root, rel) if rel else dest_root
-        if overlay and rel:
-            with contextlib.suppress(OSError):
-                if os.getxattr(f"/proc/self/fd/{dirfd}", "trusted.overlay.opaque") == b"y":
-                    for entry in os.listdir(dest_dir):
-                        _remove(os.path.join(dest_dir, entry))
         keep = []
         for name in dirnames:
-            sub = f"{rel}/{name}" if rel else name
-            if overlay and sub in _MOUNTED:
-                continue
             st = os.stat(name, dir_fd=dirfd, follow_symlinks=False)
-            if st.st_dev != top_dev:  # a mount inside the tree (an exposed interpreter)
+            if st.st_dev != top_dev:  # a mount inside the tree
                 continue
             if _copy_entry(name, dirfd, os.path.join(dest_dir, name), puid, cuid):
                 keep.append(name)
@@ -125,10 +112,9 @@ def main(argv: list[str]) -> int:
     spec = json.loads(argv[1])
     base = f"/proc/{int(spec['parent_pid'])}/root{GEN}"
     puid = spec.get("parent_uid")
-    sources: list[tuple[int, str, bool]] = [(os.open(base + "/upper", _DIR), "/", True)]
-    for inside in ("/tmp", "/dev/shm"):
-        with contextlib.suppress(FileNotFoundError, NotADirectoryError):
-            sources.append((os.open(base + "/root" + inside, _DIR), inside, False))
+    sources: list[tuple[int, str]] = [(os.open(base + "/root", _DIR), "/")]
+    with contextlib.suppress(FileNotFoundError, NotADirectoryError):
+        sources.append((os.open(base + "/root/dev/shm", _DIR), "/dev/shm"))
     failed = 0
     for child_pid, child_uid in spec["children"]:
         pid = os.fork()
@@ -137,8 +123,8 @@ def main(argv: list[str]) -> int:
             try:
                 os.chroot(f"/proc/{int(child_pid)}/root{GEN}/root")
                 os.chdir("/")
-                for fd, dest, overlay in sources:
-                    copy_tree(fd, dest, puid, child_uid, overlay=overlay)
+                for fd, dest in sources:
+                    copy_tree(fd, dest, puid, child_uid)
                 code = 0
             except BaseException as exc:
                 sys.stderr.write(f"copy into clone {child_pid} failed: {exc!r}\n")
