@@ -1,5 +1,5 @@
 """Keys, tenants and the tier table of the gateway wire on the real local
-backend: every rule of WIRE.md 3 answered as the typed error it maps to."""
+backend: every rule of docs/wire.md §3 answered as the typed error it maps to."""
 
 from __future__ import annotations
 

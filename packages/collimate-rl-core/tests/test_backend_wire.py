@@ -1,4 +1,4 @@
-"""The daemon wire (WIRE.md 1-2) of the local backend, against a real server
+"""The daemon wire (docs/wire.md §1-2) of the local backend, against a real server
 on loopback and on a unix socket: routes, bodies, statuses, error codes."""
 
 from __future__ import annotations

@@ -1,4 +1,4 @@
-"""``connect()`` / ``connect_async()``: the eight resolution cases of WIRE.md 5,
+"""``connect()`` / ``connect_async()``: the eight resolution cases of docs/wire.md §5,
 keyword forwarding, named transports from plugins, and gateway key rules."""
 
 from __future__ import annotations

@@ -1,4 +1,4 @@
-"""The gateway surface (WIRE.md 3): routes, auth, shapes, and the one-shot
+"""The gateway surface (docs/wire.md §3): routes, auth, shapes, and the one-shot
 composition whose delete must happen on every path."""
 
 from __future__ import annotations

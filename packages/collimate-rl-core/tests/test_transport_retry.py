@@ -1,4 +1,4 @@
-"""Every rule of WIRE.md 5, for all four clients (daemon/gateway x sync/async).
+"""Every rule of docs/wire.md §5, for all four clients (daemon/gateway x sync/async).
 
 Faults come from ``httpx.MockTransport`` scripts: a real server cannot time
 out a read after the request left, or answer ``at_capacity`` exactly once,

@@ -90,7 +90,7 @@ def test_env_vars_a_warm_server_cannot_take_are_refused(backend: LocalCollimateB
 
 
 def _gateway_front(backend: LocalCollimateBackend) -> Any:
-    """The gateway's sandbox routes (WIRE.md 3) in front of the real backend's
+    """The gateway's sandbox routes (docs/wire.md §3) in front of the real backend's
     sessions: the local backend does not speak the gateway wire yet, the
     sandboxes and their servers are real."""
     import httpx

@@ -1,4 +1,4 @@
-"""Clients of the node-local daemon wire (WIRE.md 2): no auth, TCP or a unix socket.
+"""Clients of the node-local daemon wire (docs/wire.md §2): no auth, TCP or a unix socket.
 
 :class:`CollimateClient` blocks; :class:`AsyncCollimateClient` is its
 coroutine twin with the same methods. Both describe each route once (the

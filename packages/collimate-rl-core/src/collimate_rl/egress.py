@@ -1,4 +1,4 @@
-"""Per-rollout egress policies (WIRE.md 4), checked before they are sent.
+"""Per-rollout egress policies (docs/wire.md §4), checked before they are sent.
 
 A networked template gives each fork its own network namespace, so a policy
 is chosen per sandbox: ``Sandbox(template, egress=...)``. The server enforces

@@ -1,4 +1,4 @@
-"""Clients of the managed gateway wire (WIRE.md 3): Bearer ``col_*`` keys.
+"""Clients of the managed gateway wire (docs/wire.md §3): Bearer ``col_*`` keys.
 
 :class:`GatewayClient` covers the whole gateway surface (catalog, templates,
 sandboxes, forks, usage) and also implements the daemon client's session

@@ -1,4 +1,4 @@
-"""The one retry policy of every client (WIRE.md 5), as pure logic.
+"""The one retry policy of every client (docs/wire.md §5), as pure logic.
 
 The four clients (daemon and gateway, sync and async) differ only in how they
 send bytes and how they sleep. *Whether* to send again, and *how long* to wait

@@ -3,7 +3,7 @@
 Everything above the transports (``grade``, ``Sandbox``, the framework
 adapters) takes any object with the *session surface* (:class:`SessionClient`)
 and never asks which wire is underneath. ``connect()`` picks the wire from
-what the caller named, then from the environment (WIRE.md 5):
+what the caller named, then from the environment (docs/wire.md §5):
 
 1. explicit ``unix_socket``: the daemon over that socket;
 2. explicit ``api_key``: the gateway (``base_url`` is then its origin);
@@ -162,7 +162,7 @@ def _named(transport: str) -> Any:
 def _resolve(
     base_url: str | None, api_key: str | None, unix_socket: str | None
 ) -> tuple[str, dict[str, Any]]:
-    """``("daemon" | "gateway", constructor kwargs)`` by the WIRE.md 5 order."""
+    """``("daemon" | "gateway", constructor kwargs)`` by the docs/wire.md §5 order."""
     if unix_socket is not None:
         kw: dict[str, Any] = {"unix_socket": unix_socket}
         if base_url is not None:

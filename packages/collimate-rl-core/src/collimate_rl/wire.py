@@ -1,4 +1,4 @@
-"""Shapes of the wire contract (WIRE.md), with no sockets involved.
+"""Shapes of the wire contract (docs/wire.md), with no sockets involved.
 
 Three jobs, all pure functions so the sync and async transports, the local
 backend and the tests share one definition:
@@ -166,7 +166,7 @@ def nothing_happened(error: CollimateError) -> bool:
 
 
 def is_retry_safe(*, idempotent: bool, status: int | None, error_code: str | None) -> bool:
-    """Whether a request that got this answer may be sent again (WIRE.md 5).
+    """Whether a request that got this answer may be sent again (docs/wire.md §5).
 
     ``status``/``error_code`` describe an HTTP answer; a transport failure
     is decided by the transport (it alone knows whether a byte was sent).

@@ -1,4 +1,4 @@
-"""The gateway's routes (WIRE.md 3) as request descriptions, and the small
+"""The gateway's routes (docs/wire.md §3) as request descriptions, and the small
 translations between its records and the daemon's. No I/O here: the sync and
 async gateway clients share all of it and differ only in how they send."""
 

@@ -1,4 +1,4 @@
-"""The managed gateway's flows on top of its client (WIRE.md 3-4).
+"""The managed gateway's flows on top of its client (docs/wire.md §3-4).
 
 * :mod:`.envs`: ``client.env(ref, width=N)`` declares a session's width and
   releases it after;

@@ -15,7 +15,7 @@ __all__ = ["BAKE_PHASES", "TIER_FORK_CAP", "Ready", "TemplateStatus", "fork_cap"
 #: The bake's progress phases in order; ``Failed`` is an end, not a step.
 BAKE_PHASES: Final[tuple[str, ...]] = ("Pending", "Converting", "Distributing", "Live")
 
-#: Children one ``fork`` call may ask for, per key tier (WIRE.md 3).
+#: Children one ``fork`` call may ask for, per key tier (docs/wire.md §3).
 TIER_FORK_CAP: Final[Mapping[str, int]] = {"demo": 4, "pro": 32, "ent": 64}
 
 

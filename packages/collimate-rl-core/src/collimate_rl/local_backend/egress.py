@@ -1,4 +1,4 @@
-"""Egress policies (WIRE.md 4) and what this local backend can honestly enforce.
+"""Egress policies (docs/wire.md §4) and what this local backend can honestly enforce.
 
 The engine enforces two modes per clone: ``open`` (the host's loopback-only
 network namespace or the host network, per isolation level) and ``none`` (no

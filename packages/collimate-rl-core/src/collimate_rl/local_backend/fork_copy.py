@@ -4,10 +4,11 @@ they were at the fork, then diverge.
 What is copied is the parent's private writable state: in a namespaced
 clone its own in-memory root (every write to the root file system, its
 ``/tmp`` and working dir included) and ``/dev/shm``, but not the read-only
-view of the host bound into it; in process mode its working dir. Running processes are not copied: a child is
-a fresh machine with the parent's disk, not its memory. The parent's
-processes are stopped for the copy (like a VM snapshot pausing its vCPUs),
-so a file being written is not seen half-way.
+view of the host bound into it; in process mode its working dir. Running
+processes are not copied: a child is a fresh machine with the parent's
+disk, not its memory. The parent's processes are stopped for the copy
+(like a VM snapshot pausing its vCPUs), so a file being written is not
+seen half-way.
 """
 
 from __future__ import annotations

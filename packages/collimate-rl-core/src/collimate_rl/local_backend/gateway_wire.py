@@ -1,4 +1,4 @@
-"""The gateway wire (WIRE.md 3) on the local backend: Bearer ``col_*`` keys,
+"""The gateway wire (docs/wire.md §3) on the local backend: Bearer ``col_*`` keys,
 tenants, tiers, the catalog, bakes, sandboxes, forks and usage.
 
 Served beside the daemon wire on the same ports: this router claims every
@@ -46,7 +46,7 @@ def claims(request: Request) -> bool:
 
 
 def gateway_egress(policy: Any, spec: TemplateSpec) -> EgressDecision | None:
-    """A sandbox's egress policy (WIRE.md 4). As on the daemon wire, a policy
+    """A sandbox's egress policy (docs/wire.md §4). As on the daemon wire, a policy
     on a vsock-only template is 400 ``template is vsock-only`` and an
     allowlist is enforced fail-closed as ``none``; a denylist (``deny`` /
     ``preset``) is enforced fail-closed as ``none`` too (this backend has no

@@ -231,7 +231,7 @@ def _app_fields(table: Mapping[str, Any], *, where: str) -> dict[str, Any]:
         "warm_pool": _positive_int(
             table.get("warm_pool", 0), what=f"{where}: warm_pool", allow_zero=True
         ),
-        # App templates expose ports, which implies a NIC (WIRE.md 3, ReadySpec).
+        # App templates expose ports, which implies a NIC (docs/wire.md §3, ReadySpec).
         "networked": bool(table.get("networked", True)),
     }
 

@@ -1,4 +1,4 @@
-"""The gateway's key tiers (WIRE.md 3) and the rules each one carries.
+"""The gateway's key tiers (docs/wire.md §3) and the rules each one carries.
 
 One table, read by every gateway route, so the rules a tenant meets are
 auditable in one place. The limits a real control plane takes from a

@@ -18,7 +18,7 @@ For an async client subclass :class:`AsyncSessionSurfaceConformance` instead
 and yield the async client from ``client``: every test then drives it on a
 real event loop (no pytest-asyncio needed).
 
-The tests assert the contract of WIRE.md 1, 2 and 5 as seen through the
+The tests assert the contract of docs/wire.md §1, 2 and 5 as seen through the
 session surface, on either wire (codes a gateway spells differently are
 accepted through the ``*_codes`` class attributes). They make no timing
 assumptions: the one timeout test asserts the outcome (``exit_code -1``),

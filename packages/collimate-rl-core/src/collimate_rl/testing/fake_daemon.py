@@ -1,4 +1,4 @@
-"""An in-memory daemon that speaks the daemon wire (WIRE.md 1-2) for tests.
+"""An in-memory daemon that speaks the daemon wire (docs/wire.md §1-2) for tests.
 
 It is NOT a sandbox: commands run as plain subprocesses of the test process,
 in a private temporary directory per session. What it is faithful to is the

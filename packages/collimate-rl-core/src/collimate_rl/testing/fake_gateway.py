@@ -1,4 +1,4 @@
-"""The gateway's sandbox routes (WIRE.md 3) over a :class:`FakeDaemon`.
+"""The gateway's sandbox routes (docs/wire.md §3) over a :class:`FakeDaemon`.
 
 Enough of the gateway to hold a :class:`~collimate_rl.GatewayClient` to the
 session-surface conformance suite and to its own rules: Bearer ``col_*``
