@@ -62,6 +62,10 @@ class BackendService:
         # execs that ran to an answer (sessions and one-shots): what a client
         # over many nodes checks to prove nothing ran twice
         self.execs_run = 0
+        # sessions ever created and ever ended (deleted, reaped or closed at
+        # stop): created - ended == live, what a leak check compares
+        self.sessions_created = 0
+        self.sessions_ended = 0
         self._background: set[asyncio.Task[None]] = set()
         self._reaper: asyncio.Task[None] | None = None
         self._closed = False
@@ -114,6 +118,8 @@ class BackendService:
             "inflight": self.admission.inflight,
             "run_slots": self.run_queue.slots,
             "execs_run": self.execs_run,
+            "sessions_created": self.sessions_created,
+            "sessions_ended": self.sessions_ended,
             "isolation": self.engine.isolation,
             "isolation_detail": self.engine.isolation_detail,
             "sandbox": self.engine.isolation == "namespaces",
@@ -154,6 +160,7 @@ class BackendService:
             clone, fork_s = await self._open(spec, egress)
             session = Session(new_session_id(), spec, clone, egress)
             self.sessions.add(session)
+            self.sessions_created += 1
         out: dict[str, Any] = {
             "session_id": session.session_id,
             "template_id": spec.id,
@@ -171,6 +178,7 @@ class BackendService:
         session = self.sessions.pop(session_id, tombstone=False)
         if session is None:
             return False
+        self.sessions_ended += 1
         await self._destroy(session, tombstone=False)
         return True
 
@@ -320,7 +328,8 @@ class BackendService:
             log.exception("closing a clone failed")
 
     async def _destroy(self, session: Session, *, tombstone: bool) -> None:
-        self.sessions.pop(session.session_id, tombstone=tombstone)
+        if self.sessions.pop(session.session_id, tombstone=tombstone) is not None:
+            self.sessions_ended += 1
         for task in list(session.tasks):
             task.cancel()
         if session.tasks:
