@@ -145,10 +145,16 @@ class ProxyStats:
     def forwarded_to(self, *routes: Route) -> list[Forwarded]:
         return [f for f in self.forwarded if not routes or f.route in routes]
 
-    def duplicates(self) -> int:
-        """POSTs that reached the server more than once with the same bytes:
-        requests executed twice (creates, execs, one-shots)."""
-        counts = Counter(f.digest for f in self.forwarded if f.method == "POST")
+    def duplicates(self, *routes: Route) -> int:
+        """POSTs (of ``routes``, default all) that reached the server more
+        than once with the same bytes: requests executed twice. Meaningful
+        where every logical request has bytes of its own (execs carrying a
+        seed of their own; one create at a time)."""
+        counts = Counter(
+            f.digest
+            for f in self.forwarded
+            if f.method == "POST" and (not routes or f.route in routes)
+        )
         return sum(n - 1 for n in counts.values() if n > 1)
 
     def since(self, before: ProxyStats) -> ProxyStats:
@@ -305,11 +311,13 @@ class FaultProxy:
 
     async def _set_refusing(self, on: bool) -> None:
         if on and self._server is not None:
-            self._server.close()
-            await self._server.wait_closed()
-            self._server = None
+            server, self._server = self._server, None
+            server.close()
             for writer in list(self._clients):
                 writer.close()
+            # (3.12+ waits here for the connections too: closed just above)
+            with contextlib.suppress(asyncio.TimeoutError):
+                await asyncio.wait_for(server.wait_closed(), 5.0)
             with self._lock:
                 self._stats.refusals += 1
         elif not on and self._server is None:

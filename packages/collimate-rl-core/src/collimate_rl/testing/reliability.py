@@ -162,15 +162,16 @@ class Matrix:
         timeout: float = 2.0,
         exec_delay_s: float | None = None,
     ) -> None:
-        """``exec_delay_s`` (e.g. 33): the ``delay`` fault holds an exec's
-        answer that long, past its read timeout (the exec's own
-        ``timeout_seconds``, 1 here, plus 30 s); ``None`` holds execs for the
-        proxy's delay only (past a create's or delete's ``timeout``, within
-        an exec's), which keeps the matrix fast."""
+        """Execs and one-shots are sent without ``timeout_seconds`` (the
+        server's default applies), so their read timeout is the client's
+        ``timeout`` and the proxy's ``delay`` goes past it. A grade always
+        sends its ``timeout_seconds`` and waits 30 s more: ``exec_delay_s``
+        (e.g. 33) holds a grade's answer past that (grades then ask for 1 s);
+        ``None`` holds it for the proxy's delay only, within its wait."""
         self.proxy = proxy
         self.exec_delay_s = exec_delay_s
-        # an exec's read timeout is its timeout_seconds + 30 s (retry.py)
-        self.exec_timeout_s = 1 if exec_delay_s is not None else 30
+        # a grade's read timeout is its timeout_seconds + 30 s (retry.py)
+        self.grade_timeout_s = 1 if exec_delay_s is not None else 30
         self.template = template
         self.retries = retries
         self.retry_budget = retry_budget
@@ -244,7 +245,7 @@ class Matrix:
             self.proxy.refuse(True)
         else:
             times = _BURST.get(fault, self.retries + 1 if fault == "draining" else 1)
-            delay = self.exec_delay_s if call not in ("create", "delete") else None
+            delay = self.exec_delay_s if call.startswith("grade") else None
             self.proxy.inject(
                 fault,  # type: ignore[arg-type]
                 times=times,
@@ -273,13 +274,13 @@ class Matrix:
             sid = self.direct.create_session(t)["session_id"]
             try:
                 c.session_exec(
-                    sid, code="print(6 * 7)", seed=self._seed(), timeout_seconds=self.exec_timeout_s
+                    sid, code="print(6 * 7)", seed=self._seed(), timeout_seconds=None  # type: ignore[arg-type]
                 )
             finally:
                 self.direct.delete_session(sid)
         elif call == "one_shot":
             c.exec_once(
-                t, code="print(6 * 7)", seed=self._seed(), timeout_seconds=self.exec_timeout_s
+                t, code="print(6 * 7)", seed=self._seed(), timeout_seconds=None  # type: ignore[arg-type]
             )
         else:
             n = 6 if call == "grade_packed" else 2
@@ -294,7 +295,7 @@ class Matrix:
                 pack=3 if call == "grade_packed" else 1,
                 concurrency=2,
                 on_infra_error="zero",
-                timeout_seconds=self.exec_timeout_s,
+                timeout_seconds=self.grade_timeout_s,
             )
             check_results(cands, results, case)
 
