@@ -11,8 +11,8 @@ from __future__ import annotations
 from collections.abc import Callable
 from typing import Any
 
-from .routing import Request, Response, Router
 from .exec_request import EXEC_FIELDS, check_fields
+from .routing import Request, Response, Router
 from .service import BackendService
 from .wire_errors import WireError
 
@@ -45,13 +45,17 @@ def build_daemon_router(service: BackendService, *, on_drain: Callable[[], None]
         return Response(200, service.list_sessions())
 
     async def create_session(req: Request, _p: dict[str, str]) -> Response:
-        return Response(201, await service.create_session(_body(req, _CREATE_FIELDS, "a session create")))
+        return Response(
+            201, await service.create_session(_body(req, _CREATE_FIELDS, "a session create"))
+        )
 
     async def get_session(_req: Request, p: dict[str, str]) -> Response:
         return Response(200, service.get_session(p["id"]))
 
     async def exec_session(req: Request, p: dict[str, str]) -> Response:
-        return Response(200, await service.exec_in_session(p["id"], _body(req, EXEC_FIELDS, "an exec")))
+        return Response(
+            200, await service.exec_in_session(p["id"], _body(req, EXEC_FIELDS, "an exec"))
+        )
 
     async def delete_session(_req: Request, p: dict[str, str]) -> Response:
         deleted = await service.delete_session(p["id"])

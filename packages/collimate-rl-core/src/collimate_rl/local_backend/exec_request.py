@@ -55,7 +55,17 @@ def _source(body: Mapping[str, Any]) -> tuple[str, str]:
 #: The fields of an ExecRequest (a one-shot's ``template_id`` and ``egress``
 #: included; ``id`` names the request in its answer).
 EXEC_FIELDS = frozenset(
-    {"template_id", "command", "commands", "code", "files", "timeout_seconds", "seed", "egress", "id"}
+    {
+        "template_id",
+        "command",
+        "commands",
+        "code",
+        "files",
+        "timeout_seconds",
+        "seed",
+        "egress",
+        "id",
+    }
 )
 
 
@@ -64,7 +74,8 @@ def check_fields(body: Mapping[str, Any], allowed: frozenset[str], what: str) ->
     unknown = sorted(str(k) for k in body if k not in allowed)
     if unknown:
         raise bad_request(
-            f"unknown field {unknown[0]!r} in {what}; expected some of: {', '.join(sorted(allowed))}"
+            f"unknown field {unknown[0]!r} in {what}; "
+            f"expected some of: {', '.join(sorted(allowed))}"
         )
 
 
