@@ -40,9 +40,7 @@ def serves(backend: LocalCollimateBackend) -> bool:
 
 
 @pytest.mark.parametrize("hostile", PROBES, ids=[p.name for p in PROBES])
-def test_a_hostile_request_gets_a_clear_4xx(
-    backend: LocalCollimateBackend, hostile: Probe
-) -> None:
+def test_a_hostile_request_gets_a_clear_4xx(backend: LocalCollimateBackend, hostile: Probe) -> None:
     status = probe("127.0.0.1", backend.port or 0, hostile.raw)
     assert status in hostile.due, f"{hostile.name}: answered {status}"
     assert backend.health()["status"] == "ok"
@@ -67,9 +65,8 @@ def test_a_body_over_the_limit_sent_in_full_is_413(backend: LocalCollimateBacken
 
 
 def test_a_negative_timeout_from_the_client_is_a_typed_400(backend: LocalCollimateBackend) -> None:
-    with CollimateClient(backend.base_url, retries=0) as c:
-        with pytest.raises(CollimateError) as err:
-            c.exec_once("py", code="print(1)", timeout_seconds=-3)
+    with CollimateClient(backend.base_url, retries=0) as c, pytest.raises(CollimateError) as err:
+        c.exec_once("py", code="print(1)", timeout_seconds=-3)
     assert err.value.status == 400
 
 

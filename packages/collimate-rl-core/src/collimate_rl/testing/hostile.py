@@ -100,7 +100,11 @@ PROBES: Final[tuple[Probe, ...]] = (
     ),
     Probe(
         "huge integer",
-        request("POST", "/v1/exec", b'{"template_id":"py","code":"1","timeout_seconds":' + b"9" * 5000 + b"}"),
+        request(
+            "POST",
+            "/v1/exec",
+            b'{"template_id":"py","code":"1","timeout_seconds":' + b"9" * 5000 + b"}",
+        ),
         _4XX,
     ),
     Probe("no such template", request("POST", "/v1/exec", _exec(template_id="nope")), _4XX),

@@ -274,13 +274,19 @@ class Matrix:
             sid = self.direct.create_session(t)["session_id"]
             try:
                 c.session_exec(
-                    sid, code="print(6 * 7)", seed=self._seed(), timeout_seconds=None  # type: ignore[arg-type]
+                    sid,
+                    code="print(6 * 7)",
+                    seed=self._seed(),
+                    timeout_seconds=None,  # type: ignore[arg-type]
                 )
             finally:
                 self.direct.delete_session(sid)
         elif call == "one_shot":
             c.exec_once(
-                t, code="print(6 * 7)", seed=self._seed(), timeout_seconds=None  # type: ignore[arg-type]
+                t,
+                code="print(6 * 7)",
+                seed=self._seed(),
+                timeout_seconds=None,  # type: ignore[arg-type]
             )
         else:
             n = 6 if call == "grade_packed" else 2
