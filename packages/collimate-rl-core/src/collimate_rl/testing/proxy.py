@@ -196,6 +196,7 @@ class FaultProxy:
         self._loop: asyncio.AbstractEventLoop | None = None
         self._thread: threading.Thread | None = None
         self._server: asyncio.Server | None = None
+        self._switch: asyncio.Lock | None = None
         self._clients: set[asyncio.StreamWriter] = set()
         self._tasks: set[asyncio.Task[None]] = set()
 
@@ -310,6 +311,12 @@ class FaultProxy:
         self.port = self._server.sockets[0].getsockname()[1]
 
     async def _set_refusing(self, on: bool) -> None:
+        if self._switch is None:
+            self._switch = asyncio.Lock()
+        async with self._switch:  # two threads may ask at once: one switch at a time
+            await self._switch_listener(on)
+
+    async def _switch_listener(self, on: bool) -> None:
         if on and self._server is not None:
             server, self._server = self._server, None
             server.close()
