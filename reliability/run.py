@@ -58,7 +58,8 @@ def rows(
         Row("scenarios run", f"{len(cases)} fault cases, {hostile.tried} hostile, 1 soak"),
         Row(
             "faults injected",
-            f"{sum(c.injected for c in cases)} matrix + {soak.faults_injected} soak",
+            f"{sum(c.injected for c in cases)} matrix + {soak.faults_injected} soak "
+            f"(in {soak.requests} requests)",
         ),
         Row(
             "requests executed twice",
@@ -109,7 +110,11 @@ def rows(
 def _rss(soak: SoakReport) -> str:
     if not soak.rss_mib:
         return "n/a"
-    return f"{soak.rss_mib[0]:.0f} -> {soak.rss_mib[-1]:.0f} MiB, growth {soak.rss_growth_mib:+.1f}"
+    low, high = min(soak.rss_mib), max(soak.rss_mib)
+    return (
+        f"{soak.rss_mib[0]:.1f} -> {soak.rss_mib[-1]:.1f} MiB over {len(soak.rss_mib)} samples "
+        f"(min {low:.1f}, max {high:.1f}), growth {soak.rss_growth_mib:+.1f}"
+    )
 
 
 def main(argv: list[str] | None = None) -> int:

@@ -46,6 +46,7 @@ class SoakReport:
     wrong_rewards: int = 0  # an infra failure (or anything else) became a reward
     session_trips: int = 0
     faults_injected: int = 0
+    requests: int = 0  # requests the proxy saw (grades travel in packs)
     executed_twice: int = 0
     sessions_leaked: int = 0
     processes_leaked: int = 0  # processes of the server's tree alive after it stopped
@@ -154,6 +155,7 @@ def run_soak(
             _wait_quiet(direct)
             stats = proxy.snapshot()
             report.faults_injected = sum(stats.injected.values())
+            report.requests = sum(stats.seen.values())
             report.executed_twice = stats.duplicates("exec", "one_shot")
             for got in outcomes:
                 if len(got) != 1:
