@@ -2,17 +2,23 @@
 through random faults of the real proxy. Every grade gets exactly one
 outcome (its earned reward or a typed infra error), nothing reaches the
 server twice, no session is left, and nothing the server started outlives
-it. (The long soak, with memory, is ``hatch run reliability:all``.)"""
+it. The backend runs as a process of its own (``collimate serve``), so its
+process tree is its own, not shared with other tests' backends. (The long
+soak, with memory, is ``hatch run reliability:all``.)"""
 
 from __future__ import annotations
 
 import os
+import signal
+import socket
+import subprocess
+import sys
 import threading
+import time
 from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path
 
 from collimate_rl import CollimateClient, CollimateError, fresh_seed, grade
-from collimate_rl.local_backend import LocalCollimateBackend
 from collimate_rl.testing.proxy import FAULTS, FaultProxy
 from collimate_rl.testing.reliability import SPEC, candidates, expected_reward, settle_sessions
 
@@ -54,15 +60,48 @@ def _alive(seen: dict[int, str]) -> list[int]:
     return out
 
 
+def _serve() -> tuple[subprocess.Popen[bytes], str]:
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", 0))
+        port = s.getsockname()[1]
+    cmd = [sys.executable, "-m", "collimate_rl.local_backend", "--port", str(port)]
+    cmd += ["--run-slots", "1", "--session-ttl", "1", "--log-level", "ERROR"]
+    server = subprocess.Popen(cmd, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
+    url = f"http://127.0.0.1:{port}"
+    with CollimateClient(url, timeout=2, retries=0) as c:
+        for _ in range(600):
+            try:
+                c.health()
+                return server, url
+            except CollimateError:
+                if server.poll() is not None:
+                    break
+                time.sleep(0.1)
+    server.kill()
+    server.wait()
+    raise RuntimeError("the backend did not start")
+
+
 def test_a_soak_through_random_faults_accounts_for_every_grade_once() -> None:
-    me = os.getpid()
-    before = set(_children(me))
+    server, url = _serve()
     seen: dict[int, str] = {}
-    with (
-        LocalCollimateBackend(run_slots=1, session_ttl=1.0) as backend,
-        FaultProxy(backend.base_url, delay_s=3.0) as proxy,
-        CollimateClient(backend.base_url) as direct,
-    ):
+    try:
+        _soak(server.pid, url, seen)
+    finally:
+        server.send_signal(signal.SIGTERM)
+        try:
+            server.wait(timeout=60)
+        except subprocess.TimeoutExpired:
+            server.kill()
+            server.wait()
+    assert server.returncode == 0
+    assert seen, "the backend's processes were never seen"
+    time.sleep(0.5)
+    assert _alive(seen) == []
+
+
+def _soak(root: int, url: str, seen: dict[int, str]) -> None:
+    with FaultProxy(url, delay_s=3.0) as proxy, CollimateClient(url) as direct:
         client = CollimateClient(proxy.url, timeout=2.0, retries=3, backoff=0.02, retry_budget=2)
         cands = candidates(GRADES, fresh_seed()[:8])
         outcomes: list[list[str]] = [[] for _ in cands]
@@ -91,7 +130,7 @@ def test_a_soak_through_random_faults_accounts_for_every_grade_once() -> None:
                     pass
             with lock:
                 outcomes[i].append(got)
-                seen.update(_children(me))
+                seen.update(_children(root))
 
         proxy.randomize(0.15, FAULTS, seed=3)
         with ThreadPoolExecutor(CONCURRENCY) as pool:
@@ -109,6 +148,4 @@ def test_a_soak_through_random_faults_accounts_for_every_grade_once() -> None:
         assert stats.duplicates("exec", "one_shot") == 0
         assert counters.sessions == 0
         assert counters.sessions_created == counters.sessions_ended
-    seen = {pid: start for pid, start in seen.items() if pid not in before}
-    assert seen, "the backend's processes were never seen"
-    assert _alive(seen) == []
+        seen.update(_children(root))
