@@ -22,7 +22,14 @@ import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
-from collimate_rl import CollimateError, CollimateTaskError, RewardSpec, extract_code
+from collimate_rl import (
+    CollimateError,
+    CollimateTaskError,
+    PropertyReward,
+    RewardSpec,
+    StdioReward,
+    extract_code,
+)
 from collimate_rl import reward_spec_from_ground_truth as from_gt
 from collimate_rl._transport.calls import decode_answer, exec_call, get
 from collimate_rl.fileio import download_command, parse_download
@@ -31,8 +38,11 @@ from collimate_rl.local_backend.engine.api import TemplateSpec
 from collimate_rl.local_backend.exec_request import parse_exec_body
 from collimate_rl.local_backend.routing import Request
 from collimate_rl.local_backend.wire_errors import WireError
+from collimate_rl.pipeline.execs import prepare_grade
+from collimate_rl.pipeline.read import result_from_response
 from collimate_rl.rewards.registry import reward_kind_registry
 from collimate_rl.rewards.verdict import (
+    VERDICT_MARKER,
     clamp_reward,
     last_verdict_any_nonce,
     parse_reward_text,
@@ -226,3 +236,42 @@ def test_a_request_body_is_json_or_a_400(body: bytes) -> None:
         request.json()
     except WireError as err:
         assert err.status == 400
+
+
+_SPECS = [
+    StdioReward([{"input": "3 4\n", "output": "7"}]),
+    PropertyReward(reference="    return x", generator="random.randint(0, 9)", k=2),
+]
+_VERDICT_KEYS = ["reward", "verdict", "passed", "total", "failed", "timeout", "error", "detail"]
+verdicts = st.dictionaries(st.sampled_from(_VERDICT_KEYS), json_values, max_size=5)
+
+
+@FUZZ
+@given(
+    st.sampled_from(range(len(_SPECS))),
+    st.lists(
+        st.one_of(
+            st.text(max_size=60),
+            st.just("hello"),
+            verdicts.map(json.dumps),
+            st.text(max_size=40).map(lambda t: "{" + t),
+        ),
+        max_size=5,
+    ),
+    st.booleans(),
+    json_values,
+)
+def test_a_verdict_of_any_shape_is_a_bounded_reward_or_infra(
+    which: int, payloads: list[str], framed: bool, exit_code: Any
+) -> None:
+    """Whatever a guest prints under the grade's own nonce (or not), the
+    reading is a reward in [0, 1] with a three-way verdict."""
+    spec = _SPECS[which]
+    prepared = prepare_grade(spec, "print(1)\n", seed=None, timeout_seconds=5)
+    head = f"{VERDICT_MARKER}{prepared.ctx.nonce} " if framed else ""
+    stdout = "\n".join(head + p for p in payloads)
+    result = result_from_response(spec, prepared, {"stdout": stdout, "exit_code": exit_code})
+    assert math.isfinite(result.reward) and 0.0 <= result.reward <= 1.0
+    assert result.verdict in ("passed", "failed", "infra_error")
+    if result.infra_error:
+        assert result.verdict == "infra_error"
