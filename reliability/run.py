@@ -132,7 +132,8 @@ def main(argv: list[str] | None = None) -> int:
     print("hostile requests ...", flush=True)
     hostile = run_hostile(flood=1000 if args.short else 3000)
     print(f"soak: {grades} grades at concurrency {args.concurrency} ...", flush=True)
-    soak = run_soak(grades, args.concurrency)
+    # the short soak's 500 grades are some 80 requests (packs): fault more of them
+    soak = run_soak(grades, args.concurrency, fault_rate=0.25 if args.short else 0.1)
     table = rows(cases, leaked, mismatch, hostile, soak)
     print()
     ok = print_table(table, title=f"collimate-rl reliability ({'short' if args.short else 'full'})")

@@ -6,7 +6,7 @@ its candidate earns, or a typed infrastructure error); a few session round
 trips ride along. At the end the server must count no live session (after
 its idle reaper had its turn), its process tree must be back to what it was
 after the warm-up, nothing it ever started may outlive it, and its resident
-memory must not have grown with the number of grades.
+memory (sampled every 0.25 s) must not have grown with the number of grades.
 
     python reliability/soak.py --grades 10000 --concurrency 64
 """
@@ -131,7 +131,7 @@ def run_soak(
                     session_trip(client, direct)
 
             def sample() -> None:
-                while not stop_sampling.wait(1.0):
+                while not stop_sampling.wait(0.25):
                     now = descendants(server.pid)
                     seen_procs.update(now)
                     report.processes_peak = max(report.processes_peak, len(now))
