@@ -46,7 +46,7 @@ import socket
 import struct
 import threading
 from collections import Counter
-from collections.abc import Callable, Iterable
+from collections.abc import Iterable
 from concurrent.futures import Future
 from dataclasses import dataclass, field
 from types import TracebackType
@@ -80,8 +80,6 @@ FAULTS: Final[tuple[Fault, ...]] = (
     "error_500_before",
     "error_500_after",
 )
-#: Faults after which the server has run the request.
-RAN_UPSTREAM: Final = frozenset({"reset_after", "delay", "truncate", "corrupt", "error_500_after"})
 _READ: Final = 65536
 _HOP_HEADERS: Final = frozenset({b"connection", b"keep-alive", b"transfer-encoding", b"host"})
 
@@ -514,7 +512,3 @@ def _reset(writer: asyncio.StreamWriter) -> None:
 def _digest(method: str, path: str, body: bytes) -> str:
     return hashlib.sha256(method.encode() + b" " + path.encode() + b"\n" + body).hexdigest()
 
-
-def predicate(match: Match) -> Callable[[Route], bool]:
-    """``match`` as a test on a route (for callers that filter stats)."""
-    return lambda route: _matches(match, route)
