@@ -11,6 +11,7 @@ from __future__ import annotations
 from collections.abc import Callable
 from typing import Any
 
+from .exec_request import EXEC_FIELDS, check_fields
 from .routing import Request, Response, Router
 from .service import BackendService
 from .wire_errors import WireError
@@ -18,6 +19,18 @@ from .wire_errors import WireError
 
 def daemon_error_body(err: WireError) -> dict[str, Any]:
     return err.daemon_body()
+
+
+_CREATE_FIELDS = frozenset({"template_id", "egress"})
+
+
+def _body(req: Request, allowed: frozenset[str], what: str) -> Any:
+    """The JSON body, its fields checked against the wire's (a non-object
+    body is the service's to refuse)."""
+    body = req.json()
+    if isinstance(body, dict):
+        check_fields(body, allowed, what)
+    return body
 
 
 def build_daemon_router(service: BackendService, *, on_drain: Callable[[], None]) -> Router:
@@ -32,20 +45,24 @@ def build_daemon_router(service: BackendService, *, on_drain: Callable[[], None]
         return Response(200, service.list_sessions())
 
     async def create_session(req: Request, _p: dict[str, str]) -> Response:
-        return Response(201, await service.create_session(req.json()))
+        return Response(
+            201, await service.create_session(_body(req, _CREATE_FIELDS, "a session create"))
+        )
 
     async def get_session(_req: Request, p: dict[str, str]) -> Response:
         return Response(200, service.get_session(p["id"]))
 
     async def exec_session(req: Request, p: dict[str, str]) -> Response:
-        return Response(200, await service.exec_in_session(p["id"], req.json()))
+        return Response(
+            200, await service.exec_in_session(p["id"], _body(req, EXEC_FIELDS, "an exec"))
+        )
 
     async def delete_session(_req: Request, p: dict[str, str]) -> Response:
         deleted = await service.delete_session(p["id"])
         return Response(200 if deleted else 404, {"deleted": deleted, "session_id": p["id"]})
 
     async def exec_once(req: Request, _p: dict[str, str]) -> Response:
-        return Response(200, await service.exec_once(req.json()))
+        return Response(200, await service.exec_once(_body(req, EXEC_FIELDS, "an exec")))
 
     async def drain(req: Request, _p: dict[str, str]) -> Response:
         if not req.is_local:

@@ -9,13 +9,17 @@ daemon and (later) the gateway wire validate identically:
   ``sh -c`` script;
 * ``files`` are TEXT: content not ending in ``\\n`` gets one appended (the
   heredoc rule of the real guest agent);
-* ``timeout_seconds`` defaults to 30, must be in (0, 3600];
+* ``timeout_seconds`` defaults to 30, must be a finite number in (0, 3600];
+* source text and file paths hold no NUL byte (no process can take one);
+* a field the wire does not define is refused by name (a misspelt
+  ``timeout_second`` would otherwise run with the default);
 * ``seed`` is 64 hex chars or 400 ``invalid_seed``; a fresh one is drawn when
   none was sent, so every run can be replayed.
 """
 
 from __future__ import annotations
 
+import math
 import secrets
 import shlex
 from collections.abc import Mapping
@@ -36,7 +40,7 @@ def _source(body: Mapping[str, Any]) -> tuple[str, str]:
     if command is not None:
         if not isinstance(command, str):
             raise bad_request("command must be a string")
-        return "command", command
+        return "command", _no_nul(command, "command")
     commands = body.get("commands")
     if commands is not None:
         return "command", join_commands(commands)
@@ -44,8 +48,41 @@ def _source(body: Mapping[str, Any]) -> tuple[str, str]:
     if code is not None:
         if not isinstance(code, str):
             raise bad_request("code must be a string")
-        return "code", code
+        return "code", _no_nul(code, "code")
     raise bad_request("exactly one of command, commands or code is required")
+
+
+#: The fields of an ExecRequest (a one-shot's ``template_id`` and ``egress``
+#: included; ``id`` names the request in its answer).
+EXEC_FIELDS = frozenset(
+    {
+        "template_id",
+        "command",
+        "commands",
+        "code",
+        "files",
+        "timeout_seconds",
+        "seed",
+        "egress",
+        "id",
+    }
+)
+
+
+def check_fields(body: Mapping[str, Any], allowed: frozenset[str], what: str) -> None:
+    """400 ``bad_request`` naming the first field ``allowed`` lacks."""
+    unknown = sorted(str(k) for k in body if k not in allowed)
+    if unknown:
+        raise bad_request(
+            f"unknown field {unknown[0]!r} in {what}; "
+            f"expected some of: {', '.join(sorted(allowed))}"
+        )
+
+
+def _no_nul(text: str, what: str) -> str:
+    if "\0" in text:
+        raise bad_request(f"{what} must not contain a NUL character")
+    return text
 
 
 def join_commands(commands: Any) -> str:
@@ -57,7 +94,7 @@ def join_commands(commands: Any) -> str:
         if not isinstance(argv, list) or not argv or not all(isinstance(a, str) for a in argv):
             raise bad_request("each entry of commands must be a non-empty list of strings")
         lines.append(shlex.join(argv))
-    return "\n".join(lines)
+    return _no_nul("\n".join(lines), "commands")
 
 
 def _files(raw: Any) -> tuple[tuple[str, str], ...]:
@@ -85,8 +122,8 @@ def _timeout(raw: Any) -> float:
         return float(DEFAULT_EXEC_TIMEOUT_S)
     if isinstance(raw, bool) or not isinstance(raw, (int, float)):
         raise bad_request("timeout_seconds must be a number")
-    if raw <= 0:
-        raise bad_request("timeout_seconds must be positive")
+    if not math.isfinite(raw) or raw <= 0:
+        raise bad_request(f"timeout_seconds must be a positive finite number, not {raw!r}")
     if raw > MAX_EXEC_TIMEOUT_S:
         raise bad_request(f"timeout_seconds must be at most {MAX_EXEC_TIMEOUT_S}")
     return float(raw)

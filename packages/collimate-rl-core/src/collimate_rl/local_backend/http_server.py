@@ -6,6 +6,14 @@ the connection keeps reading: end-of-file means the client is gone, so the
 handler task is cancelled (the engine then kills the exec's process tree)
 instead of running to completion for nobody. Bytes of a pipelined next
 request are buffered in ``h11`` until the current answer is written.
+
+Hostile clients are bounded: a body announced or sent over ``max_body`` is
+answered 413 (before it is read, when its ``Content-Length`` says so); a
+request (headers and body) not complete within ``idle_timeout_s`` is cut (a
+slow-loris client holds a connection that long at most); and past
+``max_connections`` open connections the longest-idle keep-alive one is
+shed, or, with none idle, the new one is answered 503 and closed, so idle
+sockets cannot exhaust the server's file descriptors.
 """
 
 from __future__ import annotations
@@ -14,6 +22,8 @@ import asyncio
 import contextlib
 import json
 import logging
+import resource
+import time
 from collections.abc import Awaitable, Callable
 from http import HTTPStatus
 
@@ -67,6 +77,7 @@ class HttpConnection:
         self._handler: asyncio.Task[Response] | None = None
         self._eof = False
         self.busy = False  # a request is being handled or answered
+        self.idle_since = time.monotonic()
         self.closing = False  # the server is stopping: finish the current answer, then close
         # accepted as the server began to stop: one request is still read and answered
         self.one_more = False
@@ -96,18 +107,28 @@ class HttpConnection:
             self.conn.receive_data(data)
 
     async def _read_request(self) -> Request | None:
-        # An idle keep-alive connection (or a client that stalls mid-headers)
-        # is closed after idle_timeout_s, so dead clients cannot pile up fds.
+        # An idle keep-alive connection, or a client that stalls (or
+        # trickles) its headers or body, is closed after idle_timeout_s, so
+        # dead and slow-loris clients cannot pile up fds.
         idle = asyncio.get_running_loop().call_later(self.idle_timeout_s, self.writer.close)
         try:
-            event = await self._next_event()
+            return await self._read_whole_request()
         finally:
             idle.cancel()
+
+    async def _read_whole_request(self) -> Request | None:
+        event = await self._next_event()
         if isinstance(event, h11.ConnectionClosed):
             return None
         if not isinstance(event, h11.Request):
             raise h11.RemoteProtocolError(f"unexpected {type(event).__name__}")
         self.busy = True
+        announced = dict(event.headers).get(b"content-length")
+        if announced is not None and int(announced) > self.max_body:
+            raise h11.RemoteProtocolError(
+                f"request body too large: {int(announced)} bytes, at most {self.max_body}",
+                error_status_hint=413,
+            )
         if self.conn.they_are_waiting_for_100_continue:
             # curl sends bodies over 1 KiB only after a 100 (or a 1 s pause)
             self.writer.write(
@@ -213,6 +234,7 @@ class HttpConnection:
                 self._send(response)
                 await self.writer.drain()
                 self.busy = False
+                self.idle_since = time.monotonic()
                 if self.conn.our_state is h11.MUST_CLOSE or self.closing:
                     break
                 self.conn.start_next_cycle()
@@ -236,6 +258,14 @@ class HttpConnection:
                 await self.writer.wait_closed()
 
 
+def default_max_connections() -> int:
+    """Half the soft fd limit (at least 64)."""
+    soft, _hard = resource.getrlimit(resource.RLIMIT_NOFILE)
+    if soft == resource.RLIM_INFINITY:
+        return 32768
+    return max(64, soft // 2)
+
+
 class HttpServer:
     """Accepts connections on any number of listeners and tracks them so a
     stop can let busy answers finish and close idle keep-alive connections."""
@@ -246,10 +276,15 @@ class HttpServer:
         *,
         max_body: int = 64 * 1024 * 1024,
         idle_timeout_s: float = 300.0,
+        max_connections: int | None = None,
     ) -> None:
         self.dispatch = dispatch
         self.max_body = max_body
         self.idle_timeout_s = idle_timeout_s
+        #: open connections before idle ones are shed (default: half the
+        #: process's fd limit, the other half left to clones and files)
+        self.max_connections = max_connections or default_max_connections()
+        self.shed = 0  # connections closed or refused to stay within max_connections
         self._connections: dict[asyncio.Task[None], HttpConnection] = {}
         self._closing = False
 
@@ -266,6 +301,15 @@ class HttpServer:
         # ``draining``), never met with a bare close the client could not
         # tell from a crash; then the connection ends.
         conn.closing = conn.one_more = self._closing
+        if len(self._connections) >= self.max_connections and not self._shed_one_idle():
+            self.shed += 1
+            conn.closing = True
+            err = {"error": "too many open connections, retry later", "error_code": "at_capacity"}
+            with contextlib.suppress(Exception):
+                conn._send(Response(503, err))
+                await writer.drain()
+            writer.close()
+            return
         task = asyncio.current_task()
         assert task is not None
         self._connections[task] = conn
@@ -273,6 +317,17 @@ class HttpServer:
             await conn.serve()
         finally:
             self._connections.pop(task, None)
+
+    def _shed_one_idle(self) -> bool:
+        """Close the longest-idle keep-alive connection, if any is idle."""
+        idle = [c for c in self._connections.values() if not c.busy and not c.closing]
+        if not idle:
+            return False
+        oldest = min(idle, key=lambda c: c.idle_since)
+        oldest.closing = True
+        oldest.writer.close()
+        self.shed += 1
+        return True
 
     async def close_connections(self, grace_s: float) -> None:
         """Close idle connections now; give busy ones ``grace_s`` to answer,

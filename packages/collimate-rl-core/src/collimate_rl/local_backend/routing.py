@@ -39,6 +39,8 @@ class Request:
             return json.loads(self.body)
         except (ValueError, UnicodeDecodeError) as exc:
             raise bad_request(f"request body is not valid JSON: {exc}") from None
+        except RecursionError:
+            raise bad_request("request body is nested too deeply") from None
 
     @property
     def is_local(self) -> bool:

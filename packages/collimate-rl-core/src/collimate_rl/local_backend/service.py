@@ -63,6 +63,10 @@ class BackendService:
         # execs that ran to an answer (sessions and one-shots): what a client
         # over many nodes checks to prove nothing ran twice
         self.execs_run = 0
+        # sessions ever created and ever ended (deleted, reaped or closed at
+        # stop): created - ended == live, what a leak check compares
+        self.sessions_created = 0
+        self.sessions_ended = 0
         self._background: set[asyncio.Task[None]] = set()
         self._reaper: asyncio.Task[None] | None = None
         self._closed = False
@@ -118,6 +122,8 @@ class BackendService:
             "inflight": self.admission.inflight,
             "run_slots": self.run_queue.slots,
             "execs_run": self.execs_run,
+            "sessions_created": self.sessions_created,
+            "sessions_ended": self.sessions_ended,
             "isolation": self.engine.isolation,
             "isolation_detail": self.engine.isolation_detail,
             "sandbox": self.engine.isolation == "namespaces",
@@ -194,6 +200,7 @@ class BackendService:
             clone, fork_s = await self._open(spec, egress, env=env)
             session = Session(session_id or new_session_id(), spec, clone, egress)
             self.sessions.add(session)
+            self.sessions_created += 1
         return session, fork_s
 
     async def delete_session(self, session_id: str) -> bool:
@@ -201,6 +208,7 @@ class BackendService:
         session = self.sessions.pop(session_id, tombstone=False)
         if session is None:
             return False
+        self.sessions_ended += 1
         await self._destroy(session, tombstone=False)
         return True
 
@@ -360,7 +368,8 @@ class BackendService:
             log.exception("closing a clone failed")
 
     async def _destroy(self, session: Session, *, tombstone: bool) -> None:
-        self.sessions.pop(session.session_id, tombstone=tombstone)
+        if self.sessions.pop(session.session_id, tombstone=tombstone) is not None:
+            self.sessions_ended += 1
         for hook in self.on_destroy:
             try:
                 hook(session)

@@ -166,7 +166,13 @@ def reward_spec_from_ground_truth(
             f"unknown reward kind {kind!r}; registered kinds: {', '.join(sorted(kinds))} "
             f"(a plugin adds kinds through the collimate_rl_reward_kinds hook)"
         )
-    spec = factory(gt, entry)
+    try:
+        spec = factory(gt, entry)
+    except KeyError as exc:  # a kind's required key is missing: say which
+        raise ValueError(
+            f"{kind} ground truth lacks the key {exc.args[0]!r} (got keys: "
+            f"{', '.join(map(repr, gt)) if isinstance(gt, Mapping) else type(gt).__name__})"
+        ) from None
     if not isinstance(spec, RewardSpec):
         raise TypeError(
             f"the factory of reward kind {kind!r} returned {type(spec).__name__}, not a RewardSpec"

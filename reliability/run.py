@@ -1,0 +1,150 @@
+"""One command for the reliability proofs: the fault matrix, the hostile
+requests, the soak; one table; exit status 1 when a count that must be
+zero is not.
+
+    python reliability/run.py            # the full run (10,000-grade soak)
+    python reliability/run.py --short    # the CI form (a 500-grade soak)
+
+(``hatch run reliability:all`` / ``hatch run reliability:short``.)
+"""
+
+from __future__ import annotations
+
+import argparse
+import sys
+import time
+
+from hostile_run import HostileReport, run_hostile
+from soak import SoakReport, run_soak
+from table import Row, print_table
+
+from collimate_rl.local_backend import LocalCollimateBackend
+from collimate_rl.testing.proxy import FaultProxy
+from collimate_rl.testing.reliability import (
+    CALLS,
+    CASE_FAULTS,
+    Case,
+    Matrix,
+    settle_sessions,
+)
+
+MATRIX_SESSION_TTL_S = 1.0
+
+
+def run_matrix(*, long_delays: bool) -> tuple[list[Case], int, int]:
+    """Every call under every fault; with ``long_delays`` the grades' delay
+    cases hold the answer past the grade's read timeout (33 s each).
+    Returns the cases and the sessions left behind after the reaper's turn,
+    and the created/ended mismatch of the server's counters."""
+    with (
+        LocalCollimateBackend(run_slots=1, session_ttl=MATRIX_SESSION_TTL_S) as backend,
+        FaultProxy(backend.base_url, delay_s=2.5) as proxy,
+    ):
+        matrix = Matrix(proxy, backend.base_url, exec_delay_s=33.0 if long_delays else None)
+        try:
+            cases = [matrix.run(call, fault) for call in CALLS for fault in CASE_FAULTS]
+            counters = settle_sessions(matrix.direct, MATRIX_SESSION_TTL_S * 10 + 10)
+        finally:
+            matrix.close()
+    mismatch = abs(counters.sessions_created - counters.sessions_ended - counters.sessions)
+    return cases, counters.sessions, mismatch
+
+
+def rows(
+    cases: list[Case], leaked: int, mismatch: int, hostile: HostileReport, soak: SoakReport
+) -> list[Row]:
+    infra_flagged = sum(c.infra_flagged for c in cases)
+    return [
+        Row("scenarios run", f"{len(cases)} fault cases, {hostile.tried} hostile, 1 soak"),
+        Row(
+            "faults injected",
+            f"{sum(c.injected for c in cases)} matrix + {soak.faults_injected} soak "
+            f"(in {soak.requests} requests)",
+        ),
+        Row(
+            "requests executed twice",
+            sum(c.executed_twice + c.ran_unforwarded for c in cases) + soak.executed_twice,
+            due_zero=True,
+        ),
+        Row(
+            "failures not typed",
+            sum(c.outcome == "untyped" for c in cases) + soak.untyped,
+            due_zero=True,
+        ),
+        Row(
+            "infra failures as rewards",
+            sum(c.infra_as_reward for c in cases) + soak.wrong_rewards,
+            due_zero=True,
+        ),
+        Row("retry budgets exceeded", sum(c.over_budget for c in cases), due_zero=True),
+        Row(
+            "results lost",
+            sum(c.results_lost for c in cases) + soak.results_lost,
+            due_zero=True,
+        ),
+        Row("sessions leaked", leaked + mismatch + soak.sessions_leaked, due_zero=True),
+        Row("processes leaked", soak.processes_leaked, due_zero=True),
+        Row(
+            "grades (soak)",
+            f"{soak.grades} at concurrency {soak.concurrency}: {soak.rewarded} rewarded, "
+            f"{soak.infra_errors} typed infra errors; matrix: {infra_flagged} flagged infra_error",
+        ),
+        Row(
+            "server processes (soak)",
+            f"{soak.processes_baseline} after warm-up, peak {soak.processes_peak}, "
+            f"{soak.processes_settled} at the end (idle clones kept warm), "
+            "0 alive after it stopped",
+        ),
+        Row(
+            "server RSS (soak)",
+            f"{_rss(soak)} ({'flat' if soak.rss_flat else 'GROWING'})",
+            due_zero=False,
+            failed=not soak.rss_flat,
+        ),
+        Row("hostile inputs tried", hostile.tried),
+        Row("hostile inputs not contained", hostile.tried - hostile.contained, due_zero=True),
+        Row("host paths exposed", hostile.exposed),
+    ]
+
+
+def _rss(soak: SoakReport) -> str:
+    if not soak.rss_mib:
+        return "n/a"
+    low, high = min(soak.rss_mib), max(soak.rss_mib)
+    return (
+        f"{soak.rss_mib[0]:.1f} -> {soak.rss_mib[-1]:.1f} MiB over {len(soak.rss_mib)} samples "
+        f"(min {low:.1f}, max {high:.1f}), growth {soak.rss_growth_mib:+.1f}"
+    )
+
+
+def main(argv: list[str] | None = None) -> int:
+    p = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    p.add_argument("--short", action="store_true", help="the CI form: a 500-grade soak")
+    p.add_argument(
+        "--grades", type=int, default=None, help="soak grades (default 10,000; short 500)"
+    )
+    p.add_argument("--concurrency", type=int, default=64)
+    args = p.parse_args(argv)
+    grades = args.grades or (500 if args.short else 10_000)
+    started = time.monotonic()
+    print("fault matrix ...", flush=True)
+    cases, leaked, mismatch = run_matrix(long_delays=not args.short)
+    print("hostile requests ...", flush=True)
+    hostile = run_hostile(flood=1000 if args.short else 3000)
+    print(f"soak: {grades} grades at concurrency {args.concurrency} ...", flush=True)
+    # the short soak's 500 grades are some 80 requests (packs): fault more of them
+    soak = run_soak(grades, args.concurrency, fault_rate=0.25 if args.short else 0.1)
+    table = rows(cases, leaked, mismatch, hostile, soak)
+    print()
+    ok = print_table(table, title=f"collimate-rl reliability ({'short' if args.short else 'full'})")
+    print(f"\n{time.monotonic() - started:.0f} s")
+    for c in cases:
+        if not c.clean:
+            print(f"  not clean: {c.call} under {c.fault}: {c}", file=sys.stderr)
+    for name in hostile.failures:
+        print(f"  not contained: {name}", file=sys.stderr)
+    return 0 if ok else 1
+
+
+if __name__ == "__main__":
+    raise SystemExit(main())
