@@ -1,4 +1,4 @@
-"""The daemon wire (WIRE.md 2): routes of the node-local ``serve`` daemon.
+"""The daemon wire (docs/wire.md §2): routes of the node-local ``serve`` daemon.
 
 Thin by design: each handler parses the path and body, calls the shared
 :class:`~.service.BackendService`, and shapes the answer. Admin routes

@@ -1,4 +1,4 @@
-"""Turn an ExecRequest body (WIRE.md 1) into a validated :class:`ExecJob`.
+"""Turn an ExecRequest body (docs/wire.md §1) into a validated :class:`ExecJob`.
 
 All the rules a client can trip over live here, in wire order, so the
 daemon and (later) the gateway wire validate identically:

@@ -2,7 +2,7 @@
 
 Handlers raise :class:`WireError` anywhere below the router; the HTTP layer
 turns it into the envelope of the wire being served. Keeping status, code and
-message together in one place is what makes the codes of WIRE.md auditable.
+message together in one place is what makes the codes of docs/wire.md auditable.
 """
 
 from __future__ import annotations
