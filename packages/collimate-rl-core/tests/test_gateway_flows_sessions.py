@@ -5,6 +5,7 @@ async."""
 from __future__ import annotations
 
 import asyncio
+import time
 from collections.abc import Iterator
 
 import pytest
@@ -152,7 +153,7 @@ def test_async_session_is_deleted_when_cancelled(backend: LocalCollimateBackend)
 
             task = asyncio.ensure_future(hold())
             await opened.wait()
-            await asyncio.sleep(0.2)
+            await running(backend)  # the exec is in the sandbox: cancel mid-exec
             task.cancel()
             with pytest.raises(asyncio.CancelledError):
                 await task
@@ -169,3 +170,11 @@ def test_the_earlier_import_paths_name_the_same_objects() -> None:
                  "ForkGroup", "TemplateBakeFailed", "DemoTierLimit"):  # fmt: skip
         assert getattr(template, name) is getattr(collimate_rl, name), name
     assert callable(GatewayClient.env) and callable(GatewayClient.session)
+
+
+async def running(backend: LocalCollimateBackend, timeout_s: float = 30.0) -> None:
+    """Until the backend runs an exec (its health's ``running``)."""
+    deadline = time.monotonic() + timeout_s
+    while (await asyncio.to_thread(backend.health))["running"] < 1:
+        assert time.monotonic() < deadline, "no exec started"
+        await asyncio.sleep(0.01)
