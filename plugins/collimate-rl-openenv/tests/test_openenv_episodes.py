@@ -221,15 +221,20 @@ def test_24_concurrent_persistent_sessions_then_nothing_left(
     threads = [threading.Thread(target=run, args=(i,)) for i in range(n)]
     for t in threads:
         t.start()
+    live: list[Any] = []
+    servers: list[Any] = []
     try:
         all_open.wait()
         live = connect(backend.base_url).list_sessions()
         servers = server_pids()
         all_checked.wait()
+    except threading.BrokenBarrierError:
+        pass  # a session failed: its own error is in outcomes, reported below
     finally:
         for t in threads:
             t.join(timeout=900)
     errors = [o for o in outcomes if isinstance(o, BaseException)]
+    errors = [e for e in errors if not isinstance(e, threading.BrokenBarrierError)] or errors
     assert not errors, errors
     assert len(live) == n and {s["template_id"] for s in live} == {"collimate-code-env"}
     assert len(servers) == n  # one server process per session, all at once

@@ -21,7 +21,7 @@ def daemon_error_body(err: WireError) -> dict[str, Any]:
     return err.daemon_body()
 
 
-_CREATE_FIELDS = frozenset({"template_id", "egress"})
+_CREATE_FIELDS = frozenset({"template_id", "egress", "env"})  # (env: an app server's, per session)
 
 
 def _body(req: Request, allowed: frozenset[str], what: str) -> Any:

@@ -39,6 +39,11 @@ OPENENV_PORT = 8000
 _NO_PROXY = urllib.request.build_opener(urllib.request.ProxyHandler({}))
 
 
+#: How long the provider's client waits for a session create (its server's
+#: start), unless ``timeout=`` says otherwise.
+START_TIMEOUT_S = 360.0
+
+
 class CollimateProvider(ContainerProvider):  # type: ignore[misc]
     """Start OpenEnv environment servers as Collimate sessions.
 
@@ -65,7 +70,10 @@ class CollimateProvider(ContainerProvider):  # type: ignore[misc]
         if client is not None and (target is not None or client_kwargs):
             raise ValueError("pass either client= or target (with connect() kwargs), not both")
         self._target = target
-        self._client_kwargs = dict(client_kwargs)
+        # a session of an app template is answered once its server is ready:
+        # with many servers importing OpenEnv at once, minutes (the
+        # template's own ready timeout is 300 s); the client waits longer
+        self._client_kwargs = {"timeout": START_TIMEOUT_S, **client_kwargs}
         self._client: SessionClient | None = client
         self._owns_client = client is None
         self._template_for_image = template_for_image or image_to_template
