@@ -6,6 +6,7 @@ from __future__ import annotations
 
 import asyncio
 import threading
+from collections.abc import Iterator
 
 import pytest
 
@@ -18,11 +19,18 @@ SPEC = UnitTestReward(tests=[{"input": [2], "output": 4}], entry="double")
 RIGHT = "def double(x):\n    return 2 * x\n"
 
 
+def forget_every_runtime() -> None:
+    """The built-runtime set and the cache behind it, emptied together (a
+    key left in one without the other would be served unbuilt, unlocked)."""
+    with program._BUILD_LOCK:
+        program._BUILT.clear()
+        program._build_runtime_block.cache_clear()
+
+
 @pytest.fixture
-def cold(monkeypatch: pytest.MonkeyPatch) -> list[str]:
+def cold(monkeypatch: pytest.MonkeyPatch) -> Iterator[list[str]]:
     """Every runtime block forgotten; where each build runs, recorded."""
-    monkeypatch.setattr(program, "_BUILT", set())
-    program._build_runtime_block.cache_clear()
+    forget_every_runtime()
     threads: list[str] = []
     real = program.build_runtime
 
@@ -31,7 +39,8 @@ def cold(monkeypatch: pytest.MonkeyPatch) -> list[str]:
         real(kind, form, packed)
 
     monkeypatch.setattr(run_module, "build_runtime", recording)
-    return threads
+    yield threads
+    forget_every_runtime()
 
 
 def test_the_first_grade_on_a_loop_builds_its_program_off_the_loop(cold: list[str]) -> None:
