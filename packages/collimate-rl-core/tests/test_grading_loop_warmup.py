@@ -20,11 +20,9 @@ RIGHT = "def double(x):\n    return 2 * x\n"
 
 
 def forget_every_runtime() -> None:
-    """The built-runtime set and the cache behind it, emptied together (a
-    key left in one without the other would be served unbuilt, unlocked)."""
+    """Every built runtime block, forgotten."""
     with program._BUILD_LOCK:
-        program._BUILT.clear()
-        program._build_runtime_block.cache_clear()
+        program._BLOCKS.clear()
 
 
 @pytest.fixture

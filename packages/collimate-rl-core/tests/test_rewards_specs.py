@@ -568,8 +568,9 @@ def test_programs_and_verdicts_are_built_and_read_safely_from_many_threads() -> 
 
     from collimate_rl.rewards import program
 
-    program._runtime_source.cache_clear()
-    program._build_runtime_block.cache_clear()
+    with program._BUILD_LOCK:  # (the built set and its cache go together)
+        program._runtime_source.cache_clear()
+        program._BLOCKS.clear()
     failed = [{"index": i, "reason": "wrong_answer", "message": "x" * 50} for i in range(10)]
     verdict_line = "__COLLIMATE_VERDICT__n " + json.dumps({"reward": 0.5, "failed": failed}) + "\n"
     errors: list[BaseException] = []

@@ -289,17 +289,20 @@ def runtime_id() -> str:
     return hashlib.sha256(preload_source().encode("utf-8")).hexdigest()[:16]
 
 
-#: Runtime blocks built so far (their keys): those are served without the lock.
-_BUILT: set[tuple[str | None, str, bool]] = set()
+#: Runtime blocks built so far, by (kind, form, packed): served without the
+#: lock once there; built under it.
+_BLOCKS: dict[tuple[str | None, str, bool], str] = {}
 
 
 def _runtime_block(kind: str | None, form: str, packed: bool) -> str:
     key = (kind, form, packed)
-    if key in _BUILT:
-        return _build_runtime_block(kind, form, packed)
+    block = _BLOCKS.get(key)
+    if block is not None:
+        return block
     with _BUILD_LOCK:
-        block = _build_runtime_block(kind, form, packed)
-        _BUILT.add(key)
+        block = _BLOCKS.get(key)
+        if block is None:
+            block = _BLOCKS[key] = _build_runtime_block(kind, form, packed)
         return block
 
 
@@ -308,7 +311,7 @@ def runtime_built(kind: str | None, form: str, packed: bool) -> bool:
     is ready: building one costs a few hundred milliseconds of CPU the
     first time (parsing, shrinking and compiling the grader), which an
     event loop must not spend (:func:`build_runtime` in a thread)."""
-    return (kind, form, packed) in _BUILT
+    return (kind, form, packed) in _BLOCKS
 
 
 def build_runtime(kind: str | None, form: str, packed: bool) -> None:
@@ -316,7 +319,6 @@ def build_runtime(kind: str | None, form: str, packed: bool) -> None:
     _runtime_block(kind, form, packed)
 
 
-@functools.cache
 def _build_runtime_block(kind: str | None, form: str, packed: bool) -> str:
     source = _runtime_source(kind, packed)
     payload = marshal.dumps(compile(source, "<collimate-grader>", "exec"))
