@@ -9,12 +9,10 @@ own interpreter (whatever its version), as a stand-in for the real image.
 from __future__ import annotations
 
 from collections.abc import Mapping, Sequence
-from pathlib import Path
 from typing import Any
 
 from ..plugins.markers import hookimpl
 from ..rewards.program import RUNTIME_MODULE, runtime_file
-from .sandbox_fusion import RUNNER_MODULE
 
 
 def builtin_templates() -> tuple[Mapping[str, Any], ...]:
@@ -24,21 +22,18 @@ def builtin_templates() -> tuple[Mapping[str, Any], ...]:
     which every hop would carry and parse. (A function: the runtime's file
     is written on first use, by a server, not by every importer.)"""
     grader = f"{RUNTIME_MODULE}={runtime_file()}"
-    # the SandboxFusion /run_code runner (see sandbox_fusion.py), compiled
-    # once in the warm interpreter instead of on every request
-    runner = f"{RUNNER_MODULE}={Path(__file__).with_name('sandbox_fusion_runner.py')}"
     return (
         {
             "id": "py",
             "kind": "python",
             "description": "warm CPython (the server's interpreter)",
-            "preload": [grader, runner],
+            "preload": [grader],
         },
         {
             "id": "dkr-python311",
             "kind": "python",
             "description": "warm CPython, stand-in for the dkr-python311 image",
-            "preload": [grader, runner],
+            "preload": [grader],
         },
         {"id": "sh", "kind": "shell", "description": "POSIX shell"},
     )

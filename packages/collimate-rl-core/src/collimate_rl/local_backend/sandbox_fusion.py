@@ -27,8 +27,10 @@ import asyncio
 import base64
 import binascii
 import json
+import marshal
 import math
 import os
+import sys
 from collections.abc import Mapping
 from functools import lru_cache
 from pathlib import Path
@@ -72,18 +74,31 @@ def runner_source() -> str:
     return Path(__file__).with_name("sandbox_fusion_runner.py").read_text(encoding="utf-8")
 
 
-def exec_code(blob: str) -> str:
-    """The exec's code for one request: the runner the template preloaded
-    (compiling it costs more than the rest of a request), else its source,
-    sent as a string and compiled only then."""
+@lru_cache(maxsize=1)
+def _runner_block() -> str:
+    """Loading the runner in the guest: its bytecode, compiled once here,
+    where the guest's interpreter is this one's version (compiling it there
+    would cost more than the rest of a request), else its source. Not
+    preloaded in the templates: every fork of a warm interpreter would carry
+    it, graders included."""
+    code = marshal.dumps(compile(runner_source(), RUNNER_MODULE, "exec"))
     return (
-        "import sys\n"
+        "import sys, marshal\n"
         f"_m = sys.modules.get({RUNNER_MODULE!r})\n"
         "if _m is None:\n"
         f"    _m = type(sys)({RUNNER_MODULE!r})\n"
-        f"    exec(compile({runner_source()!r}, {RUNNER_MODULE!r}, 'exec'), _m.__dict__)\n"
-        f"_m._sf_main({blob!r})\n"
+        f"    if sys.implementation.cache_tag == {sys.implementation.cache_tag!r}:\n"
+        f"        _c = marshal.loads(bytes.fromhex({code.hex()!r}))\n"
+        "    else:\n"
+        f"        _c = compile({runner_source()!r}, {RUNNER_MODULE!r}, 'exec')\n"
+        "    exec(_c, _m.__dict__)\n"
     )
+
+
+def exec_code(blob: str) -> str:
+    """The exec's code for one request: the runner (a template may have
+    preloaded it as ``RUNNER_MODULE``), then the request."""
+    return f"{_runner_block()}_m._sf_main({blob!r})\n"
 
 
 class _Invalid(Exception):

@@ -1,0 +1,105 @@
+"""Two checkouts side by side in one run: one-shot latency and the
+documented grade_batch call, each side with its own client and its own
+local backend, rounds interleaved (not a test; no ``bench_`` prefix: it
+needs a second checkout).
+
+    python benchmarks/ab_trees.py --old /path/to/older/checkout [--rounds 3]
+
+Each round runs, for each side in turn, a fresh interpreter whose
+``collimate_rl`` is that checkout's (``PYTHONPATH``): it starts that
+checkout's backend as a process of its own, warms it up, then measures 60
+sequential one-shot execs (``print(1)``; p50) and one documented call,
+``grade_batch(client, "py", 256 candidates, PropertyReward(k=16), seeds=...,
+concurrency=16)`` (grades/s). The table shows each side's medians and
+new / old.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import os
+import statistics
+import subprocess
+import sys
+from pathlib import Path
+
+HERE = Path(__file__).resolve().parent
+
+MEASURE = r"""
+import json, socket, statistics, subprocess, sys, time
+import httpx
+from collimate_rl import CollimateClient, PropertyReward, grade_batch
+with socket.socket() as s:
+    s.bind(("127.0.0.1", 0)); port = s.getsockname()[1]
+url = f"http://127.0.0.1:{port}"
+server = subprocess.Popen([sys.executable, "-m", "collimate_rl.local_backend", "--port", str(port)],
+                          stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
+try:
+    for _ in range(600):
+        try:
+            if httpx.get(url + "/v1/health", timeout=1).status_code == 200: break
+        except httpx.HTTPError: pass
+        time.sleep(0.1)
+    spec = PropertyReward(reference="    return sum(c in 'aeiouAEIOU' for c in x)",
+                          generator="''.join(random.choice('abcdEIOUxyz') for _ in range(8))", k=16)
+    variants = ["def solve(x):\n    return sum(c in 'aeiouAEIOU' for c in x)\n",
+                "def solve(x):\n    return len(x) // 3\n"]
+    cands = [variants[i % 2] for i in range(256)]
+    with CollimateClient(url) as client:
+        for _ in range(10): client.exec_once("py", code="print(1)")
+        grade_batch(client, "py", cands[:16], spec, seeds=["ab" * 32] * 16)
+        lat = []
+        for _ in range(60):
+            t0 = time.perf_counter()
+            client.exec_once("py", code="print(1)")
+            lat.append(time.perf_counter() - t0)
+        t0 = time.perf_counter()
+        res = grade_batch(client, "py", cands, spec, seeds=["ab" * 32] * 256, concurrency=16)
+        dt = time.perf_counter() - t0
+    print(json.dumps({"p50_ms": 1000 * statistics.median(lat), "grades_s": 256 / dt,
+                      "rewards": [r.reward for r in res]}))
+finally:
+    server.terminate(); server.wait(60)
+"""
+
+
+def side(checkout: Path) -> dict[str, object]:
+    env = {**os.environ, "PYTHONPATH": str(checkout / "packages" / "collimate-rl-core" / "src")}
+    out = subprocess.run(
+        [sys.executable, "-c", MEASURE], env=env, capture_output=True, text=True, check=True
+    )
+    return dict(json.loads(out.stdout.strip().splitlines()[-1]))
+
+
+def main() -> None:
+    ap = argparse.ArgumentParser()
+    ap.add_argument("--old", type=Path, required=True, help="the older checkout")
+    ap.add_argument("--new", type=Path, default=HERE.parent, help="default: this checkout")
+    ap.add_argument("--rounds", type=int, default=3)
+    args = ap.parse_args()
+    runs: dict[str, list[dict[str, object]]] = {"old": [], "new": []}
+    for r in range(args.rounds):
+        for name in ("old", "new") if r % 2 == 0 else ("new", "old"):
+            runs[name].append(side(getattr(args, name)))
+            print(
+                f"round {r + 1} {name}: {runs[name][-1]['p50_ms']:.2f} ms, "
+                f"{runs[name][-1]['grades_s']:.0f} grades/s",
+                flush=True,
+            )
+    assert all(run["rewards"] == runs["old"][0]["rewards"] for run in runs["old"] + runs["new"])
+    med = {
+        n: {k: statistics.median(float(x[k]) for x in v) for k in ("p50_ms", "grades_s")}
+        for n, v in runs.items()
+    }
+    print(f"{'':<28}{'old':>10}{'new':>10}{'new/old':>10}")
+    for key, label in (("p50_ms", "one-shot p50 (ms)"), ("grades_s", "documented call (grades/s)")):
+        print(
+            f"{label:<28}{med['old'][key]:>10.2f}{med['new'][key]:>10.2f}"
+            f"{med['new'][key] / med['old'][key]:>10.2f}"
+        )
+    print("rewards: identical on both sides")
+
+
+if __name__ == "__main__":
+    main()
