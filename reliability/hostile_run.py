@@ -35,14 +35,18 @@ def _serves(url: str) -> bool:
 
 
 def exposed_paths(health: dict[str, object]) -> str:
-    """What ``/v1/health`` says about host paths a sandbox can see, if it
-    says anything (the key names the hardening work may give it)."""
-    for key, value in health.items():
-        if "expos" in key or key in ("host_paths", "visible_paths"):
-            if isinstance(value, (list, tuple)):
-                return f"{len(value)} ({key}: {', '.join(map(str, value))})"
-            return f"{key}: {value}"
-    return f"n/a (health does not list them; isolation: {health.get('isolation')})"
+    """The host paths a sandbox can read, as ``/v1/health`` lists them
+    (``exposed``: per template, ``read_only`` / ``masked`` / ``own``): the
+    read-only ones of every template together, each once."""
+    exposed = health.get("exposed")
+    if not isinstance(exposed, dict) or not exposed:
+        return f"n/a (health does not list them; isolation: {health.get('isolation')})"
+    paths: list[str] = []
+    for view in exposed.values():
+        for path in view.get("read_only", []) if isinstance(view, dict) else []:
+            if path not in paths:
+                paths.append(str(path))
+    return f"{len(paths)} read-only, nothing else of the host: {', '.join(paths)}"
 
 
 def run_hostile(*, flood: int) -> HostileReport:
