@@ -4,6 +4,7 @@ server: the parts of the local backend that decide what is still running."""
 from __future__ import annotations
 
 import os
+import socket
 import threading
 import time
 from collections.abc import Iterator
@@ -178,6 +179,73 @@ def test_drain_lets_inflight_finish_and_refuses_new_work() -> None:
         t.join(30)
         assert out[0].status_code == 200 and out[0].json()["stdout"] == "finished\n"
         assert b.wait_stopped(timeout_s=30)
+    finally:
+        b.stop()
+
+
+def _raw_request(sock: socket.socket, method: str, path: str, body: bytes = b"") -> bytes:
+    """Send one HTTP/1.1 request on ``sock`` (kept alive) and read its whole
+    answer: the raw bytes, so the ``Connection`` header can be checked."""
+    head = (
+        f"{method} {path} HTTP/1.1\r\nHost: x\r\nContent-Type: application/json\r\n"
+        f"Content-Length: {len(body)}\r\n\r\n"
+    )
+    sock.sendall(head.encode() + body)
+    data = b""
+    while b"\r\n\r\n" not in data:
+        chunk = sock.recv(65536)
+        assert chunk, f"the server closed the connection without an answer: {data!r}"
+        data += chunk
+    head_bytes, _, rest = data.partition(b"\r\n\r\n")
+    length = int(
+        next(
+            line.split(b":", 1)[1]
+            for line in head_bytes.split(b"\r\n")
+            if line.lower().startswith(b"content-length:")
+        )
+    )
+    while len(rest) < length:
+        chunk = sock.recv(65536)
+        assert chunk
+        rest += chunk
+    return head_bytes + b"\r\n\r\n" + rest
+
+
+def test_a_request_on_a_keep_alive_connection_idle_at_drain_is_answered_draining() -> None:
+    """A drain does not close idle keep-alive connections under their
+    clients (a request written as the close lands could not be told from a
+    crash mid-exec): the request is answered ``draining``, with
+    ``Connection: close``, and only then does the connection end."""
+    b = LocalCollimateBackend(isolation="process", drain_linger_s=30.0).start()
+    try:
+        host, port = b.base_url.removeprefix("http://").rsplit(":", 1)
+        with socket.create_connection((host, int(port)), timeout=30) as sock:
+            assert b" 200 " in _raw_request(sock, "GET", "/v1/health").split(b"\r\n")[0]
+            b.drain()  # the connection is idle, kept alive
+            assert _wait_for(lambda: b.health()["status"] == "draining")
+            time.sleep(0.3)  # (a close, were there one, would have landed)
+            body = b'{"template_id": "sh", "command": "echo ran"}'
+            answer = _raw_request(sock, "POST", "/v1/exec", body)
+            status, *headers = answer.partition(b"\r\n\r\n")[0].split(b"\r\n")
+            assert b" 503 " in status and b'"draining"' in answer and b"ran" not in answer
+            assert b"connection: close" in [h.lower() for h in headers]
+            assert sock.recv(1) == b""  # then the server ends it
+        assert b.wait_stopped(timeout_s=20)  # no client left: no need to linger
+    finally:
+        b.stop()
+
+
+def test_a_drain_stops_within_its_linger_when_a_client_keeps_an_idle_connection() -> None:
+    b = LocalCollimateBackend(isolation="process", drain_linger_s=1.0).start()
+    try:
+        host, port = b.base_url.removeprefix("http://").rsplit(":", 1)
+        with socket.create_connection((host, int(port)), timeout=30) as sock:
+            _raw_request(sock, "GET", "/v1/health")
+            started = time.monotonic()
+            b.drain()
+            assert b.wait_stopped(timeout_s=20)
+            assert 0.9 <= time.monotonic() - started < 15
+            assert sock.recv(1) == b""  # closed by the stop, unused
     finally:
         b.stop()
 

@@ -48,6 +48,12 @@ class ServerConfig:
     # the connections: their execs are cancelled and their clones killed. (A
     # drain waits for in-flight work BEFORE stopping, so this is only writes.)
     stop_grace_s: float = 1.0
+    # A drain, once admitted work is done, waits this long at most for
+    # clients to close their keep-alive connections (each request on one is
+    # answered ``draining``, then the connection ends) before stopping: an
+    # idle connection closed under a client writing a request would leave it
+    # unable to tell whether its exec ran.
+    drain_linger_s: float = 2.0
     # The gateway wire (Bearer col_* keys) beside the daemon wire. With no
     # keys and no keys file, a demo and a pro key are generated at start.
     gateway: bool = True

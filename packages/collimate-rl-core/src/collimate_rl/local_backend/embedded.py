@@ -58,6 +58,7 @@ class LocalCollimateBackend:
         gateway: bool = True,
         gateway_max_warm: int = 4,
         allow_non_loopback: bool = False,
+        drain_linger_s: float = 2.0,
     ) -> None:
         self.config = ServerConfig(
             host=host,
@@ -77,6 +78,7 @@ class LocalCollimateBackend:
             api_keys=tuple(api_keys),
             api_keys_file=api_keys_file,
             gateway_max_warm=gateway_max_warm,
+            drain_linger_s=drain_linger_s,
         )
         self._engine = engine
         self._start_timeout_s = start_timeout_s

@@ -286,7 +286,7 @@ class HttpServer:
         self.max_connections = max_connections or default_max_connections()
         self.shed = 0  # connections closed or refused to stay within max_connections
         self._connections: dict[asyncio.Task[None], HttpConnection] = {}
-        self._closing = False
+        self._closing = False  # draining or stopping: every answer is the connection's last
 
     async def handle(self, reader: asyncio.StreamReader, writer: asyncio.StreamWriter) -> None:
         conn = HttpConnection(
@@ -328,6 +328,33 @@ class HttpServer:
         oldest.writer.close()
         self.shed += 1
         return True
+
+    def begin_drain(self) -> None:
+        """Make every answer from now on the last of its connection (sent
+        with ``Connection: close``), idle keep-alive connections included.
+
+        Why not close the idle ones now: a client may be writing a request
+        on one at this very moment, and a request met by a bare close is one
+        the client cannot tell from a crash mid-exec (it must not send it
+        again). Left open, that request is answered (a draining service says
+        ``draining``, which proves nothing ran) and the connection then ends
+        cleanly; see :meth:`wait_clients_leave`."""
+        self._closing = True
+        for conn in self._connections.values():
+            conn.closing = conn.one_more = True
+
+    async def wait_clients_leave(self, linger_s: float) -> None:
+        """After a drain: wait (at most ``linger_s``) for the connections
+        still open to be closed by their clients, or to have answered their
+        last request. A client that sent nothing for that long is not about
+        to; its idle connection is closed by the stop that follows."""
+        loop = asyncio.get_running_loop()
+        deadline = loop.time() + linger_s
+        while pending := list(self._connections):
+            left = deadline - loop.time()
+            if left <= 0:
+                return
+            await asyncio.wait(pending, timeout=left)
 
     async def close_connections(self, grace_s: float) -> None:
         """Close idle connections now; give busy ones ``grace_s`` to answer,

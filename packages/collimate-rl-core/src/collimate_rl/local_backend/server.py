@@ -182,12 +182,16 @@ class BackendServer:
         if self.service is None or self._drain_task is not None:
             return
         self.service.begin_drain()
+        if self.http is not None:
+            self.http.begin_drain()
         log.warning("draining: new work is refused; stopping once in-flight work finishes")
         self._drain_task = asyncio.get_running_loop().create_task(self._drain_then_stop())
 
     async def _drain_then_stop(self) -> None:
         assert self.service is not None
         await self.service.wait_idle()
+        if self.http is not None:
+            await self.http.wait_clients_leave(self.config.drain_linger_s)
         await self.stop()
 
     async def stop(self) -> None:
