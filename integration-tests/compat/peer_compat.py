@@ -3,44 +3,27 @@ our local backend.
 
 Run with the PEER's interpreter (a venv holding collimate-rl 0.5.0), never
 ours: ``<peer python> peer_compat.py http://127.0.0.1:PORT [UNIX_SOCKET]``.
-It uses only the peer's public API and the standard library, prints one line
-per check, and exits 0 only if every check passed. Written for Python 3.8+.
+It uses only the peer's public API and the standard library (with the
+checks' scaffolding from the sibling ``peer_checks.py``), prints one line per
+check, and exits 0 only if every check passed. Written for Python 3.8+.
 """
 
+import functools
+import os
 import sys
-import traceback
 
 import collimate_rl
 from collimate_rl import CollimateClient, CollimateError
 
+# -I keeps this folder off the path: put it back, after the peer's packages
+sys.path.append(os.path.dirname(os.path.abspath(__file__)))
+import peer_checks
+from peer_checks import check, report
+
 SEED = "ab" * 32
 DRAWS = "import random\nprint([random.random() for _ in range(5)])"
-failures = []
-
-
-def check(name):
-    def wrap(fn):
-        try:
-            fn()
-        except Exception:
-            failures.append(name)
-            print("FAIL", name)
-            traceback.print_exc()
-        else:
-            print("ok  ", name)
-        return fn
-
-    return wrap
-
-
-def expect_error(fn, status, code):
-    try:
-        fn()
-    except CollimateError as exc:
-        got = (getattr(exc, "status", None), getattr(exc, "error_code", None))
-        assert got == (status, code), f"expected {(status, code)!r}, got {got!r} ({exc})"
-    else:
-        raise AssertionError(f"expected {status} {code}, got no error")
+#: every refusal this script expects is raised as the daemon client's typed error
+expect_error = functools.partial(peer_checks.expect_error, error_type=CollimateError)
 
 
 def run(client):
@@ -147,11 +130,7 @@ def main(argv):
     if len(argv) > 2:
         print("-- over the unix socket", argv[2])
         run(CollimateClient(unix_socket=argv[2], retries=0))
-    if failures:
-        print(f"{len(failures)} check(s) failed: {', '.join(failures)}")
-        return 1
-    print("all checks passed")
-    return 0
+    return report()
 
 
 if __name__ == "__main__":

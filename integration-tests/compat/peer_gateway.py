@@ -3,33 +3,21 @@ against our local backend's gateway wire.
 
 Run with the PEER's interpreter (a venv holding collimate-rl 0.5.0), never
 ours: ``<peer python> peer_gateway.py BASE_URL PRO_KEY DEMO_KEY``. It uses only
-the peer's public API and the standard library, prints one line per check,
-and exits 0 only if every check passed. Written for Python 3.8+.
+the peer's public API and the standard library (with the checks' scaffolding
+from the sibling ``peer_checks.py``), prints one line per check, and exits 0
+only if every check passed. Written for Python 3.8+.
 """
 
+import os
 import sys
-import traceback
 
 import collimate_rl
 from collimate_rl.gateway import DemoTierLimit, GatewayClient, GatewayError
 from collimate_rl.template import Ready, Template
 
-failures = []
-
-
-def check(name):
-    def wrap(fn):
-        try:
-            fn()
-        except Exception:
-            failures.append(name)
-            print("FAIL", name)
-            traceback.print_exc()
-        else:
-            print("ok  ", name)
-        return fn
-
-    return wrap
+# -I keeps this folder off the path: put it back, after the peer's packages
+sys.path.append(os.path.dirname(os.path.abspath(__file__)))
+from peer_checks import check, expect_error, report
 
 
 def run(base_url, pro_key, demo_key):
@@ -102,11 +90,7 @@ def run(base_url, pro_key, demo_key):
     def _():
         sid = pro.create_sandbox("sh")["id"]
         try:
-            pro.fork(sid, count=33)
-        except GatewayError as exc:
-            assert (exc.status, exc.code) == (400, "bad_request"), (exc.status, exc.code)
-        else:
-            raise AssertionError("no error")
+            expect_error(lambda: pro.fork(sid, count=33), 400, "bad_request", GatewayError)
         finally:
             pro.delete_sandbox(sid)
 
@@ -155,12 +139,8 @@ def run(base_url, pro_key, demo_key):
         assert rel["id"] == tid and rel["released"] is True and rel["released_at"], rel
         with pro.env("py", width=2) as env, env.sandbox() as sess:
             assert sess.exec(command="echo env").stdout == "env\n"
-        try:
-            pro.expect_width("py", 4)
-        except GatewayError as exc:
-            assert (exc.status, exc.code) == (403, "forbidden")
-        else:
-            raise AssertionError("a catalog row took an expect")
+        # a catalog row takes no expect
+        expect_error(lambda: pro.expect_width("py", 4), 403, "forbidden", GatewayError)
 
     @check("suspend / resume")
     def _():
@@ -190,12 +170,14 @@ def run(base_url, pro_key, demo_key):
 
     @check("demo: a networked bake is network_requires_pro")
     def _():
-        try:
-            Template.bake(demo, name="n", image="python:3.11", ready=Ready(network=True), width=1)
-        except GatewayError as exc:
-            assert (exc.status, exc.code) == (403, "network_requires_pro")
-        else:
-            raise AssertionError("no error")
+        expect_error(
+            lambda: Template.bake(
+                demo, name="n", image="python:3.11", ready=Ready(network=True), width=1
+            ),
+            403,
+            "network_requires_pro",
+            GatewayError,
+        )
 
     for tpl in pro.list_templates():
         pro.delete_template(tpl["id"])
@@ -203,7 +185,4 @@ def run(base_url, pro_key, demo_key):
 
 if __name__ == "__main__":
     run(sys.argv[1], sys.argv[2], sys.argv[3])
-    if failures:
-        print("FAILED:", ", ".join(failures))
-        sys.exit(1)
-    print("all checks passed")
+    sys.exit(report())
