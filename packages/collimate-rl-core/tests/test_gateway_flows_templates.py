@@ -58,13 +58,8 @@ def test_ready_to_wire_and_validation() -> None:
 
 
 def test_bake_walks_the_phases_to_a_full_pool(pro: GatewayClient) -> None:
-    handle = Template.bake(
-        pro,
-        name="numpy-ready",
-        image="python:3.11",
-        ready=Ready(cmd="python3 -c 'import json'"),
-        width=2,
-    )
+    ready = Ready(cmd="python3 -c 'import json'", env={"BAKED": "1"})
+    handle = Template.bake(pro, name="numpy-ready", image="python:3.11", ready=ready, width=2)
     assert isinstance(handle, TemplateHandle) and handle.declared == 2
     seen: list[TemplateStatus] = []
     final = handle.wait(120, poll_interval=FAST, on_update=seen.append)
@@ -73,13 +68,8 @@ def test_bake_walks_the_phases_to_a_full_pool(pro: GatewayClient) -> None:
     ranks = [BAKE_PHASES.index(p) for p in phases]
     assert ranks == sorted(ranks) and phases[-1] == "Live"  # never goes backwards
     assert sum(n["warm"] for n in final.per_node) == final.warm
-    again = Template.bake(
-        pro,
-        name="numpy-ready",
-        image="python:3.11",
-        ready=Ready(cmd="python3 -c 'import json'"),
-        width=2,
-    )
+    assert final.raw["ready"] == ready.to_wire()  # the server's echo, field for field
+    again = Template.bake(pro, name="numpy-ready", image="python:3.11", ready=ready, width=2)
     assert again.id == handle.id  # idempotent
     with pro.session(handle) as sess:  # a handle opens a session directly
         assert sess.exec("print('baked')").stdout == "baked\n"

@@ -1,9 +1,11 @@
 """Shapes of the wire contract (docs/wire.md), with no sockets involved.
 
-Three jobs, all pure functions so the sync and async transports, the local
+Four jobs, all pure functions so the sync and async transports, the local
 backend and the tests share one definition:
 
 * build an :data:`ExecRequest` body from keyword arguments;
+* build a bake's ``ready`` object (the client sends it, the local backend
+  echoes it back);
 * parse either error envelope into the right typed error;
 * say whether a failed request is safe to send again (the retry-safety table).
 """
@@ -12,7 +14,7 @@ from __future__ import annotations
 
 import json
 import re
-from collections.abc import Mapping, Sequence
+from collections.abc import Iterable, Mapping, Sequence
 from typing import Any, Final
 
 from .errors import (
@@ -32,6 +34,7 @@ __all__ = [
     "NEVER_RETRY_CODES",
     "RETRYABLE_STATUSES",
     "build_exec_request",
+    "ready_body",
     "parse_error_envelope",
     "error_from_response",
     "is_retry_safe",
@@ -106,6 +109,33 @@ def build_exec_request(
     if egress is not None:
         body["egress"] = dict(egress)
     return body
+
+
+def ready_body(
+    *,
+    cmd: str = "",
+    http: str = "",
+    http_timeout_s: float = 0,
+    ports: Sequence[int] = (),
+    env: Mapping[str, str] | Iterable[tuple[str, str]] = (),
+    network: bool = False,
+) -> dict[str, Any]:
+    """A bake's ``ready`` object (docs/wire.md §3): only the fields that are
+    set, so an empty result means "no ready check asked for"."""
+    out: dict[str, Any] = {}
+    if cmd:
+        out["cmd"] = cmd
+    if http:
+        out["http"] = http
+    if http_timeout_s:
+        out["http_timeout_s"] = http_timeout_s
+    if ports:
+        out["ports"] = list(ports)
+    if env:
+        out["env"] = dict(env)
+    if network:
+        out["network"] = True
+    return out
 
 
 def parse_error_envelope(body: Any) -> tuple[str | None, str | None]:

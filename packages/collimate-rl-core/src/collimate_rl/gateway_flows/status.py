@@ -6,9 +6,12 @@ Plain data, no I/O: the sync and async flows share all of it.
 
 from __future__ import annotations
 
+import dataclasses
 from collections.abc import Mapping
 from dataclasses import dataclass, field
 from typing import Any, Final
+
+from ..wire import ready_body
 
 __all__ = ["BAKE_PHASES", "TIER_FORK_CAP", "Ready", "TemplateStatus", "fork_cap"]
 
@@ -65,20 +68,7 @@ class Ready:
 
     def to_wire(self) -> dict[str, Any] | None:
         """The ``ready`` body: only the fields that were set (``None`` if none)."""
-        out: dict[str, Any] = {}
-        if self.cmd:
-            out["cmd"] = self.cmd
-        if self.http:
-            out["http"] = self.http
-        if self.http_timeout_s:
-            out["http_timeout_s"] = self.http_timeout_s
-        if self.ports:
-            out["ports"] = list(self.ports)
-        if self.env:
-            out["env"] = dict(self.env)
-        if self.network:
-            out["network"] = True
-        return out or None
+        return ready_body(**dataclasses.asdict(self)) or None  # its fields are the wire's
 
 
 def _int(value: Any) -> int:

@@ -32,6 +32,7 @@ from collections.abc import Mapping
 from dataclasses import dataclass, field
 from typing import Any
 
+from ..wire import ready_body
 from .catalog import resolve_image
 from .engine.api import ExecJob, TemplateSpec
 from .exec_request import fresh_seed
@@ -63,20 +64,7 @@ class ReadySpec:
         return self.network or bool(self.ports) or bool(self.http)
 
     def wire(self) -> dict[str, Any]:
-        out: dict[str, Any] = {}
-        if self.cmd:
-            out["cmd"] = self.cmd
-        if self.http:
-            out["http"] = self.http
-        if self.http_timeout_s:
-            out["http_timeout_s"] = self.http_timeout_s
-        if self.ports:
-            out["ports"] = list(self.ports)
-        if self.env:
-            out["env"] = dict(self.env)
-        if self.network:
-            out["network"] = True
-        return out
+        return ready_body(**dataclasses.asdict(self))  # its fields are the wire's
 
 
 def parse_ready(raw: Any) -> ReadySpec:
