@@ -16,21 +16,22 @@ from __future__ import annotations
 import argparse
 import contextlib
 import os
-import signal
-import socket
-import subprocess
-import sys
 import threading
 import time
 from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass, field
 from typing import Any
 
-from procs import descendants, rss_mib, still_alive
-
-from collimate_rl import CollimateClient, CollimateError, fresh_seed, grade
+from collimate_rl import CollimateClient, CollimateError, fresh_seed
+from collimate_rl.testing.procs import (
+    descendants,
+    rss_mib,
+    serve_process,
+    still_alive,
+    stop_process,
+)
 from collimate_rl.testing.proxy import FAULTS, FaultProxy
-from collimate_rl.testing.reliability import SPEC, Counters, candidates, expected_reward
+from collimate_rl.testing.reliability import candidates, grade_outcome, settle_sessions
 
 SESSION_TTL_S = 2.0
 
@@ -71,60 +72,24 @@ class SoakReport:
         return self.rss_growth_mib <= max(16.0, 0.15 * base)
 
 
-def _free_port() -> int:
-    with socket.socket() as s:
-        s.bind(("127.0.0.1", 0))
-        return int(s.getsockname()[1])
-
-
-def start_server(port: int) -> subprocess.Popen[bytes]:
-    cmd = [
-        sys.executable, "-m", "collimate_rl.local_backend", "--port", str(port),
-        "--session-ttl", str(SESSION_TTL_S), "--log-level", "ERROR",
-    ]  # fmt: skip
-    proc = subprocess.Popen(cmd, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
-    with CollimateClient(f"http://127.0.0.1:{port}", timeout=2, retries=0) as c:
-        deadline = time.monotonic() + 60
-        while True:
-            try:
-                c.health()
-                return proc
-            except CollimateError:
-                if proc.poll() is not None or time.monotonic() > deadline:
-                    proc.kill()
-                    raise RuntimeError("the backend did not start") from None
-                time.sleep(0.2)
-
-
 def run_soak(
     grades: int, concurrency: int, *, fault_rate: float = 0.1, seed: int = 1
 ) -> SoakReport:
     report = SoakReport(grades=grades, concurrency=concurrency)
-    port = _free_port()
-    server = start_server(port)
-    direct = CollimateClient(f"http://127.0.0.1:{port}", timeout=30)
+    server, url = serve_process("--session-ttl", str(SESSION_TTL_S))
+    direct = CollimateClient(url, timeout=30)
     seen_procs: dict[int, int] = {}
     stop_sampling = threading.Event()
     started = time.monotonic()
     try:
-        with FaultProxy(f"http://127.0.0.1:{port}", delay_s=6.0) as proxy:
+        with FaultProxy(url, delay_s=6.0) as proxy:
             client = CollimateClient(proxy.url, timeout=5, retries=3, backoff=0.05, retry_budget=5)
             cands = candidates(grades, fresh_seed()[:8])
             outcomes: list[list[str]] = [[] for _ in cands]
             lock = threading.Lock()
 
             def one(i: int) -> None:
-                try:
-                    r = grade(client, "py", cands[i], SPEC, seed=fresh_seed())
-                    got = (
-                        "infra"
-                        if r.infra_error
-                        else ("ok" if r.reward == expected_reward(cands[i]) else "wrong")
-                    )
-                except CollimateError:
-                    got = "infra"
-                except Exception:  # an untyped failure is a finding
-                    got = "untyped"
+                got = grade_outcome(client, cands[i])
                 with lock:
                     outcomes[i].append(got)
                 if i % 50 == 25:
@@ -164,9 +129,9 @@ def run_soak(
                 report.rewarded += got[0] == "ok"
                 report.infra_errors += got[0] == "infra"
                 report.wrong_rewards += got[0] == "wrong"
-                report.untyped += got[0] == "untyped"
+                report.untyped += got[0].startswith("untyped")
             report.session_trips = sum(1 for i in range(grades) if i % 50 == 25)
-        counters = _settle(direct)
+        counters = settle_sessions(direct, SESSION_TTL_S * 5 + 10)
         report.sessions_leaked = counters.sessions + abs(
             counters.sessions_created - counters.sessions_ended - counters.sessions
         )
@@ -175,12 +140,7 @@ def run_soak(
         seen_procs.update(descendants(server.pid))
     finally:
         direct.close()
-        server.send_signal(signal.SIGTERM)
-        try:
-            server.wait(timeout=60)
-        except subprocess.TimeoutExpired:
-            server.kill()
-            server.wait()
+        stop_process(server)
     time.sleep(0.5)
     report.processes_leaked = still_alive(seen_procs)
     report.seconds = time.monotonic() - started
@@ -210,15 +170,6 @@ def _wait_quiet(direct: CollimateClient, limit_s: float = 60.0) -> None:
         if not h.get("inflight") and not h.get("running") and not h.get("queued"):
             return
         time.sleep(0.1)
-
-
-def _settle(direct: CollimateClient) -> Counters:
-    deadline = time.monotonic() + SESSION_TTL_S * 5 + 10
-    while True:
-        counters = Counters.of(direct.health())
-        if counters.sessions == 0 or time.monotonic() > deadline:
-            return counters
-        time.sleep(0.2)
 
 
 def main(argv: list[str] | None = None) -> int:

@@ -38,6 +38,7 @@ from typing import Any, Final, Literal
 from ..batch import grade_batch
 from ..client import CollimateClient
 from ..errors import CollimateError
+from ..grading import grade
 from ..rewards import StdioReward
 from ..seeds import fresh_seed
 from .proxy import FAULTS, FaultProxy, Match, ProxyStats
@@ -51,6 +52,7 @@ __all__ = [
     "SPEC",
     "candidates",
     "expected_reward",
+    "grade_outcome",
     "settle_sessions",
 ]
 
@@ -92,6 +94,23 @@ def candidates(count: int, salt: str) -> list[str]:
 def expected_reward(candidate: str) -> float:
     """What a candidate of :func:`candidates` earns when graded."""
     return 1.0 if "print(a + b)" in candidate else 0.0
+
+
+def grade_outcome(client: CollimateClient, candidate: str, template: str = "py") -> str:
+    """Grade one candidate of :func:`candidates` by :data:`SPEC` (a fresh
+    seed) and say what came of it: ``"ok"`` (the reward it earns),
+    ``"infra"`` (a typed :class:`~collimate_rl.CollimateError`, or flagged
+    ``infra_error``), ``"wrong"`` (any other reward: a failure became a
+    reward) or ``"untyped <the exception>"`` (anything else raised)."""
+    try:
+        r = grade(client, template, candidate, SPEC, seed=fresh_seed())
+    except CollimateError:
+        return "infra"
+    except Exception as exc:  # an untyped failure is a finding
+        return f"untyped {exc!r}"
+    if r.infra_error:
+        return "infra"
+    return "ok" if r.reward == expected_reward(candidate) else "wrong"
 
 
 @dataclass(frozen=True)
