@@ -12,8 +12,7 @@ from __future__ import annotations
 import asyncio
 import contextlib
 import json
-import time
-from collections.abc import Iterator
+from collections.abc import Awaitable, Callable, Iterator
 from typing import Any
 
 import httpx
@@ -330,7 +329,9 @@ def test_an_interrupt_between_chunks_tears_down(pro: GatewayClient) -> None:
         assert [sb["id"] for sb in pro.list_sandboxes()] == [sess.id]
 
 
-def test_async_group_is_deleted_when_its_task_is_cancelled(backend: LocalCollimateBackend) -> None:
+def test_async_group_is_deleted_when_its_task_is_cancelled(
+    backend: LocalCollimateBackend, until_running: Callable[[], Awaitable[None]]
+) -> None:
     async def main() -> None:
         async with AsyncGatewayClient(api_key=PRO, base_url=backend.base_url) as client:
             forked = asyncio.Event()
@@ -342,7 +343,7 @@ def test_async_group_is_deleted_when_its_task_is_cancelled(backend: LocalCollima
 
             task = asyncio.ensure_future(rollout())
             await forked.wait()
-            await running(backend)  # the exec is in the sandbox: cancel mid-exec
+            await until_running()  # the exec is in the sandbox: cancel mid-exec
             task.cancel()
             with pytest.raises(asyncio.CancelledError):
                 await task
@@ -360,11 +361,3 @@ def test_bad_group_arguments_fail_before_anything_is_created(pro: GatewayClient)
     with pytest.raises(ValueError, match="labels"):
         sess.fork_group(2, labels=["only-one"])
     assert sess.id is None  # the fixture checks the server holds nothing
-
-
-async def running(backend: LocalCollimateBackend, timeout_s: float = 30.0) -> None:
-    """Until the backend runs an exec (its health's ``running``)."""
-    deadline = time.monotonic() + timeout_s
-    while (await asyncio.to_thread(backend.health))["running"] < 1:
-        assert time.monotonic() < deadline, "no exec started"
-        await asyncio.sleep(0.01)

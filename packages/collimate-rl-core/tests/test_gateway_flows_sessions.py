@@ -5,8 +5,7 @@ async."""
 from __future__ import annotations
 
 import asyncio
-import time
-from collections.abc import Iterator
+from collections.abc import Awaitable, Callable, Iterator
 
 import pytest
 
@@ -141,7 +140,9 @@ def test_async_session(backend: LocalCollimateBackend) -> None:
     asyncio.run(main())
 
 
-def test_async_session_is_deleted_when_cancelled(backend: LocalCollimateBackend) -> None:
+def test_async_session_is_deleted_when_cancelled(
+    backend: LocalCollimateBackend, until_running: Callable[[], Awaitable[None]]
+) -> None:
     async def main() -> None:
         async with AsyncGatewayClient(api_key=PRO, base_url=backend.base_url) as client:
             opened = asyncio.Event()
@@ -153,7 +154,7 @@ def test_async_session_is_deleted_when_cancelled(backend: LocalCollimateBackend)
 
             task = asyncio.ensure_future(hold())
             await opened.wait()
-            await running(backend)  # the exec is in the sandbox: cancel mid-exec
+            await until_running()  # the exec is in the sandbox: cancel mid-exec
             task.cancel()
             with pytest.raises(asyncio.CancelledError):
                 await task
@@ -170,11 +171,3 @@ def test_the_earlier_import_paths_name_the_same_objects() -> None:
                  "ForkGroup", "TemplateBakeFailed", "DemoTierLimit"):  # fmt: skip
         assert getattr(template, name) is getattr(collimate_rl, name), name
     assert callable(GatewayClient.env) and callable(GatewayClient.session)
-
-
-async def running(backend: LocalCollimateBackend, timeout_s: float = 30.0) -> None:
-    """Until the backend runs an exec (its health's ``running``)."""
-    deadline = time.monotonic() + timeout_s
-    while (await asyncio.to_thread(backend.health))["running"] < 1:
-        assert time.monotonic() < deadline, "no exec started"
-        await asyncio.sleep(0.01)
