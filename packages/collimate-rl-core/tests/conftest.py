@@ -13,6 +13,7 @@ from collections.abc import Awaitable, Callable
 
 import pytest
 
+from collimate_rl import CollimateClient, GradeResult, RewardSpec, grade
 from collimate_rl.local_backend import LocalCollimateBackend
 
 
@@ -29,3 +30,29 @@ def until_running(backend: LocalCollimateBackend) -> Callable[[], Awaitable[None
             await asyncio.sleep(0.01)
 
     return wait
+
+
+@pytest.fixture
+def same_as_alone(
+    backend: LocalCollimateBackend,
+) -> Callable[[GradeResult, str, RewardSpec, str | None], None]:
+    """``same_as_alone(result, candidate, spec, seed)`` asserts that
+    ``result`` is the grade ``candidate`` gets alone with ``seed`` (its own
+    exec on the ``py`` template: no pack, no coalescing): the same reward,
+    verdict and seed, pass counts, failed indices, timeout and load error.
+    What a packed or coalesced grade must be."""
+
+    def check(result: GradeResult, candidate: str, spec: RewardSpec, seed: str | None) -> None:
+        with CollimateClient(backend.base_url, retries=0) as c:
+            lone = grade(c, "py", candidate, spec, seed=seed, coalesce=False)
+        for attr in ("reward", "verdict", "seed"):
+            assert getattr(result, attr) == getattr(lone, attr), attr
+        for key in ("passed", "total", "failed_indices", "timeout"):
+            assert result.detail.get(key) == lone.detail.get(key), key
+        # (a load error names the file, whose name carries the grade's own nonce)
+        assert (
+            str(result.detail.get("load_error")).split("(")[0]
+            == str(lone.detail.get("load_error")).split("(")[0]
+        )
+
+    return check

@@ -7,7 +7,7 @@ from __future__ import annotations
 import asyncio
 import json
 import threading
-from collections.abc import Iterator, Sequence
+from collections.abc import Callable, Iterator, Sequence
 from typing import Any
 
 import httpx
@@ -55,16 +55,6 @@ def packed(result: GradeResult) -> bool:
     return "pack" in result.raw
 
 
-def alone(url: str, candidate: str, spec: RewardSpec, seed: str | None) -> GradeResult:
-    with CollimateClient(url, retries=0) as c:
-        return grade(c, TEMPLATE, candidate, spec, seed=seed, coalesce=False)
-
-
-def same_grade(a: GradeResult, b: GradeResult) -> None:
-    assert (a.reward, a.verdict, a.seed) == (b.reward, b.verdict, b.seed)
-    assert a.detail.get("passed") == b.detail.get("passed")
-
-
 Case = tuple[str, RewardSpec, str]
 
 
@@ -84,6 +74,7 @@ async def together(url: str, batch: Sequence[Case], **kw: Any) -> list[Any]:
 
 def test_tasks_of_one_loop_grading_together_are_sent_as_packs(
     backend: LocalCollimateBackend,
+    same_as_alone: Callable[..., None],
 ) -> None:
     """Started in one turn of the loop, they leave together, in packs that
     mix prompts; each result is its lone grade's."""
@@ -91,7 +82,7 @@ def test_tasks_of_one_loop_grading_together_are_sent_as_packs(
     results = asyncio.run(together(backend.base_url, batch))
     assert all(isinstance(r, GradeResult) and packed(r) for r in results), results
     for result, (cand, spec, seed) in zip(results, batch, strict=True):
-        same_grade(result, alone(backend.base_url, cand, spec, seed))
+        same_as_alone(result, cand, spec, seed)
     mixed = {}
     for result, (_, spec, _) in zip(results, batch, strict=True):
         mixed.setdefault(result.raw["pack"]["nonce"], set()).add(id(spec))
@@ -99,7 +90,9 @@ def test_tasks_of_one_loop_grading_together_are_sent_as_packs(
 
 
 def test_threads_grading_together_are_sent_as_packs(
-    backend: LocalCollimateBackend, monkeypatch: pytest.MonkeyPatch
+    backend: LocalCollimateBackend,
+    monkeypatch: pytest.MonkeyPatch,
+    same_as_alone: Callable[..., None],
 ) -> None:
     """(A wide window, so that however the threads are scheduled, they meet.)"""
     monkeypatch.setattr(coalesce, "WINDOW_S", 1.0)
@@ -123,7 +116,7 @@ def test_threads_grading_together_are_sent_as_packs(
     # the first leaves at once (nothing else was in flight); the others meet
     assert sum(packed(r) for r in results) >= len(batch) - 1
     for result, (cand, spec, seed) in zip(results, batch, strict=True):
-        same_grade(result, alone(backend.base_url, cand, spec, seed))
+        same_as_alone(result, cand, spec, seed)
 
 
 def test_a_grade_that_arrives_alone_leaves_at_once(
@@ -248,6 +241,7 @@ def test_grades_in_a_warm_session_and_without_coalescing_go_alone(
 
 def test_several_loops_in_several_threads_each_coalesce_their_own(
     backend: LocalCollimateBackend,
+    same_as_alone: Callable[..., None],
 ) -> None:
     """Each loop packs its own tasks' grades (its clients belong to it),
     all within the one server's admission; every result its lone grade's."""
@@ -265,7 +259,7 @@ def test_several_loops_in_several_threads_each_coalesce_their_own(
     for results, batch in zip(out, batches, strict=True):
         assert all(isinstance(r, GradeResult) and packed(r) for r in results), results
         for result, (cand, spec, seed) in zip(results, batch, strict=True):
-            same_grade(result, alone(backend.base_url, cand, spec, seed))
+            same_as_alone(result, cand, spec, seed)
 
 
 def test_a_pack_whose_sender_left_passes_to_a_caller_still_there() -> None:

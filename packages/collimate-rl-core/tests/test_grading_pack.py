@@ -10,7 +10,7 @@ from __future__ import annotations
 import asyncio
 import logging
 import os
-from collections.abc import Iterator, Sequence
+from collections.abc import Callable, Iterator, Sequence
 from typing import Any
 
 import pytest
@@ -75,11 +75,6 @@ def batch(
     return asyncio.run(run())
 
 
-def alone(url: str, candidate: str, spec: RewardSpec, seed: str | None) -> GradeResult:
-    with CollimateClient(url, retries=0) as c:
-        return grade(c, TEMPLATE, candidate, spec, seed=seed)
-
-
 def distinct(n: int) -> list[str | None]:
     return [fresh_seed() for _ in range(n)]
 
@@ -88,20 +83,9 @@ def packed(result: GradeResult) -> bool:
     return "pack" in result.raw
 
 
-def same_grade(a: GradeResult, b: GradeResult) -> None:
-    assert (a.reward, a.verdict, a.seed) == (b.reward, b.verdict, b.seed)
-    for key in ("passed", "total", "failed_indices", "timeout"):
-        assert a.detail.get(key) == b.detail.get(key), key
-    # (a load error names the file, whose name carries the grade's own nonce)
-    assert (
-        str(a.detail.get("load_error")).split("(")[0]
-        == str(b.detail.get("load_error")).split("(")[0]
-    )
-
-
 @pytest.mark.parametrize("mode", ["sync", "async"])
 def test_a_pack_grades_every_candidate_as_it_would_be_graded_alone(
-    mode: str, backend: LocalCollimateBackend
+    mode: str, backend: LocalCollimateBackend, same_as_alone: Callable[..., None]
 ) -> None:
     url = backend.base_url
     cases: list[tuple[RewardSpec, list[str]]] = [
@@ -125,7 +109,7 @@ def test_a_pack_grades_every_candidate_as_it_would_be_graded_alone(
         assert [r.seed for r in results] == seeds
         assert {r.seed_ack for r in results} == {"verified"}
         for result, candidate, seed in zip(results, candidates, seeds, strict=True):
-            same_grade(result, alone(url, candidate, spec, seed))
+            same_as_alone(result, candidate, spec, seed)
     # seeds drawn for the caller are echoed too, and differ
     drawn = batch(mode, url, [DRAWS] * 4, SEEDED, pack=4)
     assert all(packed(r) for r in drawn) and len({r.seed for r in drawn}) == 4
@@ -145,7 +129,8 @@ def test_a_grades_processes_stay_on_the_cpu_its_turn_owns(backend: LocalCollimat
     grader, the spawner and every candidate's process): one CPU, the one the
     backend's run queue gave the exec, so that none of their handovers wakes
     another CPU."""
-    assert alone(backend.base_url, ON_THE_TURNS_CPU, SEEDED, None).reward == 1.0
+    with CollimateClient(backend.base_url, retries=0) as c:
+        assert grade(c, TEMPLATE, ON_THE_TURNS_CPU, SEEDED, coalesce=False).reward == 1.0
     results = batch("async", backend.base_url, [ON_THE_TURNS_CPU] * 3, SEEDED, pack=3)
     assert all(packed(r) for r in results)
     assert [r.reward for r in results] == [1.0] * 3, [r.detail for r in results]
@@ -219,7 +204,7 @@ def ipc_leaver(kind: str) -> str:
     ("mode", "kind"), [("sync", "shm"), ("async", "shm"), ("async", "msg"), ("sync", "sem")]
 )
 def test_a_trace_the_sweep_cannot_undo_sends_the_rest_of_the_pack_to_a_new_one(
-    mode: str, kind: str, backend: LocalCollimateBackend
+    mode: str, kind: str, backend: LocalCollimateBackend, same_as_alone: Callable[..., None]
 ) -> None:
     """The pack stops after the candidate that left the trace (its verdict
     written); the rest go on in a new pack, in a fresh guest."""
@@ -230,12 +215,12 @@ def test_a_trace_the_sweep_cannot_undo_sends_the_rest_of_the_pack_to_a_new_one(
     nonces = [r.raw["pack"]["nonce"] for r in results]
     assert nonces[0] != nonces[1] == nonces[2]
     assert results[0].reward == results[1].reward == 1.0
-    same_grade(results[2], alone(backend.base_url, DRAWS, SEEDED, seeds[2]))
+    same_as_alone(results[2], DRAWS, SEEDED, seeds[2])
 
 
 @pytest.mark.parametrize("victim", ["os.getppid()", "os.getppid() - 1"])
 def test_a_candidate_that_kills_the_pack_only_costs_it_its_speed(
-    victim: str, backend: LocalCollimateBackend
+    victim: str, backend: LocalCollimateBackend, same_as_alone: Callable[..., None]
 ) -> None:
     """Killing the spawner (its parent) costs the killer its reward, and a
     new spawner takes the rest of the pack; killing the grader (the
@@ -252,14 +237,14 @@ def test_a_candidate_that_kills_the_pack_only_costs_it_its_speed(
         assert all(packed(r) for r in results)  # the rest went on in a new spawner
         assert "killed or stopped" in results[2].detail["load_error"]
     for result, candidate, seed in zip(results, candidates, seeds, strict=True):
-        same_grade(result, alone(backend.base_url, candidate, SEEDED, seed))
+        same_as_alone(result, candidate, SEEDED, seed)
     assert results[2].reward == 0.0
     assert results[4].reward == 1.0 and not any(r.infra_error for r in results)
 
 
 @pytest.mark.parametrize("victim", ["os.getppid()", "os.getppid() - 1"])
 def test_a_candidate_that_kills_its_pack_first_costs_only_itself(
-    victim: str, backend: LocalCollimateBackend
+    victim: str, backend: LocalCollimateBackend, same_as_alone: Callable[..., None]
 ) -> None:
     """First in its pack, a candidate kills the spawner (its parent) or the
     grader: the others still get their rewards from packs (a new spawner,
@@ -273,7 +258,7 @@ def test_a_candidate_that_kills_its_pack_first_costs_only_itself(
     results = batch("async", backend.base_url, candidates, SEEDED, seeds=seeds, pack=5)
     assert all(packed(r) for r in results[1:]), [r.raw.get("pack") for r in results]
     for result, candidate, seed in zip(results, candidates, seeds, strict=True):
-        same_grade(result, alone(backend.base_url, candidate, SEEDED, seed))
+        same_as_alone(result, candidate, SEEDED, seed)
     assert results[0].reward == 0.0 and results[4].reward == 1.0
     assert not any(r.infra_error for r in results)
     again = batch("sync", backend.base_url, [DRAWS, RIGHT] * 3, SEEDED)  # (pack="auto")
@@ -309,7 +294,7 @@ class _GraderDies:
 
 @pytest.mark.parametrize("keep", [0, 2])
 def test_when_a_packs_grader_dies_the_sdk_regrades_what_it_left(
-    keep: int, backend: LocalCollimateBackend
+    keep: int, backend: LocalCollimateBackend, same_as_alone: Callable[..., None]
 ) -> None:
     """The candidate the pack died on is graded alone; the others without a
     verdict go on in a new pack; every reward is the lone grade's."""
@@ -324,10 +309,12 @@ def test_when_a_packs_grader_dies_the_sdk_regrades_what_it_left(
     later = {r.raw["pack"]["nonce"] for r in results[keep + 1 :]}
     assert len(later) == 1 and not first & later  # a new pack
     for result, candidate, seed in zip(results, candidates, seeds, strict=True):
-        same_grade(result, alone(backend.base_url, candidate, SEEDED, seed))
+        same_as_alone(result, candidate, SEEDED, seed)
 
 
-def test_a_step_of_many_prompts_is_packed_across_them(backend: LocalCollimateBackend) -> None:
+def test_a_step_of_many_prompts_is_packed_across_them(
+    backend: LocalCollimateBackend, same_as_alone: Callable[..., None]
+) -> None:
     """One spec per candidate (three prompts, their candidates interleaved):
     one call, packs that span prompts, each result its lone grade's."""
     rows: list[tuple[str, RewardSpec]] = [
@@ -347,7 +334,7 @@ def test_a_step_of_many_prompts_is_packed_across_them(backend: LocalCollimateBac
         specs_of.setdefault(result.raw["pack"]["nonce"], set()).add(id(spec))
     assert len(specs_of) == 2 and any(len(s) > 1 for s in specs_of.values())
     for result, (cand, spec), seed in zip(results, step, seeds, strict=True):
-        same_grade(result, alone(backend.base_url, cand, spec, seed))
+        same_as_alone(result, cand, spec, seed)
 
 
 def test_a_pack_refused_in_its_short_form_is_sent_again_in_full(
@@ -444,6 +431,7 @@ def test_reading_a_pack_decodes_each_verdict_once_and_keeps_a_subclass_outcome(
 
 def test_a_candidate_that_stops_the_grader_holds_its_pack_four_budgets_at_most(
     backend: LocalCollimateBackend,
+    same_as_alone: Callable[..., None],
 ) -> None:
     """The grader shares its uid with the candidates, so one can SIGSTOP it.
     The pack's exec then runs out (four candidate timeouts, not one per
@@ -463,7 +451,7 @@ def test_a_candidate_that_stops_the_grader_holds_its_pack_four_budgets_at_most(
     assert results[0].raw["exit_code"] == -1  # the pack's exec timed out...
     assert results[0].raw["exec_time_ms"] < 15_000  # ...at 8 s, not 10 x 2 s
     for result, candidate, seed in zip(results, candidates, seeds, strict=True):
-        same_grade(result, alone(backend.base_url, candidate, SEEDED, seed))
+        same_as_alone(result, candidate, SEEDED, seed)
 
 
 def test_packs_are_graded_alone_where_the_guest_is_shared(
@@ -561,7 +549,7 @@ class _ExecsOf:
 
 @pytest.mark.parametrize("mode", ["sync", "async"])
 def test_a_candidate_that_loops_does_not_hold_its_pack_mates(
-    mode: str, backend: LocalCollimateBackend
+    mode: str, backend: LocalCollimateBackend, same_as_alone: Callable[..., None]
 ) -> None:
     """Behind a candidate that uses its whole budget, the rest would take up
     to one budget each: they are re-packed as two packs, side by side (the
@@ -589,7 +577,7 @@ def test_a_candidate_that_loops_does_not_hold_its_pack_mates(
     # the first pack stops behind the first looper; [DRAWS, looper] and [looper] follow
     assert [packed(r) for r in results] == [True, True, True, True, False]
     assert all(results[i].detail["timeout"] and results[i].reward == 0.0 for i in (1, 3, 4))
-    same_grade(results[2], alone(backend.base_url, DRAWS, SEEDED, seeds[2]))
+    same_as_alone(results[2], DRAWS, SEEDED, seeds[2])
     first, *after = sorted(execs.spans)
     assert first[2] == 5 and sorted(n for _, _, n in after) == [1, 2]
     (_, first_end, _), (second_start, _, _) = sorted(after)
