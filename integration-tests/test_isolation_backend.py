@@ -20,7 +20,7 @@ import httpx
 import pytest
 
 from collimate_rl.local_backend import LocalCollimateBackend
-from collimate_rl.testing.host import skip_unless_host_lacks_namespaces
+from collimate_rl.testing.engine import namespaced_backend
 
 pytestmark = pytest.mark.namespaces
 
@@ -37,15 +37,8 @@ TEMPLATES = [
 
 @pytest.fixture(scope="module")
 def backend() -> Iterator[LocalCollimateBackend]:
-    server = LocalCollimateBackend(TEMPLATES, isolation="namespaces", use_plugins=False)
-    try:
-        server.__enter__()
-    except Exception as exc:  # the only reason to skip: no namespaces on this host
-        skip_unless_host_lacks_namespaces(exc)
-    try:
+    with namespaced_backend(TEMPLATES, use_plugins=False) as server:
         yield server
-    finally:
-        server.__exit__(None, None, None)
 
 
 @pytest.fixture

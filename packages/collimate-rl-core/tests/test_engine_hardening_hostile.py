@@ -26,7 +26,7 @@ import pytest
 
 from collimate_rl.local_backend import LocalCollimateBackend
 from collimate_rl.local_backend.engine.guest.seccomp import REFUSED_X86_64, build_filter
-from collimate_rl.testing.host import skip_unless_host_lacks_namespaces
+from collimate_rl.testing.engine import namespaced_backend
 
 pytestmark = pytest.mark.namespaces
 
@@ -49,15 +49,8 @@ TEMPLATES = [
 
 @pytest.fixture(scope="module")
 def backend() -> Iterator[LocalCollimateBackend]:
-    server = LocalCollimateBackend(TEMPLATES, isolation="namespaces", use_plugins=False)
-    try:
-        server.__enter__()
-    except Exception as exc:
-        skip_unless_host_lacks_namespaces(exc)
-    try:
+    with namespaced_backend(TEMPLATES, use_plugins=False) as server:
         yield server
-    finally:
-        server.__exit__(None, None, None)
 
 
 @pytest.fixture(scope="module")

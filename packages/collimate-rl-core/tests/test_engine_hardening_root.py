@@ -29,7 +29,8 @@ from collimate_rl.local_backend import LocalCollimateBackend
 from collimate_rl.local_backend.banner import banner
 from collimate_rl.local_backend.engine.exposure import host_view
 from collimate_rl.local_backend.templates import TemplateConfigError, parse_template
-from collimate_rl.testing.host import namespaces_missing_reason, skip_unless_host_lacks_namespaces
+from collimate_rl.testing.engine import namespaced_backend
+from collimate_rl.testing.host import namespaces_missing_reason
 
 pytestmark = pytest.mark.namespaces
 
@@ -100,19 +101,10 @@ def planted(tmp_path_factory: pytest.TempPathFactory) -> Iterator[dict[str, Any]
 
 @pytest.fixture(scope="module")
 def backend(planted: dict[str, Any]) -> Iterator[LocalCollimateBackend]:
-    server = LocalCollimateBackend(
-        templates_file=planted["templates"],
-        socket_path=planted["socket"],
-        isolation="namespaces",
-    )
-    try:
-        server.__enter__()
-    except Exception as exc:
-        skip_unless_host_lacks_namespaces(exc)
-    try:
+    with namespaced_backend(
+        templates_file=planted["templates"], socket_path=planted["socket"]
+    ) as server:
         yield server
-    finally:
-        server.__exit__(None, None, None)
 
 
 @pytest.fixture
