@@ -27,23 +27,11 @@ from typing import Any
 
 import pytest
 
-from collimate_rl.local_backend import LocalCollimateBackend
+from collimate_rl.testing.fixtures import backend, target
 from collimate_rl.testing.wheels import WheelUnavailable, wheel_source
 
-
-@pytest.fixture(scope="session")
-def backend(tmp_path_factory: pytest.TempPathFactory) -> Iterator[LocalCollimateBackend]:
-    sock = tmp_path_factory.mktemp("trl") / "backend.sock"
-    with LocalCollimateBackend(socket_path=sock) as b:
-        yield b
-
-
-@pytest.fixture(params=["tcp", "unix"])
-def target(request: pytest.FixtureRequest, backend: LocalCollimateBackend) -> dict[str, str]:
-    """Keywords naming the backend, over TCP or over its unix socket."""
-    if request.param == "tcp":
-        return {"base_url": backend.base_url}
-    return {"unix_socket": str(backend.socket_path)}
+# core's fixtures: the backend (loopback TCP and a unix socket), `target` (a test over each)
+__all__ = ["backend", "target"]
 
 
 # -- torch, as far as _calculate_rewards uses it ----------------------------

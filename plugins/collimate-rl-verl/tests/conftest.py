@@ -26,7 +26,6 @@ import inspect
 import os
 import sys
 import warnings
-from collections.abc import Iterator
 from functools import cache, partial, wraps
 from pathlib import Path
 from types import ModuleType
@@ -34,23 +33,11 @@ from typing import Any, Optional
 
 import pytest
 
-from collimate_rl.local_backend import LocalCollimateBackend
+from collimate_rl.testing.fixtures import backend, target
 from collimate_rl.testing.wheels import WheelUnavailable, wheel_source
 
-
-@pytest.fixture(scope="session")
-def backend(tmp_path_factory: pytest.TempPathFactory) -> Iterator[LocalCollimateBackend]:
-    sock = tmp_path_factory.mktemp("verl") / "backend.sock"
-    with LocalCollimateBackend(socket_path=sock) as b:
-        yield b
-
-
-@pytest.fixture(params=["tcp", "unix"])
-def target(request: pytest.FixtureRequest, backend: LocalCollimateBackend) -> dict[str, str]:
-    """Reward keywords naming the backend, over TCP or its unix socket."""
-    if request.param == "tcp":
-        return {"base_url": backend.base_url}
-    return {"unix_socket": str(backend.socket_path)}
+# core's fixtures: the backend (loopback TCP and a unix socket), `target` (a test over each)
+__all__ = ["backend", "target"]
 
 
 #: The verl release whose code the tests run.
