@@ -9,7 +9,8 @@ from __future__ import annotations
 
 import asyncio
 import time
-from collections.abc import Awaitable, Callable
+from collections.abc import Awaitable, Callable, Coroutine
+from typing import Any
 
 import pytest
 
@@ -18,18 +19,27 @@ from collimate_rl.local_backend import LocalCollimateBackend
 
 
 @pytest.fixture
-def until_running(backend: LocalCollimateBackend) -> Callable[[], Awaitable[None]]:
-    """``await until_running()`` returns once the backend runs an exec (its
-    health's ``running``): a test can then cancel a task mid-exec rather
-    than before its request left. It fails the test after 30 s."""
+def cancel_mid_exec(
+    backend: LocalCollimateBackend,
+) -> Callable[[Coroutine[Any, Any, None], asyncio.Event], Awaitable[None]]:
+    """``await cancel_mid_exec(work, ready)`` runs ``work`` as a task, waits
+    until it set ``ready`` and the backend runs an exec (its health's
+    ``running``), then cancels the task, so mid-exec rather than before its
+    request left, and checks that it ended cancelled. It fails the test when
+    no exec starts within 30 s."""
 
-    async def wait(timeout_s: float = 30.0) -> None:
-        deadline = time.monotonic() + timeout_s
+    async def run(work: Coroutine[Any, Any, None], ready: asyncio.Event) -> None:
+        task = asyncio.ensure_future(work)
+        await ready.wait()
+        deadline = time.monotonic() + 30.0
         while (await asyncio.to_thread(backend.health))["running"] < 1:
             assert time.monotonic() < deadline, "no exec started"
             await asyncio.sleep(0.01)
+        task.cancel()
+        with pytest.raises(asyncio.CancelledError):
+            await task
 
-    return wait
+    return run
 
 
 @pytest.fixture

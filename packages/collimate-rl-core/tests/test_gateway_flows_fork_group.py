@@ -330,7 +330,7 @@ def test_an_interrupt_between_chunks_tears_down(pro: GatewayClient) -> None:
 
 
 def test_async_group_is_deleted_when_its_task_is_cancelled(
-    backend: LocalCollimateBackend, until_running: Callable[[], Awaitable[None]]
+    backend: LocalCollimateBackend, cancel_mid_exec: Callable[..., Awaitable[None]]
 ) -> None:
     async def main() -> None:
         async with AsyncGatewayClient(api_key=PRO, base_url=backend.base_url) as client:
@@ -341,12 +341,7 @@ def test_async_group_is_deleted_when_its_task_is_cancelled(
                     forked.set()
                     await group.exec_each(command="sleep 10", timeout_seconds=60)
 
-            task = asyncio.ensure_future(rollout())
-            await forked.wait()
-            await until_running()  # the exec is in the sandbox: cancel mid-exec
-            task.cancel()
-            with pytest.raises(asyncio.CancelledError):
-                await task
+            await cancel_mid_exec(rollout(), forked)
             assert await client.list_sandboxes() == []
 
     asyncio.run(main())

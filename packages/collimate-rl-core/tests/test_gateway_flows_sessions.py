@@ -141,7 +141,7 @@ def test_async_session(backend: LocalCollimateBackend) -> None:
 
 
 def test_async_session_is_deleted_when_cancelled(
-    backend: LocalCollimateBackend, until_running: Callable[[], Awaitable[None]]
+    backend: LocalCollimateBackend, cancel_mid_exec: Callable[..., Awaitable[None]]
 ) -> None:
     async def main() -> None:
         async with AsyncGatewayClient(api_key=PRO, base_url=backend.base_url) as client:
@@ -152,12 +152,7 @@ def test_async_session_is_deleted_when_cancelled(
                     opened.set()
                     await s.exec(command="sleep 10", timeout_seconds=60)
 
-            task = asyncio.ensure_future(hold())
-            await opened.wait()
-            await until_running()  # the exec is in the sandbox: cancel mid-exec
-            task.cancel()
-            with pytest.raises(asyncio.CancelledError):
-                await task
+            await cancel_mid_exec(hold(), opened)
             assert await client.list_sandboxes() == []
 
     asyncio.run(main())
