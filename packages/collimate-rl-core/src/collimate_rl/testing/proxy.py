@@ -50,7 +50,7 @@ from collections.abc import Iterable
 from concurrent.futures import Future
 from dataclasses import dataclass, field
 from types import TracebackType
-from typing import Any, Final, Literal
+from typing import Any, Final, Literal, get_args
 from urllib.parse import urlsplit
 
 import h11
@@ -69,17 +69,7 @@ Fault = Literal[
     "error_500_after",
 ]
 #: Every per-request fault, in the order tables print them.
-FAULTS: Final[tuple[Fault, ...]] = (
-    "reset_before",
-    "reset_after",
-    "delay",
-    "truncate",
-    "corrupt",
-    "at_capacity",
-    "draining",
-    "error_500_before",
-    "error_500_after",
-)
+FAULTS: Final[tuple[Fault, ...]] = get_args(Fault)
 _READ: Final = 65536
 _HOP_HEADERS: Final = frozenset({b"connection", b"keep-alive", b"transfer-encoding", b"host"})
 
