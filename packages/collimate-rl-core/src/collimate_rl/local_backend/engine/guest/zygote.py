@@ -11,6 +11,7 @@ from __future__ import annotations
 import builtins
 import contextlib
 import json
+import marshal
 import os
 import signal
 import socket
@@ -97,8 +98,7 @@ def preload(entry: str) -> None:
         __import__(name)
         _warm(sys.modules[name])
         return
-    with open(path, "rb") as fh:
-        code = compile(fh.read(), path, "exec", dont_inherit=True)
+    code = compiled_in_child(path)
     module = types.ModuleType(name)
     module.__file__ = path
     sys.modules[name] = module
@@ -108,6 +108,47 @@ def preload(entry: str) -> None:
         del sys.modules[name]
         raise
     _warm(module)
+
+
+def compiled_in_child(path: str) -> types.CodeType:
+    """``path`` compiled by a throwaway child, which sends the code object
+    back as marshal.
+
+    Why: compiling a big module (the SDK's grader runtime is 150 KB of
+    source) leaves megabytes of parser memory in the allocator's heap, freed
+    but still mapped. In the zygote those pages would be in every process
+    forked from it, down to each candidate of a pack, and every fork copies
+    their page-table entries and every exit tears them down. Measured on
+    the grader template: 10.6 MB of anonymous memory per fork before, 7.1 MB
+    after, and packed grading about 9% faster. The child takes the parser's
+    memory with it when it exits.
+
+    If the child fails (a syntax error), the source is compiled here, so the
+    caller gets the real error.
+    """
+    read, write = os.pipe()
+    pid = os.fork()
+    if pid == 0:
+        try:
+            os.close(read)
+            with open(path, "rb") as fh:
+                data = marshal.dumps(compile(fh.read(), path, "exec", dont_inherit=True))
+            with os.fdopen(write, "wb") as out:
+                out.write(data)
+        finally:
+            os._exit(0)
+    os.close(write)
+    with os.fdopen(read, "rb") as inp:
+        data = inp.read()
+    os.waitpid(pid, 0)
+    try:
+        code = marshal.loads(data)
+    except (EOFError, ValueError, TypeError):
+        code = None
+    if isinstance(code, types.CodeType):
+        return code
+    with open(path, "rb") as fh:
+        return compile(fh.read(), path, "exec", dont_inherit=True)
 
 
 def _warm(module: types.ModuleType) -> None:
