@@ -4,6 +4,7 @@ local backend, rounds interleaved (not a test; no ``bench_`` prefix: it
 needs a second checkout).
 
     python benchmarks/ab_trees.py --old /path/to/older/checkout [--rounds 3]
+    python benchmarks/ab_trees.py --old /path/to/older/checkout --paired 30
 
 Each round runs, for each side in turn, a fresh interpreter whose
 ``collimate_rl`` is that checkout's (``PYTHONPATH``): it starts that
@@ -12,6 +13,12 @@ sequential one-shot execs (``print(1)``; p50) and one documented call,
 ``grade_batch(client, "py", 256 candidates, PropertyReward(k=16), seeds=...,
 concurrency=16)`` (grades/s). The table shows each side's medians and
 new / old.
+
+``--paired N`` resolves smaller differences: both sides start once (their
+own client process and backend, warmed), then take turns, one documented
+call each, N pairs (the order flips every pair), so both see the same
+seconds of the machine. It prints the median of the per-pair ratios of
+wall time and of the machine's busy CPU time (``/proc/stat``) per call.
 """
 
 from __future__ import annotations
@@ -64,6 +71,76 @@ finally:
 """
 
 
+SERVE = (
+    MEASURE.split("    with CollimateClient(url) as client:")[0]
+    + r"""
+    with CollimateClient(url) as client:
+        grade_batch(client, "py", cands, spec, seeds=["ab" * 32] * 256, concurrency=16)
+        print("ready", flush=True)
+        for _line in sys.stdin:
+            t0 = time.perf_counter()
+            res = grade_batch(client, "py", cands, spec, seeds=["ab" * 32] * 256, concurrency=16)
+            dt = time.perf_counter() - t0
+            print(json.dumps({"seconds": dt, "rewards": [r.reward for r in res]}), flush=True)
+finally:
+    server.terminate(); server.wait(60)
+"""
+)
+
+
+def _busy_jiffies() -> int:
+    with open("/proc/stat") as fh:
+        values = [int(v) for v in fh.readline().split()[1:]]
+    return sum(values) - values[3] - values[4]  # all but idle and iowait
+
+
+def paired(args: argparse.Namespace) -> None:
+    """Both sides live at once, one documented call each in turn."""
+    procs = {}
+    for name in ("old", "new"):
+        checkout = getattr(args, name)
+        env = {**os.environ, "PYTHONPATH": str(checkout / "packages" / "collimate-rl-core" / "src")}
+        procs[name] = subprocess.Popen(
+            [sys.executable, "-c", SERVE], env=env, stdin=subprocess.PIPE,
+            stdout=subprocess.PIPE, text=True,
+        )  # fmt: skip
+    try:
+        for proc in procs.values():
+            assert proc.stdout is not None and proc.stdout.readline().strip() == "ready"
+        wall: dict[str, list[float]] = {"old": [], "new": []}
+        cpu: dict[str, list[float]] = {"old": [], "new": []}
+        rewards: list[object] = []
+        for i in range(args.paired):
+            for name in ("old", "new") if i % 2 == 0 else ("new", "old"):
+                proc = procs[name]
+                assert proc.stdin is not None and proc.stdout is not None
+                before = _busy_jiffies()
+                proc.stdin.write("go\n")
+                proc.stdin.flush()
+                got = json.loads(proc.stdout.readline())
+                cpu[name].append((_busy_jiffies() - before) / os.sysconf("SC_CLK_TCK"))
+                wall[name].append(float(got["seconds"]))
+                rewards.append(got["rewards"])
+            rates = " ".join(f"{n} {256 / wall[n][-1]:.0f}/s" for n in ("old", "new"))
+            print(f"pair {i + 1}: {rates}", flush=True)
+        assert all(r == rewards[0] for r in rewards), "the two sides' rewards differ"
+        for label, data in (("wall", wall), ("busy CPU", cpu)):
+            ratios = [o / n for o, n in zip(data["old"], data["new"], strict=True)]
+            print(
+                f"{label} per call: old {1000 * statistics.median(data['old']):.0f} ms, "
+                f"new {1000 * statistics.median(data['new']):.0f} ms; old/new per pair: "
+                f"median {statistics.median(ratios):.3f}, "
+                f"quartiles {statistics.quantiles(ratios, n=4)[0]:.3f}-"
+                f"{statistics.quantiles(ratios, n=4)[2]:.3f}"
+            )
+        print("rewards: identical on both sides")
+    finally:
+        for proc in procs.values():
+            if proc.stdin is not None:
+                proc.stdin.close()
+            proc.wait(120)
+
+
 def side(checkout: Path) -> dict[str, object]:
     env = {**os.environ, "PYTHONPATH": str(checkout / "packages" / "collimate-rl-core" / "src")}
     out = subprocess.run(
@@ -77,7 +154,11 @@ def main() -> None:
     ap.add_argument("--old", type=Path, required=True, help="the older checkout")
     ap.add_argument("--new", type=Path, default=HERE.parent, help="default: this checkout")
     ap.add_argument("--rounds", type=int, default=3)
+    ap.add_argument("--paired", type=int, default=0, help="N pairs of calls, both sides live")
     args = ap.parse_args()
+    if args.paired:
+        paired(args)
+        return
     runs: dict[str, list[dict[str, object]]] = {"old": [], "new": []}
     for r in range(args.rounds):
         for name in ("old", "new") if r % 2 == 0 else ("new", "old"):
