@@ -8,12 +8,7 @@ the same machine noise. Every round grades the group five ways:
 * ``documented``: the call the README documents, ``grade_batch(client,
   "py", candidates, spec, seeds=..., concurrency=16)``, no ``pack``
   argument (packing is automatic: ``pack="auto"``, sized from the
-  backend's ``/v1/health``); the judged figure. A round's figure is the
-  mean of ``--calls`` such calls back to back (4): one call takes about
-  0.4 s here and 0.5.0's about 4 s, and this machine's speed swings by
-  up to 3x from one second to the next, so one call alone measures the
-  second it fell in more than the code. Each round's first call alone is
-  printed too;
+  backend's ``/v1/health``); the judged figure;
 * ``documented async``: the same with ``grade_batch_async``;
 * ``singles async``: 256 concurrent ``grade_async`` calls on one event loop
   (how a framework calls a reward: one sample at a time), same client as
@@ -24,13 +19,20 @@ the same machine noise. Every round grades the group five ways:
   its own venv (threads, its default concurrency of 24, or the highest
   its backend survives).
 
+Each of our ways is run ``--calls`` times a round (3), each batch followed
+by its singles run, and the round's figure is the mean: one call takes
+about 0.4 s here and 0.5.0's about 4 s, and this machine's speed swings by
+up to 3x from one second to the next, so one call alone measures the second
+it fell in more than the code. Each round's first documented call is also
+printed alone.
+
 Every way must give the same rewards as 0.5.0 (same seed, same
 candidates); checked and printed. Prints grades/s per round, the medians,
 the documented call against 0.5.0 (target: 10x) and each singles way
 against its batch of the same round (target: within 1.5x of its time).
 
     python benchmarks/bench_grade_throughput.py [--n 256] [--k 16] [--rounds 5]
-        [--concurrency 16] [--calls 4] [--threads 32] [--peer-concurrency 24]
+        [--concurrency 16] [--calls 3] [--threads 32] [--peer-concurrency 24]
 """
 
 from __future__ import annotations
@@ -136,44 +138,68 @@ def singles_threads(
     return dt, [r for r in results if r is not None]
 
 
+def mean_of(runs: list[Timed], way: str) -> Timed:
+    """The mean time of ``runs``, and their results (checked alike)."""
+    rewards = [[r.reward for r in res] for _, res in runs]
+    if any(rw != rewards[0] for rw in rewards):
+        raise RuntimeError(f"{way}: runs of the same round gave different rewards")
+    return statistics.fmean(dt for dt, _ in runs), runs[-1][1]
+
+
 def ours_sync(
     url: str, cands: list[str], spec: PropertyReward, args: argparse.Namespace
 ) -> dict[str, Timed]:
+    """``--calls`` documented calls, each followed by a singles-from-threads
+    run: both ways see the same stretch of the machine."""
+    batches: list[Timed] = []
+    singles: list[Timed] = []
     with CollimateClient(url) as client:
         grade_batch(client, "py", cands[:16], spec, seeds=[SEED] * 16)  # warm-up
-        calls = [
-            timed(
-                lambda: grade_batch(
-                    client, "py", cands, spec, seeds=[SEED] * len(cands),
-                    concurrency=args.concurrency,
+        for _ in range(args.calls):
+            batches.append(
+                timed(
+                    lambda: grade_batch(
+                        client, "py", cands, spec, seeds=[SEED] * len(cands),
+                        concurrency=args.concurrency,
+                    )
                 )
-            )
-            for _ in range(args.calls)
-        ]  # fmt: skip
-        ONE_CALL.append(calls[0][0])
-        batch = (statistics.fmean(dt for dt, _ in calls), calls[-1][1])
-        if any([r.reward for r in res] != [r.reward for r in calls[0][1]] for _, res in calls):
-            raise RuntimeError("back-to-back documented calls gave different results")
-        singles = singles_threads(client, cands, spec, args.threads)
-    return {"documented": batch, "singles threads": singles}
+            )  # fmt: skip
+            singles.append(singles_threads(client, cands, spec, args.threads))
+    ONE_CALL.append(batches[0][0])
+    return {
+        "documented": mean_of(batches, "documented"),
+        "singles threads": mean_of(singles, "singles threads"),
+    }
 
 
 def ours_async(
     url: str, cands: list[str], spec: PropertyReward, args: argparse.Namespace
 ) -> dict[str, Timed]:
+    """As :func:`ours_sync`, on one event loop: the batch, then 256
+    concurrent single grades, ``--calls`` times."""
+
     async def run() -> dict[str, Timed]:
+        batches: list[Timed] = []
+        singles: list[Timed] = []
         async with AsyncCollimateClient(url) as client:
             await grade_batch_async(client, "py", cands[:16], spec, seeds=[SEED] * 16)
-            t0 = time.perf_counter()
-            batch = await grade_batch_async(
-                client, "py", cands, spec, seeds=[SEED] * len(cands), concurrency=args.concurrency
-            )
-            t1 = time.perf_counter()
-            singles = await asyncio.gather(
-                *(grade_async(client, "py", c, spec, seed=SEED) for c in cands)
-            )
-            t2 = time.perf_counter()
-            return {"documented async": (t1 - t0, batch), "singles async": (t2 - t1, list(singles))}
+            for _ in range(args.calls):
+                t0 = time.perf_counter()
+                batch = await grade_batch_async(
+                    client, "py", cands, spec, seeds=[SEED] * len(cands),
+                    concurrency=args.concurrency,
+                )  # fmt: skip
+                t1 = time.perf_counter()
+                alone = await asyncio.gather(
+                    *(grade_async(client, "py", c, spec, seed=SEED) for c in cands)
+                )
+                t2 = time.perf_counter()
+                batches.append((t1 - t0, batch))
+                singles.append((t2 - t1, list(alone)))
+        return {
+            "documented async": mean_of(batches, "documented async"),
+            "singles async": mean_of(singles, "singles async"),
+        }
 
     return asyncio.run(run())
 
@@ -233,8 +259,8 @@ def main(argv: list[str]) -> int:
     ap.add_argument("--rounds", type=int, default=5)
     ap.add_argument("--concurrency", type=int, default=16, help="ours, the documented call")
     ap.add_argument(
-        "--calls", type=int, default=4,
-        help="ours: documented calls back to back per round (their mean time is the round's)",
+        "--calls", type=int, default=3,
+        help="ours: runs of each way per round (their mean time is the round's)",
     )  # fmt: skip
     ap.add_argument("--threads", type=int, default=32, help="ours, singles from threads")
     ap.add_argument("--peer-concurrency", type=int, default=24)
