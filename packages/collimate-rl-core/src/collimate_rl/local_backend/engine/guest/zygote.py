@@ -119,7 +119,7 @@ def compiled_in_child(path: str) -> types.CodeType:
     but still mapped. In the zygote those pages would be in every process
     forked from it, down to each candidate of a pack, and every fork copies
     their page-table entries and every exit tears them down. Measured on
-    the grader template: 10.6 MB of anonymous memory per fork before, 7.1 MB
+    the grader template: 10.6 MB of anonymous memory per fork before, about 7 MB
     after, and packed grading about 9% faster. The child takes the parser's
     memory with it when it exits.
 
