@@ -7,6 +7,7 @@ import json
 import os
 import secrets
 import shutil
+import stat
 import subprocess
 import sys
 from collections.abc import Iterator, Mapping
@@ -32,6 +33,7 @@ from collimate_rl.rewards.program import (
     runtime_file,
     runtime_id,
     runtime_source,
+    shared_runtime_file,
     source_only_program,
 )
 from collimate_rl.rewards.spec import candidate_context, delivered_text
@@ -673,3 +675,43 @@ def test_a_new_plugin_manager_never_gets_an_old_ones_registry() -> None:
         second.register(Other(), name="other")
         kinds = reward_kind_registry(second)
         assert "other" in kinds and "always" not in kinds
+
+
+def test_the_runtime_file_is_shared_by_content_and_leaves_nothing_per_process(
+    tmp_path: Path,
+) -> None:
+    """Named by its content in a directory private to this user: two
+    servers of one version share it, a killed server leaves nothing behind,
+    and a half-written or altered file is written again."""
+    text = b"RUNTIME = 1\n"
+    first = shared_runtime_file(tmp_path, text)
+    assert first is not None and first.read_bytes() == text
+    folder = first.parent
+    assert folder.name == f"collimate-rl-{os.getuid()}"
+    assert stat.S_IMODE(folder.stat().st_mode) == 0o700
+    assert shared_runtime_file(tmp_path, text) == first  # reused, not a second copy
+    first.write_bytes(b"RUNTIME = 2  # altered\n")
+    assert shared_runtime_file(tmp_path, text) == first and first.read_bytes() == text
+    other = shared_runtime_file(tmp_path, b"RUNTIME = 3\n")  # another version
+    assert other is not None and other != first
+    assert sorted(p.name for p in folder.iterdir()) == sorted([first.name, other.name])
+
+
+def test_a_runtime_folder_that_is_not_private_is_not_used(tmp_path: Path) -> None:
+    folder = tmp_path / f"collimate-rl-{os.getuid()}"
+    folder.mkdir(mode=0o755)
+    folder.chmod(0o755)  # (mkdir's mode is masked by the umask)
+    assert shared_runtime_file(tmp_path, b"RUNTIME = 1\n") is None
+    elsewhere = tmp_path / "elsewhere"
+    elsewhere.mkdir(mode=0o700)
+    linked = tmp_path / "linked"
+    linked.mkdir()
+    (linked / f"collimate-rl-{os.getuid()}").symlink_to(elsewhere)
+    assert shared_runtime_file(linked, b"RUNTIME = 1\n") is None
+    assert list(elsewhere.iterdir()) == []
+
+
+def test_the_server_runtime_file_is_the_shared_one() -> None:
+    path = Path(runtime_file())
+    assert path.parent.name == f"collimate-rl-{os.getuid()}"
+    assert path.name == f"grader_{runtime_id()}.py"

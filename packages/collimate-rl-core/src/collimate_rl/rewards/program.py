@@ -33,12 +33,15 @@ from __future__ import annotations
 
 import ast
 import atexit
+import contextlib
 import functools
 import hashlib
 import importlib.util
 import marshal
 import math
+import os
 import shutil
+import stat
 import tempfile
 import threading
 from collections.abc import Mapping
@@ -271,14 +274,59 @@ def preload_source() -> str:
 @functools.cache
 def runtime_file() -> str:
     """A file holding :func:`preload_source`, for a template to preload
-    (``name=path``) without importing the ``collimate_rl`` package: written
-    once per process into a directory of its own (mode 0700), removed at
-    exit."""
+    (``name=path``) without importing the ``collimate_rl`` package.
+
+    The file is named by its content (:func:`runtime_id`) and kept in a
+    directory of this user's own (mode 0700, under the temp dir). Every
+    server of this version reuses it, and there is nothing to remove: a
+    server that is killed leaves no directory behind. If that directory is
+    not safely ours (someone else's, a symlink, open to others), the file
+    goes to a fresh private directory removed at exit, as before."""
+    text = preload_source().encode("utf-8")
+    shared = shared_runtime_file(Path(tempfile.gettempdir()), text)
+    if shared is not None:
+        return str(shared)
     folder = tempfile.mkdtemp(prefix="collimate-grader-")
     atexit.register(shutil.rmtree, folder, True)
     path = Path(folder) / f"grader_{runtime_id()}.py"
-    path.write_bytes(preload_source().encode("utf-8"))
+    path.write_bytes(text)
     return str(path)
+
+
+def shared_runtime_file(base: Path, text: bytes) -> Path | None:
+    """``text`` as ``<base>/collimate-rl-<uid>/grader_<hash>.py``, written
+    once (to a temporary name, then renamed: a reader never sees half of
+    it) and checked on reuse. ``None`` when the directory cannot be made
+    or is not private to this user."""
+    digest = hashlib.sha256(text).hexdigest()[:16]
+    folder = base / f"collimate-rl-{os.getuid()}"
+    try:
+        folder.mkdir(mode=0o700, exist_ok=True)
+        info = folder.lstat()
+    except OSError:
+        return None
+    private = stat.S_ISDIR(info.st_mode) and not stat.S_IMODE(info.st_mode) & 0o077
+    if not private or info.st_uid != os.getuid():
+        return None
+    path = folder / f"grader_{digest}.py"
+    try:
+        if path.read_bytes() == text:
+            return path
+    except OSError:
+        pass
+    try:
+        fd, scratch = tempfile.mkstemp(prefix=".grader-", dir=folder)
+    except OSError:
+        return None
+    try:
+        with os.fdopen(fd, "wb") as out:
+            out.write(text)
+        os.replace(scratch, path)
+    except OSError:
+        with contextlib.suppress(OSError):
+            os.unlink(scratch)
+        return None
+    return path
 
 
 @functools.cache
