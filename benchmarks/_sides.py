@@ -47,6 +47,14 @@ def peer_env() -> dict[str, str]:
     return {k: v for k, v in os.environ.items() if k not in ("PYTHONPATH", "PYTHONHOME")}
 
 
+def machine_busy_seconds() -> float:
+    """CPU seconds the whole machine has spent busy since boot (every CPU;
+    ``/proc/stat`` without idle and iowait; guest time is inside user)."""
+    with open("/proc/stat") as fh:
+        fields = [int(x) for x in fh.readline().split()[1:]]
+    return (sum(fields[:8]) - fields[3] - fields[4]) / os.sysconf("SC_CLK_TCK")
+
+
 def free_port() -> int:
     with socket.socket() as s:
         s.bind(("127.0.0.1", 0))

@@ -31,6 +31,8 @@ import subprocess
 import sys
 from pathlib import Path
 
+from _sides import machine_busy_seconds
+
 HERE = Path(__file__).resolve().parent
 
 MEASURE = r"""
@@ -71,8 +73,11 @@ finally:
 """
 
 
+# MEASURE's server start and spec, then a loop of documented calls on stdin
+_SETUP, _MARK, _ = MEASURE.partition("    with CollimateClient(url) as client:")
+assert _MARK, "MEASURE no longer opens its client where SERVE expects"
 SERVE = (
-    MEASURE.split("    with CollimateClient(url) as client:")[0]
+    _SETUP
     + r"""
     with CollimateClient(url) as client:
         grade_batch(client, "py", cands, spec, seeds=["ab" * 32] * 256, concurrency=16)
@@ -86,12 +91,6 @@ finally:
     server.terminate(); server.wait(60)
 """
 )
-
-
-def _busy_jiffies() -> int:
-    with open("/proc/stat") as fh:
-        values = [int(v) for v in fh.readline().split()[1:]]
-    return sum(values) - values[3] - values[4]  # all but idle and iowait
 
 
 def paired(args: argparse.Namespace) -> None:
@@ -114,11 +113,11 @@ def paired(args: argparse.Namespace) -> None:
             for name in ("old", "new") if i % 2 == 0 else ("new", "old"):
                 proc = procs[name]
                 assert proc.stdin is not None and proc.stdout is not None
-                before = _busy_jiffies()
+                before = machine_busy_seconds()
                 proc.stdin.write("go\n")
                 proc.stdin.flush()
                 got = json.loads(proc.stdout.readline())
-                cpu[name].append((_busy_jiffies() - before) / os.sysconf("SC_CLK_TCK"))
+                cpu[name].append(machine_busy_seconds() - before)
                 wall[name].append(float(got["seconds"]))
                 rewards.append(got["rewards"])
             rates = " ".join(f"{n} {256 / wall[n][-1]:.0f}/s" for n in ("old", "new"))

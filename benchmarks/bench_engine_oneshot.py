@@ -21,10 +21,9 @@ import os
 import statistics
 import time
 
+from _sides import machine_busy_seconds
+
 from collimate_rl.local_backend.engine import ExecJob, TemplateSpec, make_engine
-
-TICK = os.sysconf("SC_CLK_TCK")
-
 
 CGROUP = f"/sys/fs/cgroup/cpuacct/collimate-bench-{os.getpid()}"
 
@@ -58,10 +57,7 @@ def busy_seconds() -> float:
     if os.path.isdir(CGROUP):
         with open(os.path.join(CGROUP, "cpuacct.usage")) as fh:
             return int(fh.read()) / 1e9
-    with open("/proc/stat") as fh:
-        fields = [int(x) for x in fh.readline().split()[1:]]
-    idle = fields[3] + fields[4]
-    return (sum(fields[:8]) - idle) / TICK
+    return machine_busy_seconds()
 
 
 async def run_mode(mode: str, n: int, concurrency: int, pool: int, teardown: str) -> None:
