@@ -46,7 +46,10 @@ from .rewards import (
     StdinStdoutReward,
     StdioReward,
     UnitTestReward,
+    candidate_program,
     extract_code,
+    normalize_value,
+    prompt_code,
     reward_spec_from_ground_truth,
 )
 from .batch import grade_batch, grade_batch_async
@@ -110,7 +113,10 @@ __all__ = [
     "PytestReward",
     "CallReward",
     "StdinStdoutReward",
+    "candidate_program",
     "extract_code",
+    "normalize_value",
+    "prompt_code",
     "reward_spec_from_ground_truth",
     "GradeResult",
     "grade",

@@ -7,7 +7,9 @@ the earlier single-module release; the parts live in small modules:
 * :mod:`.kinds` -- UnitTestReward, PropertyReward, StdioReward;
 * :mod:`.grader` / :mod:`.program` -- the grader that runs in the guest;
 * :mod:`.verdict` -- reading what a grader printed;
-* :mod:`.extract` -- extract_code;
+* :mod:`.extract` -- extract_code, candidate_program, prompt_code;
+* :mod:`.normalize` -- dataset values (Arrow's None-filled keys, numpy) as plain data;
+* :mod:`.source_truths` -- test source strings (HumanEval, KodCode) as ground truths;
 * :mod:`.registry` / :mod:`.builtin_kinds` -- reward kinds through plugins.
 """
 
@@ -16,8 +18,9 @@ from __future__ import annotations
 from typing import TYPE_CHECKING, Any
 
 from .dataset_kinds import AssertReward, CallReward, PytestReward, StdinStdoutReward
-from .extract import extract_code
+from .extract import candidate_program, extract_code, prompt_code
 from .kinds import PropertyReward, StdioReward, UnitTestReward
+from .normalize import normalize_value
 from .registry import reward_kind_registry, reward_spec_from_ground_truth
 from .spec import GradeContext, GuestReward, Outcome, RewardSpec
 from .verdict import REWARD_LINE_PREFIX, VERDICT_MARKER
@@ -57,11 +60,14 @@ __all__ = [
     "RewardSpec",
     "StdioReward",
     "UnitTestReward",
+    "candidate_program",
     "extract_code",
     "grade",
     "grade_async",
     "grade_batch",
     "grade_batch_async",
+    "normalize_value",
+    "prompt_code",
     "reward_kind_registry",
     "reward_spec_from_ground_truth",
 ]

@@ -14,6 +14,7 @@ from typing import Any
 from ..plugins.events import RewardFactory
 from ..plugins.markers import hookimpl
 from .dataset_kinds import AssertReward, CallReward, PytestReward, StdinStdoutReward, lcb_args
+from .extract import prompt_code
 from .kinds import PropertyReward, StdioReward, UnitTestReward
 from .spec import RewardSpec
 
@@ -40,12 +41,16 @@ def _first(gt: Mapping[str, Any], *names: str) -> Any:
 def assert_kind(gt: Any, entry: str) -> RewardSpec:
     """A list of assert statements; MBPP ``{"test_list", "test_setup_code"?}``;
     AceCoder ``{"test_cases": [...]}``; ``{"tests", "setup"?}``; HumanEval
-    ``{"test": "def check(candidate): ...", "entry_point"}`` or ``{"check"}``."""
+    ``{"test": "def check(candidate): ...", "entry_point"}`` or ``{"check"}``;
+    a ``prompt`` whose code defines the entry point is the dataset's (see
+    :class:`.AssertReward`)."""
     if isinstance(gt, (list, tuple)):
         return AssertReward(list(gt), entry=entry)
     if not isinstance(gt, Mapping):
         raise ValueError(f"assert ground truth must be a list or an object, got {gt!r:.80}")
     name = str(_first(gt, "entry", "entry_point", "fn_name") or entry)
+    # a whole HumanEval row as the ground truth brings its prompt; prose is not code
+    prompt = prompt_code(gt.get("prompt"), name)
     check = gt.get("check")
     if check is None and isinstance(gt.get("test"), str) and "def check" in gt["test"]:
         check = gt["test"]
@@ -60,6 +65,7 @@ def assert_kind(gt: Any, entry: str) -> RewardSpec:
         check=check,
         setup=_first(gt, "setup", "test_setup_code"),
         entry=name,
+        prompt=prompt,
         **_opt(gt, "scoring", "test_timeout"),
     )
 

@@ -67,7 +67,15 @@ class AssertReward(GuestReward):
     1.0 or 0.0. The statements run in the grader, and see every name the
     candidate's code defines (as the datasets' harnesses run them after the
     solution); each call of the candidate's code runs in its process.
-    ``setup`` (MBPP's ``test_setup_code``) runs first, in the grader."""
+    ``setup`` (MBPP's ``test_setup_code``) runs first, in the grader.
+
+    ``prompt`` is the prompt's code when the candidate continues it
+    (HumanEval's signature, docstring and helper functions): the grader
+    runs it after taking the candidate's names and before the setup and the
+    tests, so every name the prompt defines, but the entry point, is the
+    dataset's. A candidate that redefines a helper the check relies on
+    (``encode_cyclic`` under ``decode_cyclic``'s check) changes only its own
+    code, not what the check computes."""
 
     kind = "assert"
 
@@ -80,6 +88,7 @@ class AssertReward(GuestReward):
         entry: str = "solve",
         scoring: str = "fraction",
         test_timeout: float | None = None,
+        prompt: str | None = None,
     ) -> None:
         if (tests is None) == (check is None):
             raise ValueError("an assert reward needs either 'tests' (statements) or 'check'")
@@ -96,6 +105,9 @@ class AssertReward(GuestReward):
                 raise ValueError("check must define check(candidate)")
         if setup is not None and setup.strip():
             _compiles(setup, "setup")
+        if prompt is not None and prompt.strip():
+            _compiles(prompt, "prompt")
+        self.prompt = prompt if prompt and prompt.strip() else None
         self.tests = statements
         self.check = check
         self.setup = setup if setup and setup.strip() else None
@@ -104,7 +116,10 @@ class AssertReward(GuestReward):
         self.test_timeout = _positive_or_none(test_timeout, "test_timeout")
 
     def guest_config(self) -> Mapping[str, Any]:
-        return {"tests": self.tests, "check": self.check, "setup": self.setup}
+        config: dict[str, Any] = {"tests": self.tests, "check": self.check, "setup": self.setup}
+        if self.prompt is not None:  # (absent otherwise: the sealed text of older specs is kept)
+            config["prompt"] = self.prompt
+        return config
 
     def __repr__(self) -> str:
         what = "check" if self.check else f"{len(self.tests)} asserts"

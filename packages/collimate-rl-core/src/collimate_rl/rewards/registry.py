@@ -16,6 +16,9 @@ shape                                                      kind
 ``{"fn_name": f, "inputs": [...], "outputs": [...]}``      ``call``
 ``{"inputs": [str], "outputs": [str]}``                    ``stdio``
 ``{"input_output": "<json of either of the above>"}``      (unwrapped)
+HumanEval's raw ``test`` source (with ``entry``)           ``assert``
+KodCode's raw ``test`` source                              ``pytest``
+assert statements as one source string                     ``assert``
 ``["assert f(1) == 2", ...]``, ``{"test_list": [...]}``    ``assert``
 ``{"test_cases": ["assert ...", ...]}`` (AceCoder)         ``assert``
 ``{"test": "def check(candidate): ...", "entry_point"}``   ``assert``
@@ -26,7 +29,9 @@ shape                                                      kind
 ========================================================  =============
 
 A JSON string of any of these is decoded first; a ``RewardSpec`` passes
-through unchanged.
+through unchanged. Values come as dataset libraries give them: keys whose
+value is ``None`` count as absent (Arrow fills a struct column's missing keys
+with ``None``), numpy arrays and tuples as lists (:mod:`.normalize`).
 """
 
 from __future__ import annotations
@@ -39,6 +44,9 @@ from typing import Any
 import pluggy
 
 from ..plugins.events import RewardFactory
+from .extract import prompt_code
+from .normalize import normalize_value
+from .source_truths import ACCEPTED_SHAPES, ground_truth_from_source
 from .spec import RewardSpec
 
 __all__ = ["infer_kind", "reward_kind_registry", "reward_spec_from_ground_truth"]
@@ -67,16 +75,25 @@ def reward_kind_registry(pm: pluggy.PluginManager | None = None) -> dict[str, Re
 
 
 def _decode(ground_truth: Any) -> Any:
+    """A ground truth as plain data: a JSON string decoded, a recognised
+    source string (:mod:`.source_truths`) as its object, dataset-library
+    values made plain (:func:`.normalize.normalize_value`)."""
+    ground_truth = normalize_value(ground_truth)
     if isinstance(ground_truth, (bytes, bytearray)):
         ground_truth = ground_truth.decode("utf-8")
     if isinstance(ground_truth, str):
         try:
-            return json.loads(ground_truth)
+            decoded = json.loads(ground_truth)
         except ValueError as exc:
-            raise ValueError(
-                f"ground_truth is a string but not JSON ({exc}); expected unit tests, "
-                f"a property spec or an object with a 'kind'"
-            ) from exc
+            from_source = ground_truth_from_source(ground_truth)
+            if from_source is None:
+                raise ValueError(
+                    f"ground_truth is a string but neither JSON ({exc}) nor test source "
+                    f"this grader recognises; a string ground truth may be {ACCEPTED_SHAPES}; "
+                    f"got {ground_truth!r:.120}"
+                ) from exc
+            return from_source
+        return normalize_value(decoded)
     return ground_truth
 
 
@@ -145,9 +162,21 @@ def infer_kind(ground_truth: Any) -> str:
 
 
 def reward_spec_from_ground_truth(
-    ground_truth: Any, entry: str = "solve", *, pm: pluggy.PluginManager | None = None
+    ground_truth: Any,
+    entry: str = "solve",
+    *,
+    prompt: Any = None,
+    pm: pluggy.PluginManager | None = None,
 ) -> RewardSpec:
-    """The :class:`RewardSpec` a dataset row's ground truth describes."""
+    """The :class:`RewardSpec` a dataset row's ground truth describes.
+
+    The ground truth may come as ``datasets`` loads it (keys filled with
+    ``None`` by Arrow's struct unification are absent; numpy arrays are
+    lists). ``prompt`` is the row's prompt (text or a conversation); when
+    its code defines ``entry`` (HumanEval, MultiPL-E), the grader runs it
+    before assert and check tests, so the helper functions and imports the
+    tests use are the dataset's, whatever the candidate redefines.
+    """
     if isinstance(ground_truth, RewardSpec):
         return ground_truth
     gt = _decode(ground_truth)
@@ -159,6 +188,11 @@ def reward_spec_from_ground_truth(
         kind = str(gt["kind"])
     else:
         kind = infer_kind(gt)
+    code = prompt_code(prompt, entry) if prompt is not None else None
+    if code is not None and kind == "assert":
+        gt = {"tests": list(gt)} if isinstance(gt, list) else dict(gt)
+        if prompt_code(gt.get("prompt"), entry) is None:  # (a row's own code prompt stays)
+            gt["prompt"] = code
     kinds = reward_kind_registry(pm)
     factory = kinds.get(kind)
     if factory is None:

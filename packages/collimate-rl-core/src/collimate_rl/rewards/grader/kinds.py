@@ -362,6 +362,11 @@ def _grade_assert(
         if not session.start():
             return _load_error(tally, session.load_error or "the candidate did not load")
         namespace = _test_namespace(session)
+        prompt = sealed.get("prompt")
+        if prompt:
+            failed = _run_prompt(cfg, prompt, namespace, budget, session, tally)
+            if failed is not None:
+                return failed
         setup = sealed.get("setup")
         if setup:
             before = session.calls
@@ -380,6 +385,31 @@ def _grade_assert(
         return tally.verdict()
     finally:
         session.close()
+
+
+def _run_prompt(
+    cfg: dict[str, Any],
+    prompt: str,
+    namespace: dict[str, Any],
+    budget: _Budget,
+    session: _Session,
+    tally: _Tally,
+) -> dict[str, Any] | None:
+    """Run the dataset's prompt code over the candidate's names: its helper
+    functions and imports replace any the candidate redefined, so the tests
+    compute with the dataset's; only the entry point stays the candidate's
+    (the prompt's is a stub). None when it ran, else the verdict."""
+    entry = cfg["entry"]
+    candidate = namespace.get(entry)
+    before = session.calls
+    reason, message = _run_test(budget, exec, compile(prompt, "<prompt>", "exec"), namespace)
+    if reason is not None:
+        return _test_code_failed(session, before, "the prompt code", message, tally)
+    if candidate is None:
+        namespace.pop(entry, None)
+    else:
+        namespace[entry] = candidate
+    return None
 
 
 def _test_code_failed(
