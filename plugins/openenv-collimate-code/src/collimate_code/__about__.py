@@ -1,3 +1,3 @@
 """The version of the code environment distribution (read by hatchling)."""
 
-__version__ = "0.1.0.dev0"
+__version__ = "0.1.0"

@@ -1,3 +1,3 @@
 """The version of this plugin distribution (read by hatchling at build time)."""
 
-__version__ = "0.6.0.dev0"
+__version__ = "0.9.0"
