@@ -43,6 +43,8 @@ from .rewards import (
     PropertyReward,
     PytestReward,
     RewardSpec,
+    RowTask,
+    RowTasks,
     StdinStdoutReward,
     StdioReward,
     UnitTestReward,
@@ -51,6 +53,7 @@ from .rewards import (
     normalize_value,
     prompt_code,
     reward_spec_from_ground_truth,
+    row_task,
 )
 from .batch import grade_batch, grade_batch_async
 from .grading import GradeResult, grade, grade_async
@@ -105,6 +108,8 @@ __all__ = [
     "is_valid_seed",
     "seed_from_key",
     "RewardSpec",
+    "RowTask",
+    "RowTasks",
     "GuestReward",
     "UnitTestReward",
     "PropertyReward",
@@ -118,6 +123,7 @@ __all__ = [
     "normalize_value",
     "prompt_code",
     "reward_spec_from_ground_truth",
+    "row_task",
     "GradeResult",
     "grade",
     "grade_batch",

@@ -75,6 +75,31 @@ class GradeResult:
     def passed(self) -> bool:
         return self.verdict == "passed"
 
+    def explain(self) -> str:
+        """Why the reward is what it is, in one line for a framework's log:
+        the verdict, the tests passed, and the first failing test with its
+        reason and message (or why no test ran, or the infra error)."""
+        if self.infra_error:
+            return f"infra_error: {self.error or 'no reward could be computed'}"
+        parts = [f"{self.verdict} {self.reward:.3g}"]
+        passed, total = self.detail.get("passed"), self.detail.get("total")
+        if isinstance(passed, int) and isinstance(total, int):
+            parts.append(f"{passed}/{total} tests passed")
+        load_error = self.detail.get("load_error")
+        if load_error:
+            parts.append(f"did not load: {str(load_error)[:200]}")
+        failed = self.detail.get("failed")
+        if isinstance(failed, list) and failed and isinstance(failed[0], dict):
+            first = failed[0]
+            message = str(first.get("message") or "")[:200]
+            parts.append(
+                f"first failure: test {first.get('index')} {first.get('reason')}"
+                + (f": {message}" if message else "")
+            )
+        elif self.error and not self.passed:
+            parts.append(self.error[:200])
+        return "; ".join(parts)
+
 
 #: What grading one candidate ends in: its result, or the error a lone
 #: grade would raise (the callers decide whether to raise, zero or skip it).

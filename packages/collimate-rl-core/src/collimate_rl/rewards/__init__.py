@@ -9,6 +9,7 @@ the earlier single-module release; the parts live in small modules:
 * :mod:`.verdict` -- reading what a grader printed;
 * :mod:`.extract` -- extract_code, candidate_program, prompt_code;
 * :mod:`.normalize` -- dataset values (Arrow's None-filled keys, numpy) as plain data;
+* :mod:`.rows` -- a dataset row to its spec, entry point and program (every adapter);
 * :mod:`.source_truths` -- test source strings (HumanEval, KodCode) as ground truths;
 * :mod:`.registry` / :mod:`.builtin_kinds` -- reward kinds through plugins.
 """
@@ -22,6 +23,7 @@ from .extract import candidate_program, extract_code, prompt_code
 from .kinds import PropertyReward, StdioReward, UnitTestReward
 from .normalize import normalize_value
 from .registry import reward_kind_registry, reward_spec_from_ground_truth
+from .rows import RowTask, RowTasks, row_task
 from .spec import GradeContext, GuestReward, Outcome, RewardSpec
 from .verdict import REWARD_LINE_PREFIX, VERDICT_MARKER
 
@@ -58,6 +60,8 @@ __all__ = [
     "Outcome",
     "PropertyReward",
     "RewardSpec",
+    "RowTask",
+    "RowTasks",
     "StdioReward",
     "UnitTestReward",
     "candidate_program",
@@ -70,4 +74,5 @@ __all__ = [
     "prompt_code",
     "reward_kind_registry",
     "reward_spec_from_ground_truth",
+    "row_task",
 ]

@@ -1,0 +1,151 @@
+"""From a dataset row to what grading it needs, the same in every adapter.
+
+Each framework hands a row differently (TRL as keyword columns, verl as
+``ground_truth`` + ``extra_info``, SkyRL as ``extras``, slime as a
+``Sample``, ``collimate grade`` as a JSON line), but once an adapter has
+pulled out the ground truth, the row's other columns and its prompt, the
+rest is one decision, made here:
+
+* the entry point: the adapter's explicit one (a configured name or an
+  entry column), else the row's ``entry_point`` / ``entry`` / ``fn_name``
+  column (HumanEval, APPS), else what the ground truth names, else the
+  default;
+* the spec: :func:`~.registry.reward_spec_from_ground_truth` of the ground
+  truth as the dataset library gave it, with the prompt's code;
+* the program: :func:`~.extract.candidate_program` of a completion (the
+  prompt + completion of HumanEval-style rows, unless ``join_prompt`` is
+  off).
+
+:class:`RowTasks` caches one task per distinct (ground truth, entry,
+prompt): a GRPO group repeats its row for every completion.
+"""
+
+from __future__ import annotations
+
+import json
+from collections import OrderedDict
+from collections.abc import Mapping
+from dataclasses import dataclass
+from typing import Any, Final
+
+import pluggy
+
+from .extract import candidate_program, prompt_code
+from .normalize import normalize_value
+from .registry import reward_spec_from_ground_truth
+from .spec import RewardSpec
+
+__all__ = ["ENTRY_COLUMNS", "RowTask", "RowTasks", "row_entry", "row_task"]
+
+#: Row columns naming the function to call, in the order they are tried.
+ENTRY_COLUMNS: Final = ("entry_point", "entry", "fn_name", "func_name")
+
+
+@dataclass(frozen=True)
+class RowTask:
+    """What grading completions of one row needs."""
+
+    spec: RewardSpec
+    entry: str
+    #: the prompt's code when the candidate continues it (HumanEval), else None
+    prompt: str | None = None
+    join_prompt: bool = True
+
+    def program(self, completion: str) -> str:
+        """The program to grade for ``completion`` (a completion's text)."""
+        return candidate_program(completion, self.entry, self.prompt, join_prompt=self.join_prompt)
+
+
+def row_entry(row: Mapping[str, Any] | None, default: str = "solve") -> str:
+    """The function a row names (:data:`ENTRY_COLUMNS`), else ``default``."""
+    if row:
+        for name in ENTRY_COLUMNS:
+            value = row.get(name)
+            if isinstance(value, str) and value.isidentifier():
+                return value
+    return default
+
+
+def row_task(
+    ground_truth: Any,
+    *,
+    entry: str | None = None,
+    prompt: Any = None,
+    row: Mapping[str, Any] | None = None,
+    default_entry: str = "solve",
+    join_prompt: bool = True,
+    pm: pluggy.PluginManager | None = None,
+) -> RowTask:
+    """The :class:`RowTask` of a row (see the module docstring).
+
+    ``row`` is the row's other columns (as the dataset library gives them);
+    its ``prompt`` column is the prompt when ``prompt`` is not given. A
+    ground truth no reward kind accepts raises ValueError.
+    """
+    columns = normalize_value(row) if row is not None else {}
+    if not isinstance(columns, Mapping):
+        columns = {}
+    if prompt is None:
+        prompt = columns.get("prompt")
+    hint = entry or row_entry(columns, default_entry)
+    spec = reward_spec_from_ground_truth(ground_truth, hint, prompt=prompt, pm=pm)
+    named = getattr(spec, "entry", None)
+    final = entry or (named if isinstance(named, str) and named else hint)
+    code = prompt_code(normalize_value(prompt), final) if prompt is not None else None
+    return RowTask(spec=spec, entry=final, prompt=code, join_prompt=join_prompt)
+
+
+def _key(*parts: Any) -> str:
+    return json.dumps(
+        [normalize_value(p) for p in parts], sort_keys=True, separators=(",", ":"), default=repr
+    )
+
+
+class RowTasks:
+    """:func:`row_task` with a bounded cache: rows repeated across a group,
+    or across steps, build their spec once. Errors are not cached."""
+
+    def __init__(
+        self,
+        *,
+        default_entry: str = "solve",
+        join_prompt: bool = True,
+        pm: pluggy.PluginManager | None = None,
+        size: int = 4096,
+    ) -> None:
+        self.default_entry = default_entry
+        self.join_prompt = join_prompt
+        self.pm = pm
+        self.size = size
+        self._cache: OrderedDict[str, RowTask] = OrderedDict()
+
+    def get(
+        self,
+        ground_truth: Any,
+        *,
+        entry: str | None = None,
+        prompt: Any = None,
+        row: Mapping[str, Any] | None = None,
+    ) -> RowTask:
+        """The task of one row (see :func:`row_task`)."""
+        if prompt is None and row is not None:
+            prompt = row.get("prompt")
+        hint = entry or row_entry(normalize_value(row) if row is not None else None, "")
+        key = _key(ground_truth, hint, prompt)
+        task = self._cache.get(key)
+        if task is not None:
+            self._cache.move_to_end(key)
+            return task
+        task = row_task(
+            ground_truth,
+            entry=entry,
+            prompt=prompt,
+            row=row,
+            default_entry=self.default_entry,
+            join_prompt=self.join_prompt,
+            pm=self.pm,
+        )
+        self._cache[key] = task
+        if len(self._cache) > self.size:
+            self._cache.popitem(last=False)
+        return task
