@@ -88,7 +88,7 @@ def _decode(ground_truth: Any) -> Any:
             from_source = ground_truth_from_source(ground_truth)
             if from_source is None:
                 raise ValueError(
-                    f"ground_truth is a string but neither JSON ({exc}) nor test source "
+                    f"ground_truth is a string but not JSON ({exc}), nor test source "
                     f"this grader recognises; a string ground truth may be {ACCEPTED_SHAPES}; "
                     f"got {ground_truth!r:.120}"
                 ) from exc
