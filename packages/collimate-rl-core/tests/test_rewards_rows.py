@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import ast
 from collections.abc import Iterator
+from pathlib import Path
 from typing import Any
 
 import pytest
@@ -29,6 +30,7 @@ from collimate_rl import (
 )
 from collimate_rl.local_backend import LocalCollimateBackend
 from collimate_rl.rewards.source_truths import ground_truth_from_source
+from collimate_rl.testing.readme import expected_output, python_blocks, run_snippet
 
 np = pytest.importorskip("numpy", reason="numpy arrays are what parquet readers hand over")
 
@@ -254,8 +256,14 @@ def test_explain_says_what_failed_first() -> None:
 
 
 @pytest.fixture(scope="module")
-def client() -> Iterator[CollimateClient]:
-    with LocalCollimateBackend() as backend, CollimateClient(backend.base_url) as c:
+def backend() -> Iterator[LocalCollimateBackend]:
+    with LocalCollimateBackend() as b:
+        yield b
+
+
+@pytest.fixture(scope="module")
+def client(backend: LocalCollimateBackend) -> Iterator[CollimateClient]:
+    with CollimateClient(backend.base_url) as c:
         yield c
 
 
@@ -291,3 +299,10 @@ def test_a_prompt_that_fails_to_run_is_the_datasets_fault(client: CollimateClien
     )
     assert result.infra_error and result.reward == 0.0, result
     assert "the prompt code failed: RuntimeError: bad dataset row" in (result.error or "")
+
+
+def test_the_readmes_row_example_prints_what_it_shows(backend: LocalCollimateBackend) -> None:
+    readme = Path(__file__).resolve().parents[1] / "README.md"
+    (block,) = python_blocks(readme, containing="row_task(")
+    out = run_snippet(block, env={"COLLIMATE_SERVE_URL": backend.base_url})
+    assert out == expected_output(block) == ["1.0 | passed 1; 1/1 tests passed"]
