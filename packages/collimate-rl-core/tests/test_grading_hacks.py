@@ -258,6 +258,41 @@ def test_names_that_shadow_builtins_do_not_reach_the_tests(
     assert result.reward == 0.0 and not result.infra_error, result.detail
 
 
+FAKES_A_LIBRARY = (
+    "import math as _real\n"
+    "class _Lenient:\n"
+    "    def __getattr__(self, name):\n"
+    "        return lambda *a, **k: True\n"
+    "math = _Lenient()\n"
+    "def f(x):\n    return 0.0\n"
+)
+
+
+@pytest.mark.parametrize(
+    "row",
+    [
+        {"test_list": ["assert math.isclose(f(2), 12.566, rel_tol=1e-3)"]},
+        {"test_list": ["assert math.isclose(f(2), 12.566, rel_tol=1e-3)"], "entry_point": "f"},
+        {
+            "test": "from solution import *\n\n"
+            "def test_f():\n    assert math.isclose(f(2), 12.566, rel_tol=1e-3)\n"
+        },
+    ],
+    ids=["assert", "assert-entry", "pytest-import-star"],
+)
+def test_a_library_module_the_tests_read_is_the_real_one(
+    client: CollimateClient, row: dict[str, Any]
+) -> None:
+    """MBPP asserts use ``math`` from the solution's own ``import math``: a
+    candidate binding ``math`` to an object whose every function answers
+    True would pass them all. The tests get the real module."""
+    spec = reward_spec_from_ground_truth(row, "f")
+    right = "import math\ndef f(r):\n    return math.pi * r * r\n"
+    fake, honest = grade_batch(client, TEMPLATE, [FAKES_A_LIBRARY, right], [spec, spec])
+    assert fake.reward == 0.0 and not fake.infra_error, fake.detail
+    assert honest.reward == 1.0, honest.detail
+
+
 def test_test_code_the_candidate_fails_is_its_failure_not_infra(
     client: CollimateClient,
 ) -> None:

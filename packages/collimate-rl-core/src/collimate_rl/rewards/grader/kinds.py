@@ -340,13 +340,69 @@ def _session(cfg: dict[str, Any], fork: Any, budget: _Budget, aliases: list[str]
     return _Session(fork, budget, cfg["module"], cfg["path"], aliases)
 
 
-def _test_namespace(session: _Session) -> dict[str, Any]:
+def _test_namespace(
+    session: _Session, sources: list[str] | None = None, entry: str = ""
+) -> dict[str, Any]:
     """What test code sees: the names the candidate's code defines (as the
-    datasets' own harnesses run tests after the solution), then its own."""
+    datasets' own harnesses run tests after the solution), then its own.
+
+    A standard library module the tests read from (``math.isclose`` in an
+    MBPP assert, which relies on the solution's ``import math``) is the real
+    module, whatever the candidate bound to that name: a candidate defining
+    ``math`` as an object whose ``isclose`` always answers True would
+    otherwise pass every such test."""
     namespace = session.visible()
+    for name in _library_reads(sources or [], entry):
+        value = namespace.get(name)
+        if value is not None and type(value) is not type(sys):
+            module = _library_module(name)
+            if module is not None:
+                namespace[name] = module
+            else:
+                del namespace[name]
     namespace["__name__"] = "__collimate_tests__"
     namespace["__builtins__"] = __builtins__
     return namespace
+
+
+def _library_reads(sources: list[str], entry: str) -> set[str]:
+    """The names test code reads an attribute of (``math`` in
+    ``math.isclose(...)``), but the entry point."""
+    import ast
+
+    found = set()
+    for source in sources:
+        try:
+            tree = ast.parse(source)
+        except (SyntaxError, ValueError):
+            continue
+        for node in ast.walk(tree):
+            if isinstance(node, ast.Attribute) and isinstance(node.value, ast.Name):
+                found.add(node.value.id)
+    found.discard(entry)
+    return found
+
+
+def _library_module(name: str) -> Any:
+    """The standard library module ``name``, imported here, or None when
+    ``name`` is not one (a candidate's own class, say)."""
+    names = getattr(sys, "stdlib_module_names", None)
+    if names is not None and name not in names:
+        return None
+    import importlib
+
+    try:
+        module = importlib.import_module(name)
+    except Exception:
+        return None
+    if names is None:  # (3.8, 3.9) the standard library lives beside os
+        where = getattr(module, "__file__", None)
+        home = os.path.dirname(os.__file__)
+        if where is not None and not where.startswith(home + os.sep):
+            return None
+        if "site-packages" in (where or ""):
+            return None
+    return module
 
 
 def _grade_assert(
@@ -361,7 +417,7 @@ def _grade_assert(
     try:
         if not session.start():
             return _load_error(tally, session.load_error or "the candidate did not load")
-        namespace = _test_namespace(session)
+        namespace = _test_namespace(session, [check] if check else list(tests), cfg["entry"])
         prompt = sealed.get("prompt")
         if prompt:
             failed = _run_prompt(cfg, prompt, namespace, budget, session, tally)
@@ -466,7 +522,12 @@ def _grade_pytest(
         for name, value in session.exports.items():
             if value is not None:  # (``from solution import sum`` finds it)
                 setattr(module, name, value)
-        # ``import *`` brings no name that shadows a builtin or pytest
+        # ``import *`` brings no name that shadows a builtin or pytest, and
+        # the library modules the tests read are the real ones
+        visible = _test_namespace(session, [sealed["test"]], cfg["entry"])
+        for name, value in visible.items():
+            if type(value) is type(sys) and not name.startswith("__"):
+                setattr(module, name, value)
         module.__all__ = sorted(n for n in session.visible() if not n.startswith("_"))
         runner: Any = globals().get("_run_pytest_module")
         if runner is None:  # imported as a package (tests), not joined into one program
