@@ -306,3 +306,15 @@ def test_the_readmes_row_example_prints_what_it_shows(backend: LocalCollimateBac
     (block,) = python_blocks(readme, containing="row_task(")
     out = run_snippet(block, env={"COLLIMATE_SERVE_URL": backend.base_url})
     assert out == expected_output(block) == ["1.0 | passed 1; 1/1 tests passed"]
+
+
+def test_sanitized_mbpps_test_imports_run_before_the_asserts() -> None:
+    row = {
+        "task_id": 3,
+        "prompt": "Write a function to find the area of a circle.",
+        "test_imports": ["import math"],
+        "test_list": ["assert math.isclose(area(1), 3.14159, rel_tol=1e-4)"],
+    }
+    spec = reward_spec_from_ground_truth(row)
+    assert isinstance(spec, AssertReward) and spec.setup == "import math"
+    assert spec.prompt is None  # the task sentence is not code

@@ -38,8 +38,25 @@ def _first(gt: Mapping[str, Any], *names: str) -> Any:
     return next((gt[n] for n in names if gt.get(n) is not None), None)
 
 
+def _setup(gt: Mapping[str, Any]) -> str | None:
+    """The code run before assert tests: sanitized MBPP's ``test_imports``
+    (a list of import lines), then ``setup`` / MBPP's ``test_setup_code``."""
+    parts: list[str] = []
+    imports = gt.get("test_imports")
+    if isinstance(imports, str):
+        parts.append(imports)
+    elif isinstance(imports, (list, tuple)):
+        parts.extend(line for line in imports if isinstance(line, str))
+    code = _first(gt, "setup", "test_setup_code")
+    if isinstance(code, str):
+        parts.append(code)
+    joined = "\n".join(p for p in parts if p.strip())
+    return joined or None
+
+
 def assert_kind(gt: Any, entry: str) -> RewardSpec:
-    """A list of assert statements; MBPP ``{"test_list", "test_setup_code"?}``;
+    """A list of assert statements; MBPP ``{"test_list", "test_setup_code"?}``
+    (sanitized MBPP's ``test_imports`` too);
     AceCoder ``{"test_cases": [...]}``; ``{"tests", "setup"?}``; HumanEval
     ``{"test": "def check(candidate): ...", "entry_point"}`` or ``{"check"}``;
     a ``prompt`` whose code defines the entry point is the dataset's (see
@@ -63,7 +80,7 @@ def assert_kind(gt: Any, entry: str) -> RewardSpec:
     return AssertReward(
         None if check is not None else tests,
         check=check,
-        setup=_first(gt, "setup", "test_setup_code"),
+        setup=_setup(gt),
         entry=name,
         prompt=prompt,
         **_opt(gt, "scoring", "test_timeout"),
