@@ -29,7 +29,6 @@ from collimate_rl import (
     reward_spec_from_ground_truth,
 )
 from collimate_rl.local_backend import LocalCollimateBackend
-from collimate_rl.pipeline.result import GraderInfraError
 from collimate_rl.testing import hub_rows
 from collimate_rl.testing.hub_rows import Case, HubTable
 
@@ -39,16 +38,7 @@ pd = pytest.importorskip("pandas")
 
 TEMPLATE = "py"
 
-# Known API bugs (issue 24), expected to fail until fixed (strict: a fix
-# makes these XPASS, and the marks must go).
-NUMPY_STR = pytest.mark.xfail(
-    strict=True,
-    raises=GraderInfraError,
-    reason="normalize_value keeps numpy's str/float subclasses (np.str_, np.float64): "
-    'with_format("numpy") string columns reach the sealed data as np.str_(...), '
-    "which the guest cannot parse",
-)
-VIEWS = ["dataset", "pandas", pytest.param("numpy", marks=NUMPY_STR)]
+VIEWS = ["dataset", "pandas", "numpy"]
 
 
 @pytest.fixture(scope="module")

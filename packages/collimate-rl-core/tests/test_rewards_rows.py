@@ -318,3 +318,17 @@ def test_sanitized_mbpps_test_imports_run_before_the_asserts() -> None:
     spec = reward_spec_from_ground_truth(row)
     assert isinstance(spec, AssertReward) and spec.setup == "import math"
     assert spec.prompt is None  # the task sentence is not code
+
+
+def test_numpy_strings_and_floats_become_plain_python() -> None:
+    plain = normalize_value(
+        {"prompt": np.str_("def f(x):\n    'd'\n"), "outputs": [np.float64(3.0)], "ok": np.bool_(1)}
+    )
+    assert type(plain["prompt"]) is str and type(plain["outputs"][0]) is float
+    assert plain["ok"] is True
+    chat = np.array([{"role": "user", "content": np.str_("def f(x):\n    'd'\n")}], dtype=object)
+    assert prompt_code(chat, "f") == "def f(x):\n    'd'\n"
+    spec = reward_spec_from_ground_truth(
+        {"fn_name": "double", "inputs": [[np.float64(1.5)]], "outputs": [np.float64(3.0)]}
+    )
+    assert "np." not in repr(spec.guest_config())

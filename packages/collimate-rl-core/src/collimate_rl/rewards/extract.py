@@ -14,6 +14,8 @@ import textwrap
 from collections.abc import Mapping, Sequence
 from typing import Any, Final
 
+from .normalize import normalize_value
+
 __all__ = ["candidate_program", "extract_code", "prompt_code"]
 
 _THINK: Final = re.compile(r"<think>.*?(?:</think>|\Z)", re.DOTALL | re.IGNORECASE)
@@ -91,6 +93,7 @@ def prompt_code(prompt: Any, entry: str = "solve") -> str | None:
     that defines no ``entry`` (MBPP's task sentence, most chat prompts) is
     not code the candidate continues, so it gives None.
     """
+    prompt = normalize_value(prompt)  # numpy strings, arrays of messages (pandas rows)
     if isinstance(prompt, str):
         text: str | None = prompt
     elif isinstance(prompt, Sequence) and not isinstance(prompt, (bytes, bytearray)):

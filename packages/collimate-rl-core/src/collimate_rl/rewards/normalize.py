@@ -59,8 +59,18 @@ def normalize_value(value: Any, *, drop_none: bool = True) -> Any:
     numpy scalars as Python scalars. Objects inside lists keep their ``None``
     values (see the module docstring). Strings and other values pass as
     they are."""
-    if isinstance(value, (str, bytes, bytearray, int, float, bool)) or value is None:
+    if value is None or type(value) in (str, bytes, bytearray, int, float, bool):
         return value
+    if isinstance(value, str):  # numpy's str_, a subclass: plain, or it pickles as numpy
+        return str(value)
+    if isinstance(value, bool):
+        return bool(value)
+    if isinstance(value, int):
+        return int(value)
+    if isinstance(value, float):  # numpy's float64 is a float subclass
+        return float(value)
+    if isinstance(value, (bytes, bytearray)):
+        return bytes(value)
     if isinstance(value, Mapping):
         return {
             key: normalize_value(item, drop_none=drop_none)
