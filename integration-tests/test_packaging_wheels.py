@@ -177,9 +177,14 @@ def test_plugin_sdist_ships_its_tests(dist_dir: Path, plugin: str) -> None:
     assert any(n.endswith(f"tests/test_{plugin}_plugin.py") for n in names), names
 
 
+#: the meta wheel's only files: the upgrade check (packages/collimate-rl/src)
+META_FILES = {"collimate_rl_upgrade_check.pth", "_collimate_rl_upgrade_check.py"}
+
+
 def test_meta_wheel_is_metadata_with_extras(dist_dir: Path) -> None:
     names, meta, _ = wheel_metadata(wheel(dist_dir, "collimate-rl"))
-    assert all(n.split("/")[0].endswith(".dist-info") for n in names), names
+    code = {n for n in names if not n.split("/")[0].endswith(".dist-info")}
+    assert code == META_FILES, names
     assert set(meta.get_all("Provides-Extra", [])) >= {"skyrl", "openenv", "slime", "demo", "all"}
     requires = meta.get_all("Requires-Dist", [])
     for plugin in PLUGINS:
