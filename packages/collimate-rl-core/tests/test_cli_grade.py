@@ -9,6 +9,7 @@ advance, so every row of the output is checked, not only the totals.
 from __future__ import annotations
 
 import json
+import re
 import signal
 import subprocess
 import sys
@@ -283,7 +284,7 @@ def test_bad_rows_stop_before_grading(tmp_path: Path, backend: LocalCollimateBac
     done = run(grade_cmd(src, out, backend.base_url))
     assert done.returncode == 2
     assert f"{src}:line 3: not valid JSON" in done.stderr
-    assert f"{src}:line 7: no reward kind accepts the ground truth" in done.stderr
+    assert f"{src}:line 7 (id 'x'): no reward kind accepts the ground truth" in done.stderr
     assert "2 of 10 rows cannot be graded; nothing was graded" in done.stderr
     assert not out.exists()
 
@@ -366,6 +367,8 @@ def test_infra_errors_are_flagged_never_zero_and_a_rerun_grades_them(
         stopped = run(grade_cmd(src, out, url, "--on-infra-error", "raise"))
         assert stopped.returncode == 1, stopped.stderr
         assert "stopped at the first infrastructure error" in stopped.stderr
+        named = r"line (4 \(id 'r3'\)|7 \(id 'r6'\)): "  # the row the error hit
+        assert re.search("--on-infra-error raise\\): " + named, stopped.stderr), stopped.stderr
         assert not any(r["infra_error"] for r in records(out))
         assert not faulty & {r["id"] for r in records(out)}
 
@@ -382,6 +385,7 @@ def test_infra_errors_are_flagged_never_zero_and_a_rerun_grades_them(
         assert {r["id"] for r in flagged} == faulty
         assert all(r["reward"] is None and r["verdict"] == "infra_error" for r in flagged)
         assert "2 rows hit infrastructure errors" in first.stderr
+        assert re.search(r"\(first: " + named, first.stderr), first.stderr
         assert "Run the same command again" in first.stderr
 
         proxy.failing = False

@@ -325,3 +325,201 @@ def test_usage_errors_exit_2(tmp_path: Path, capsys: pytest.CaptureFixture[str])
     with pytest.raises(SystemExit) as info:
         main(["grade", str(src), "-o", str(tmp_path / "o"), "--chunk-size", "0"])
     assert info.value.code == 2
+
+
+# -- rows as the Hub exports them (issue 24) -----------------------------------
+
+HE_PROMPT = 'def double(x: int) -> int:\n    """Twice x.\n    >>> double(2)\n    4\n    """\n'
+HE_TEST = "def check(candidate):\n    assert candidate(2) == 4\n    assert candidate(0) == 0\n"
+
+
+def test_ids_in_their_order_and_problems_name_them(tmp_path: Path) -> None:
+    src = write_rows(
+        tmp_path / "in.jsonl",
+        [
+            {"id": "a", "task_id": "t", "code": CODE, "ground_truth": UT},
+            {"task_id": "HumanEval/1", "problem_id": 9, "code": CODE, "ground_truth": UT},
+            {"problem_id": 9, "code": CODE, "ground_truth": UT},
+            {"code": CODE, "ground_truth": UT},  # line 4: numbered
+            {"task_id": "HumanEval/3", "code": CODE, "ground_truth": {"what": 1}},
+            {"code": CODE},  # line 6, no id: the line alone
+            {"task_id": 70, "ground_truth": UT},
+        ],
+    )
+    read = read_rows(src)
+    assert [r.id for r in read.rows] == ["a", "HumanEval/1", 9, 4]
+    assert [r.where for r in read.rows] == [
+        "line 1 (id 'a')",
+        "line 2 (id 'HumanEval/1')",
+        "line 3 (id 9)",
+        "line 4",
+    ]
+    shown = [str(p) for p in read.problems]
+    assert shown[0].startswith("line 5 (id 'HumanEval/3'): no reward kind accepts")
+    assert shown[1].startswith("line 6: no ground truth")
+    assert shown[2].startswith("line 7 (id 70): no code")
+    # --id-field names the one field: the others are not looked at
+    named = read_rows(src, RowOptions(id_field="problem_id"))
+    assert [r.id for r in named.rows] == [1, 9, 4]
+    assert str(named.problems[0]).startswith("line 3: duplicate id 9 (first on line 2)")
+
+
+def test_hub_test_columns_in_their_order(tmp_path: Path) -> None:
+    stdin = {"language": "python", "test_cases": [{"input": "2\n", "output": "4\n"}]}
+    src = write_rows(
+        tmp_path / "in.jsonl",
+        [
+            # open-r1: verification_info (a JSON string) before any other test column
+            {
+                "code": "print(2 * int(input()))",
+                "verification_info": json.dumps(stdin),
+                "test": HE_TEST,
+            },
+            # APPS: input_output
+            {
+                "code": CODE,
+                "input_output": json.dumps({"fn_name": "solve", "inputs": [[1]], "outputs": [[2]]}),
+            },
+            # MBPP (full): test_list with test_setup_code; (sanitized): with test_imports
+            {
+                "code": "def half(x):\n    return x / 2\n",
+                "test_setup_code": "import fractions",
+                "test_list": ["assert half(fractions.Fraction(1)) == fractions.Fraction(1, 2)"],
+            },
+            {
+                "code": "def f():\n    return 1\n",
+                "test_imports": ["import math", "import os"],
+                "test_list": ["assert math.isclose(f(), 1)"],
+            },
+            # HumanEval: test (check), the entry from entry_point, the prompt joined
+            {
+                "completion": "    return 2 * x\n",
+                "prompt": HE_PROMPT,
+                "test": HE_TEST,
+                "entry_point": "double",
+            },
+            # KodCode: test (a pytest module)
+            {
+                "code": "def add(a, b):\n    return a + b\n",
+                "test": "from solution import add\n\ndef test_add():\n    assert add(1, 2) == 3\n",
+            },
+            # the usual paths come first
+            {"code": CODE, "ground_truth": UT, "test_list": ["assert False"]},
+        ],
+    )
+    read = read_rows(src)
+    assert read.problems == []
+    kinds = [type(read.specs[r.spec_key]).__name__ for r in read.rows]
+    assert kinds == [
+        "StdinStdoutReward",
+        "CallReward",
+        "AssertReward",
+        "AssertReward",
+        "AssertReward",
+        "PytestReward",
+        "UnitTestReward",
+    ]
+    mbpp, sanitized = read.specs[read.rows[2].spec_key], read.specs[read.rows[3].spec_key]
+    assert getattr(mbpp, "setup", None) == "import fractions"
+    assert getattr(sanitized, "setup", None) == "import math\nimport os"
+    humaneval = read.rows[4]
+    assert humaneval.entry == "double"
+    assert humaneval.code == HE_PROMPT + "    return 2 * x\n"  # prompt + completion
+    # --no-join-prompt: the completion alone
+    (alone,) = [r for r in read_rows(src, RowOptions(join_prompt=False)).rows if r.line == 5]
+    assert alone.code == "return 2 * x"
+    # --ground-truth-field: that field only
+    (p, *_) = read_rows(src, RowOptions(ground_truth_field="ground_truth")).problems
+    assert p.line == 1 and "'ground_truth'" in p.message
+
+
+def test_a_completion_is_graded_over_a_reference_code_column(tmp_path: Path) -> None:
+    """An MBPP export holds the reference solution in ``code``: a row with a
+    completion beside it grades the completion; one without grades ``code``
+    (the export as is: a sanity check)."""
+    wrong = "def add(a, b):\n    return a - b\n"
+    row = {
+        "task_id": 1,
+        "code": "def add(a, b):\n    return a + b\n",
+        "test_list": ["assert add(1, 2) == 3"],
+    }
+    src = write_rows(tmp_path / "in.jsonl", [row, {**row, "task_id": 2, "completion": wrong}])
+    read = read_rows(src)
+    assert [r.code for r in read.rows] == [row["code"], wrong.strip()]
+    assert read.completion_over_code == 1
+    (named,) = read_rows(src, RowOptions(code_field="code")).rows[1:]
+    assert named.code == row["code"]
+
+
+def test_code_field_takes_the_first_of_a_list_of_solutions(tmp_path: Path) -> None:
+    """APPS keeps its reference solutions as a JSON list (a list in Parquet)."""
+    io_spec = json.dumps({"inputs": ["1\n"], "outputs": ["2\n"]})
+    src = write_rows(
+        tmp_path / "in.jsonl",
+        [
+            {
+                "problem_id": 0,
+                "solutions": json.dumps(["print(2)", "print(1 + 1)"]),
+                "input_output": io_spec,
+            },
+            {"problem_id": 1, "solutions": ["print(2)"], "input_output": io_spec},
+            {"problem_id": 2, "solutions": "[]", "input_output": io_spec},
+            {"problem_id": 3, "solutions": "print([1])", "input_output": io_spec},
+        ],
+    )
+    read = read_rows(src, RowOptions(code_field="solutions"))
+    assert [(r.id, r.code) for r in read.rows] == [
+        (0, "print(2)"),
+        (1, "print(2)"),
+        (3, "print([1])"),
+    ]
+    assert "empty list of solutions" in str(read.problems[0])
+
+
+def test_first_failure_reasons_and_the_summary_column() -> None:
+    from collimate_rl.dataset_grading.results import first_failure
+
+    def failed(**detail: Any) -> GradeResult:
+        return GradeResult(reward=0.0, detail=detail)
+
+    load = "error while loading the candidate: SyntaxError: invalid syntax (c.py, line 2)"
+    assert first_failure(failed(load_error=load)) == "did not load: SyntaxError"
+    assert first_failure(failed(load_error="the exec budget ran out", timeout=True)) == (
+        "did not load: timeout"
+    )
+    name_error = {"index": 0, "reason": "error", "message": "NameError: name 'y' is not defined"}
+    assert first_failure(failed(failed=[name_error])) == "error: NameError"
+    wrong = {"index": 1, "reason": "wrong_answer", "message": "AssertionError: x"}
+    assert first_failure(failed(failed=[wrong, name_error])) == "wrong_answer"
+    assert first_failure(failed(failed=[{"reason": "timeout"}], timeout=True)) == "timeout"
+    assert first_failure(GradeResult(reward=1.0)) is None
+    assert first_failure(GradeResult(reward=0.0, infra_error=True)) is None
+
+    rows = [_row(str(i)) for i in range(4)]
+    records = [
+        result_record(rows[0], failed(failed=[name_error]), "py"),
+        result_record(rows[1], failed(failed=[name_error]), "py"),
+        result_record(rows[2], failed(failed=[wrong]), "py"),
+        result_record(rows[3], GradeResult(reward=1.0), "py"),
+    ]
+    assert records[0]["reason"] == "error: NameError"
+    assert "first failure: test 0 error: NameError" in records[0]["explain"]
+    assert records[3]["reason"] is None and records[3]["explain"].startswith("passed")
+    summary = summarize(rows, [], records)
+    assert summary.by_source["ds"].top_failure == "error: NameError (2)"
+    assert summary.as_dict()["first_failures"] == {"error: NameError": 2, "wrong_answer": 1}
+    plain = io.StringIO()
+    render_summary(summary, plain, use_rich=False)
+    header, line = plain.getvalue().splitlines()
+    assert header.endswith("top first failure") and line.endswith("error: NameError (2)")
+
+
+def test_input_format_by_suffix_or_named(tmp_path: Path) -> None:
+    from collimate_rl.dataset_grading.rows import input_format
+
+    assert input_format("a/b.parquet") == "parquet"
+    assert input_format("a/b.PARQUET") == "parquet"
+    assert input_format("a/b.jsonl") == input_format("a/b") == "jsonl"
+    assert input_format("a/b.jsonl", "parquet") == "parquet"
+    with pytest.raises(ValueError, match="format"):
+        input_format("a/b", "csv")

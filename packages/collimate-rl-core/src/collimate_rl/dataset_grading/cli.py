@@ -60,17 +60,30 @@ DEFAULT_CHUNK_SIZE: Final = 256
 _SHOWN_PROBLEMS: Final = 20
 
 _DESCRIPTION = """\
-Grade a JSONL file: one candidate per row, against the row's ground truth.
+Grade a JSONL or Parquet file: one candidate per row, against the row's
+ground truth.
 
 A row: {"id": 7, "completion": "```python\\ndef solve(x): ...```",
         "ground_truth": [{"input": [2], "output": 4}], "data_source": "apps",
         "prompt_id": "p3"}
 
-Code is read from "code" (as is), else "completion"/"response" (the fenced
-block is extracted; a chat message list works). The ground truth is read
-from "ground_truth", "reward_spec.ground_truth" (SkyRL) or
-"reward_model.ground_truth" (verl), in any shape a reward kind accepts.
-Rows of one group ("group", "uid", "prompt_id" or "prompt") share one seed.
+A file ending in .parquet is read as Parquet (pyarrow, one record batch at a
+time; --format overrides); rows are numbered from 1 in either format. Rows
+as `datasets` and the Hub export them work as they are.
+
+Code is read from "completion"/"response" (the fenced block is extracted; a
+chat message list works), else "code" (as is: in MBPP's export, the
+reference solution). The ground truth is read from the first of
+"ground_truth", "reward_spec.ground_truth" (SkyRL),
+"reward_model.ground_truth" (verl), then the Hub's own test columns
+"verification_info" (open-r1), "input_output" (APPS), "test_list" (MBPP,
+with "test_setup_code"), "test" (HumanEval, KodCode), in any shape a reward
+kind accepts. The entry point is the row's "entry_point"/"entry"/"fn_name"
+column, else what the ground truth names, else --entry. A HumanEval-style
+row (its "prompt" is code defining the entry point) is graded as prompt +
+completion (--no-join-prompt: the completion alone). The id is "id", else
+"task_id", else "problem_id", else the line (row) number. Rows of one group
+("group", "uid", "prompt_id" or "prompt") share one seed.
 
 Results go to -o FILE, one line per row, as they are graded; Ctrl-C keeps
 every line written and the same command resumes. Every row is checked
@@ -91,12 +104,12 @@ def add_grade_command(subparsers: argparse._SubParsersAction[Any]) -> None:
     """Add ``grade`` to the ``collimate`` parser."""
     p = subparsers.add_parser(
         "grade",
-        help="grade a JSONL file of completions against their ground truths",
+        help="grade a JSONL or Parquet file of completions against their ground truths",
         description=_DESCRIPTION,
         epilog=_EPILOG,
         formatter_class=argparse.RawDescriptionHelpFormatter,
     )
-    p.add_argument("input", help="JSONL file, one row per candidate")
+    p.add_argument("input", help="JSONL or Parquet file, one row per candidate")
     p.add_argument(
         "-o", "--output", required=True, help="JSONL results (appended; a rerun resumes it)"
     )
@@ -114,9 +127,19 @@ def add_grade_command(subparsers: argparse._SubParsersAction[Any]) -> None:
 
     rows = p.add_argument_group("rows")
     rows.add_argument(
+        "--format",
+        choices=("jsonl", "parquet"),
+        help="the input's format (default: parquet for a .parquet file, else jsonl)",
+    )
+    rows.add_argument(
         "--ground-truth-field", metavar="NAME", help="where the ground truth is (dotted path)"
     )
-    rows.add_argument("--code-field", metavar="NAME", help="a field holding code, taken as is")
+    rows.add_argument(
+        "--code-field",
+        metavar="NAME",
+        help="a field holding code, taken as is (HumanEval's canonical_solution: a body, "
+        "joined to the prompt; a list of solutions, as APPS's 'solutions': the first)",
+    )
     rows.add_argument(
         "--completion-field", metavar="NAME", help="a field holding a completion (code extracted)"
     )
@@ -128,11 +151,19 @@ def add_grade_command(subparsers: argparse._SubParsersAction[Any]) -> None:
     rows.add_argument(
         "--id-field",
         metavar="NAME",
-        default="id",
-        help="the row id (default: id; rows without one are numbered by line)",
+        help="the row id (default: the first of id, task_id, problem_id; rows without one "
+        "are numbered by line or row)",
     )
     rows.add_argument(
-        "--entry", default="solve", help="the function to call when a row names none (solve)"
+        "--entry",
+        default="solve",
+        help="the function to call when neither the row nor its ground truth names one (solve)",
+    )
+    rows.add_argument(
+        "--no-join-prompt",
+        dest="join_prompt",
+        action="store_false",
+        help="grade a HumanEval-style row's completion alone, not its prompt + the completion",
     )
     rows.add_argument(
         "--skip-invalid",
@@ -247,7 +278,7 @@ def _run(args: argparse.Namespace) -> int:
         read_records,
         rewrite_records,
     )
-    from .rows import RowOptions, read_rows
+    from .rows import InputError, RowOptions, read_rows
     from .runner import (
         GradeSettings,
         Halt,
@@ -286,11 +317,20 @@ def _run(args: argparse.Namespace) -> int:
         group_field=args.group_field,
         id_field=args.id_field,
         entry=args.entry,
+        join_prompt=args.join_prompt,
+        file_format=args.format,
     )
     try:
         read = read_rows(src, options, pm=getattr(args, "plugin_manager", None))
+    except InputError as exc:
+        raise _UsageError(str(exc)) from None
     except OSError as exc:
         raise _UsageError(f"cannot read {src}: {exc}") from None
+    if read.completion_over_code:
+        _err(
+            f"{read.completion_over_code} rows have both a completion and a 'code' field: "
+            "the completion is graded (--code-field code grades 'code')"
+        )
     if read.problems and not args.skip_invalid:
         for problem in read.problems[:_SHOWN_PROBLEMS]:
             print(f"{src}:{problem}", file=sys.stderr)

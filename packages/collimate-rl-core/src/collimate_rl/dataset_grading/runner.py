@@ -344,7 +344,9 @@ def _grade_chunk(
     base = _batch_kwargs(settings)
     if concurrency is not None or workers > 1:
         base["concurrency"] = max(1, (concurrency or DEFAULT_CONCURRENCY) // workers)
-    mode: OnInfraError = "raise" if settings.on_infra_error == "raise" else "zero"
+    # "raise" too gets each infra failure as a flagged result, so that the
+    # sink stops the run naming the row (the halt refuses the execs not sent)
+    mode: OnInfraError = "zero"
 
     def call(indices: list[int], spec: Any) -> None:
         if halt.is_set():
@@ -360,7 +362,7 @@ def _grade_chunk(
                 on_result=lambda j, result: sink(rows[indices[j]], result),
                 **base,
             )
-        except CollimateError as exc:  # "raise": stop at the first, the rest stay to grade
+        except CollimateError as exc:  # raised all the same: stop, the rest stay to grade
             if isinstance(exc, GradingHalted) or halt.is_set():
                 return
             with stats._lock:
@@ -403,7 +405,14 @@ def grade_rows(
         if result.infra_error:
             if halt.is_set():
                 return  # cut short by the halt (or beside it): a rerun grades it
-            error = result.error or "infrastructure error"
+            error = f"{row.where}: {result.error or 'infrastructure error'}"
+            if settings.on_infra_error == "raise":  # stop at the first; nothing written
+                with stats._lock:
+                    stats.stopped_on_infra = True
+                    if stats.first_infra_error is None:
+                        stats.first_infra_error = error
+                halt.set()
+                return
             if settings.on_infra_error == "skip":
                 stats.add("infra_skipped", error)
             else:

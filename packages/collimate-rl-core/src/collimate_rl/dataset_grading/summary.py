@@ -1,12 +1,17 @@
-"""The summary of a graded file: pass rate and mean reward per data source.
+"""The summary of a graded file: pass rate and mean reward per data source,
+and the most common first failure of the rows that failed.
 
 It is computed from the output file as it stands at the end (with the rows
 earlier runs graded), matched to the input's rows, so that it describes the
-file the user keeps, not only what the last run added.
+file the user keeps, not only what the last run added. A failed row's first
+failure is its record's ``reason`` (``wrong_answer``, ``error: NameError``,
+``did not load: SyntaxError``, ...; see :func:`.results.first_failure`):
+a data source whose rows all fail to load says so in the table.
 """
 
 from __future__ import annotations
 
+from collections import Counter
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import IO, Any
@@ -18,6 +23,8 @@ __all__ = ["NO_SOURCE", "SourceTally", "Summary", "render_summary", "summarize"]
 
 #: The label of rows without a ``data_source``.
 NO_SOURCE = "(none)"
+#: First failures listed per data source in the JSON summary.
+TOP_FAILURES = 3
 
 
 @dataclass
@@ -30,6 +37,8 @@ class SourceTally:
     reward_sum: float = 0.0
     infra_errors: int = 0  #: rows written flagged (reward null)
     invalid: int = 0  #: rows that could not be read
+    #: failed rows per first-failure reason (the records' ``reason``)
+    failures: Counter[str] = field(default_factory=Counter)
 
     @property
     def not_graded(self) -> int:
@@ -44,6 +53,16 @@ class SourceTally:
     def mean_reward(self) -> float | None:
         return self.reward_sum / self.graded if self.graded else None
 
+    @property
+    def top_failure(self) -> str | None:
+        """``"wrong_answer (12)"``: the most common first failure and its rows."""
+        if not self.failures:
+            return None
+        reason, rows = self.failures.most_common(1)[0]
+        if len(reason) > _REASON_WIDTH:
+            reason = reason[: _REASON_WIDTH - 3] + "..."
+        return f"{reason} ({rows})"
+
     def as_dict(self) -> dict[str, Any]:
         return {
             "rows": self.rows,
@@ -54,6 +73,7 @@ class SourceTally:
             "infra_errors": self.infra_errors,
             "invalid": self.invalid,
             "not_graded": self.not_graded,
+            "first_failures": dict(self.failures.most_common(TOP_FAILURES)),
         }
 
 
@@ -98,6 +118,9 @@ def summarize(
                 t.graded += 1
                 t.reward_sum += float(reward)
                 t.passed += record.get("verdict") == "passed"
+                reason = record.get("reason")
+                if record.get("verdict") != "passed" and isinstance(reason, str):
+                    t.failures[reason] += 1
     for problem in problems:
         for t in tally(problem.data_source):
             t.rows += 1
@@ -113,14 +136,23 @@ def _num(value: float | None) -> str:
     return "-" if value is None else f"{value:.3f}"
 
 
+#: Columns of text, left-aligned (the others are numbers).
+_TEXT = frozenset({"top first failure"})
+#: A first-failure reason longer than this is cut in the table.
+_REASON_WIDTH = 40
+
+
 def _table(summary: Summary) -> tuple[list[str], list[list[str]]]:
     header = ["data_source", "rows", "graded", "pass rate", "mean reward", "infra errors"]
     show_missing = summary.total.not_graded > 0
     show_invalid = summary.total.invalid > 0
+    show_failure = bool(summary.total.failures)
     if show_missing:
         header.append("not graded")
     if show_invalid:
         header.append("invalid")
+    if show_failure:
+        header.append("top first failure")
     lines: list[list[str]] = []
     items = sorted(summary.by_source.items())
     if len(items) > 1:
@@ -138,6 +170,8 @@ def _table(summary: Summary) -> tuple[list[str], list[list[str]]]:
             line.append(str(t.not_graded))
         if show_invalid:
             line.append(str(t.invalid))
+        if show_failure:
+            line.append(t.top_failure or "-")
         lines.append(line)
     return header, lines
 
@@ -154,7 +188,7 @@ def render_summary(summary: Summary, out: IO[str], *, use_rich: bool = True) -> 
         else:
             table = Table(title="collimate grade")
             for i, name in enumerate(header):
-                table.add_column(name, justify="left" if i == 0 else "right")
+                table.add_column(name, justify="left" if i == 0 or name in _TEXT else "right")
             totalled = len(summary.by_source) > 1  # the last line is the total
             for n, line in enumerate(lines):
                 table.add_row(*line, end_section=totalled and n == len(lines) - 2)
@@ -162,8 +196,10 @@ def render_summary(summary: Summary, out: IO[str], *, use_rich: bool = True) -> 
             Console(file=out, width=None if out.isatty() else 200).print(table)
             return
     widths = [max(len(r[c]) for r in [header, *lines]) for c in range(len(header))]
+    left = [i == 0 or name in _TEXT for i, name in enumerate(header)]
     for r in [header, *lines]:
-        cells = [r[0].ljust(widths[0])] + [
-            c.rjust(w) for c, w in zip(r[1:], widths[1:], strict=True)
+        cells = [
+            c.ljust(w) if is_left else c.rjust(w)
+            for c, w, is_left in zip(r, widths, left, strict=True)
         ]
         print("  ".join(cells).rstrip(), file=out)
