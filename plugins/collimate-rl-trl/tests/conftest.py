@@ -20,7 +20,7 @@ import inspect
 import logging
 import math
 import threading
-from collections.abc import Callable, Iterator
+from collections.abc import Callable, Iterator, Sized
 from pathlib import Path
 from types import SimpleNamespace
 from typing import Any
@@ -109,6 +109,14 @@ def trl_source() -> Path:
         pytest.skip(f"TRL's code is needed and cannot be had here: {exc}")
 
 
+def _classes(path: Path, names: set[str]) -> dict[str, Any]:
+    """The named top-level classes of ``path``, as code objects ready to exec."""
+    tree = ast.parse(path.read_text(encoding="utf-8"))
+    found = {n.name: n for n in tree.body if isinstance(n, ast.ClassDef) and n.name in names}
+    assert set(found) == names, f"{path} has no {names - set(found)}"
+    return {name: ast.Module(body=[cls], type_ignores=[]) for name, cls in found.items()}
+
+
 def _load_trl(root: Path) -> dict[str, Any]:
     namespace: dict[str, Any] = {
         "asyncio": asyncio,
@@ -123,16 +131,20 @@ def _load_trl(root: Path) -> dict[str, Any]:
         "is_conversational": lambda _example: False,
         "apply_chat_template": None,
         "Callable": Callable,
+        # RepeatSampler's base and annotations (it draws from torch only when shuffling)
+        "Sampler": object,
+        "Sized": Sized,
     }
     from typing import Optional  # the annotations of utils.py name it
 
     namespace["Optional"] = Optional
     utils = _functions(
         root / "trainer" / "utils.py",
-        {"is_async_callable", "get_callable_name", "start_event_loop_in_daemon"},
+        {"is_async_callable", "get_callable_name", "start_event_loop_in_daemon", "identity"},
     )
+    sampler = _classes(root / "trainer" / "utils.py", {"RepeatSampler"})
     grpo = _functions(root / "trainer" / "grpo_trainer.py", {"_calculate_rewards"})
-    for module in (*utils.values(), *grpo.values()):
+    for module in (*utils.values(), *sampler.values(), *grpo.values()):
         exec(compile(module, str(root), "exec"), namespace)
     namespace["origin"] = "wheel"
     return namespace
@@ -166,6 +178,19 @@ class TrainerStandIn:
 
     def _log_completion_extra(self, column: str, values: list[Any]) -> None:
         self.extra_logs.setdefault(column, []).extend(values)
+
+    def batch(self, dataset: Any, num_generations: int) -> tuple[list[dict[str, Any]], list[Any]]:
+        """One generation batch of a ``datasets.Dataset``, as GRPOTrainer
+        makes it: TRL's ``RepeatSampler`` (unshuffled here) yields each row
+        index ``num_generations`` times in a row, the dataloader fetches
+        ``dataset[i]`` and TRL's ``identity`` collator keeps the rows as they
+        are; ``_generate_and_score_completions`` then reads
+        ``prompts = [x["prompt"] for x in inputs]``."""
+        sampler = self._trl["RepeatSampler"](
+            dataset, mini_repeat_count=num_generations, batch_size=len(dataset), shuffle=False
+        )
+        inputs = self._trl["identity"]([dataset[i] for i in sampler])
+        return inputs, [x["prompt"] for x in inputs]
 
     def calculate_rewards(
         self, inputs: list[dict[str, Any]], prompts: list[Any], completions: list[Any]
