@@ -20,6 +20,7 @@ The wheel is the installed one, else fetched once from PyPI and unpacked
 from __future__ import annotations
 
 import ast
+import asyncio
 import importlib
 import importlib.util
 import inspect
@@ -146,3 +147,116 @@ def custom_reward_fn(verl_code: dict[str, Any], monkeypatch: pytest.MonkeyPatch)
         return verl_loading["get_custom_reward_fn"](config)
 
     return load
+
+
+# -- verl's row path: parquet -> RLHFDataset -> collate -> reward loop ---------
+
+
+def _methods(path: Path, cls: str, names: set[str], namespace: dict[str, Any]) -> None:
+    """Exec the named methods of class ``cls`` of ``path`` as plain functions."""
+    tree = ast.parse(path.read_text(encoding="utf-8"))
+    (node,) = [n for n in tree.body if isinstance(n, ast.ClassDef) and n.name == cls]
+    kinds = (ast.FunctionDef, ast.AsyncFunctionDef)
+    found = [m for m in node.body if isinstance(m, kinds) and m.name in names]
+    assert {m.name for m in found} == names, f"{path}:{cls} lacks {names - {m.name for m in found}}"
+    for method in found:
+        method.decorator_list = []
+        method.name = f"{cls}.{method.name}"
+        exec(compile(ast.Module(body=[method], type_ignores=[]), str(path), "exec"), namespace)
+
+
+class Vector:
+    """One row of a torch tensor, as far as verl's reward code uses it."""
+
+    def __init__(self, values: Any) -> None:
+        self.values = list(values)
+
+    @property
+    def shape(self) -> tuple[int]:
+        return (len(self.values),)
+
+    def __len__(self) -> int:
+        return len(self.values)
+
+    def __getitem__(self, index: Any) -> Any:
+        if isinstance(index, slice):
+            return Vector(self.values[index])
+        return self.values[index]
+
+    def sum(self) -> int:
+        return int(sum(self.values))
+
+
+class Batch:
+    """verl's ``DataProto`` as its reward loop reads it: ``batch`` (tensors,
+    one :class:`Vector` per sample here), ``non_tensor_batch`` (numpy object
+    arrays); a slice is a ``DataProto``, an index a ``DataProtoItem``."""
+
+    def __init__(self, batch: dict[str, list[Any]], non_tensor_batch: dict[str, Any]) -> None:
+        self.batch = batch
+        self.non_tensor_batch = non_tensor_batch
+
+    def __len__(self) -> int:
+        return len(next(iter(self.batch.values())))
+
+    def __getitem__(self, index: Any) -> Any:
+        if isinstance(index, slice):
+            return Batch(
+                {k: v[index] for k, v in self.batch.items()},
+                {k: v[index] for k, v in self.non_tensor_batch.items()},
+            )
+        from types import SimpleNamespace
+
+        return SimpleNamespace(
+            batch={k: v[index] for k, v in self.batch.items()},
+            non_tensor_batch={k: v[index] for k, v in self.non_tensor_batch.items()},
+        )
+
+
+def _verl_rows_code(verl_dir: Path) -> dict[str, Any]:
+    import logging
+    from collections import defaultdict
+    from collections.abc import Callable
+    from types import SimpleNamespace
+
+    np = pytest.importorskip("numpy")
+    torch = SimpleNamespace(
+        Tensor=Vector,
+        tensor=lambda values, dtype=None: Vector(values),
+        stack=lambda values, dim=0: list(values),
+        uint8="uint8",
+    )
+    namespace: dict[str, Any] = {
+        "asyncio": asyncio,
+        "np": np,
+        "torch": torch,
+        "defaultdict": defaultdict,
+        "partial": partial,
+        "Any": Any,
+        "Callable": Callable,
+        "Optional": Optional,
+        "DataProto": Batch,
+        "logger": logging.getLogger("verl-under-test"),
+    }
+    dataset = verl_dir / "utils" / "dataset" / "rl_dataset.py"
+    _functions(dataset, {"collate_fn"}, namespace)
+    _methods(dataset, "RLHFDataset", {"__getitem__", "_build_messages"}, namespace)
+    naive = verl_dir / "experimental" / "reward_loop" / "reward_manager" / "naive.py"
+    _methods(naive, "NaiveRewardManager", {"run_single"}, namespace)
+    loop = verl_dir / "experimental" / "reward_loop" / "reward_loop.py"
+    _methods(loop, "RewardLoopWorker", {"compute_score_batch"}, namespace)
+    metrics = verl_dir / "trainer" / "ppo" / "metric_utils.py"
+    _functions(
+        metrics, {"bootstrap_metric", "calc_maj_val", "process_validation_metrics"}, namespace
+    )
+    return namespace
+
+
+@pytest.fixture(scope="session")
+def verl_rows_code(verl_dir: Path) -> dict[str, Any]:
+    """verl's own code between a parquet row and ``compute_score``, from its
+    wheel: ``RLHFDataset.__getitem__`` (and ``_build_messages``),
+    ``collate_fn``, the reward loop's ``RewardLoopWorker.compute_score_batch``
+    and ``NaiveRewardManager.run_single``, and the validation metrics
+    (``process_validation_metrics``), with torch's few calls stood in."""
+    return _verl_rows_code(verl_dir)

@@ -29,7 +29,7 @@ from collimate_rl.local_backend import LocalCollimateBackend
 from collimate_rl.verl import compute_score, compute_score_async, compute_score_batch
 from collimate_rl.verl.options import ENV_ON_INFRA_ERROR, options_from
 
-KEYS = {"score", "acc", "passed", "total", "verdict", "infra_error", "error"}
+KEYS = {"score", "acc", "passed", "total", "verdict", "infra_error", "error", "reason"}
 # verl's code datasets (APPS, TACO, ...): a JSON string of inputs / outputs
 STDIO = json.dumps({"inputs": ["2\n", "5\n"], "outputs": ["4\n", "10\n"]})
 CALL = json.dumps({"fn_name": "add", "inputs": [[1, 2], [5, 5]], "outputs": [3, 10]})
@@ -122,6 +122,7 @@ def test_infra_failure_is_a_flagged_zero_when_configured(
         "infra_error",
     )
     assert flagged["error"]
+    assert flagged["reason"] == f"infra_error: {flagged['error']}"
     monkeypatch.setenv(ENV_ON_INFRA_ERROR, "zero")
     again = asyncio.run(compute_score_async("apps", RIGHT, STDIO, unix_socket=str(sock)))
     assert again["infra_error"] is True
@@ -203,9 +204,14 @@ def test_process_pool_workers_use_their_own_clients(backend: LocalCollimateBacke
     assert scores == [1.0] * 4
 
 
-def test_bad_ground_truth_names_the_data_source() -> None:
-    with pytest.raises(ValueError, match="'gsm8k' row is not a test spec"):
+def test_bad_ground_truth_names_the_data_source_and_the_row() -> None:
+    with pytest.raises(ValueError, match=r"of a 'gsm8k' row \(its extra_info has no index"):
         compute_score("gsm8k", "42", "42")
+    info = {"index": 17, "split": "train"}
+    with pytest.raises(
+        ValueError, match=r"of the 'gsm8k' row extra_info\['index'\]=17 of split 'train' is not"
+    ):
+        compute_score("gsm8k", "42", "42", info)
 
 
 @pytest.mark.parametrize(
@@ -239,17 +245,8 @@ def test_crn_seed_is_shared_by_a_prompt_group(target: dict[str, str]) -> None:
     assert a["score"] == b["score"] == 1.0
 
 
-class _Array:
-    """What pandas hands verl for a list column of a parquet row: an object
-    with ``tolist()`` (numpy's ndarray), not a list."""
-
-    def __init__(self, items: list[Any]) -> None:
-        self.items = items
-
-    def tolist(self) -> list[Any]:
-        return list(self.items)
-
-
 def test_array_valued_ground_truth_from_parquet(target: dict[str, str]) -> None:
-    truth = {"inputs": _Array(["2\n", "5\n"]), "outputs": _Array(["4\n", "10\n"])}
+    """What pandas hands verl for a list column of a parquet row: numpy arrays."""
+    np = pytest.importorskip("numpy")
+    truth = {"inputs": np.array(["2\n", "5\n"]), "outputs": np.array(["4\n", "10\n"])}
     assert compute_score("taco", RIGHT, truth, **target)["score"] == 1.0

@@ -35,6 +35,7 @@ OPTION_NAMES: Final = frozenset(
         "on_infra_error",
         "seed_mode",
         "entry",
+        "join_prompt",
     }
 )
 
@@ -51,6 +52,9 @@ class ScoreOptions:
     on_infra_error: OnInfraError = "raise"
     seed_mode: SeedMode = "crn"
     entry: str | None = None
+    #: a HumanEval-style prompt's code (``extra_info["prompt"]``, else a
+    #: ``prompt`` the ground truth carries) goes in front of the response
+    join_prompt: bool = True
 
     @property
     def target(self) -> tuple[str | None, str | None, str | None]:
@@ -70,6 +74,12 @@ def _text(name: str, value: Any) -> str | None:
         return None
     if not isinstance(value, str) or not value:
         raise ValueError(f"{name} must be a non-empty string; got {value!r}")
+    return value
+
+
+def _flag(name: str, value: Any) -> bool:
+    if not isinstance(value, bool):
+        raise ValueError(f"{name} must be true or false; got {value!r}")
     return value
 
 
@@ -94,4 +104,5 @@ def options_from(kwargs: Mapping[str, Any]) -> ScoreOptions:
             "seed_mode", kwargs.get("seed_mode", "crn"), ("crn", "vanilla", "deterministic")
         ),
         entry=_text("entry", kwargs.get("entry")),
+        join_prompt=_flag("join_prompt", kwargs.get("join_prompt", True)),
     )

@@ -6,10 +6,24 @@ blocking function in a thread pool and awaits a coroutine function; its
 ``batch`` reward manager calls ``compute_score(data_sources=,
 solution_strs=, ground_truths=, extra_infos=)`` once per batch. Each
 returns a dict with ``score`` (verl's reward) and the verdict, with the
-same keys for every sample (verl gathers each key into a column):
+same keys for every sample (verl gathers each key into a column, taking the
+keys of the batch's first dict):
 
 ``score``, ``acc`` (all tests passed), ``passed``, ``total``, ``verdict``
-(``passed`` / ``failed`` / ``infra_error``), ``infra_error``, ``error``.
+(``passed`` / ``failed`` / ``infra_error``), ``infra_error``, ``error``,
+``reason`` (why the score is what it is, one line:
+:meth:`~collimate_rl.GradeResult.explain`).
+
+A row is read as verl hands it: ``ground_truth`` is the row's
+``reward_model.ground_truth`` as ``datasets`` (or pandas) loaded it from
+the parquet file (Arrow's ``None``-filled struct keys, numpy arrays, the
+Hub's own test columns), through core's :class:`~collimate_rl.RowTasks`.
+The function graded is the ``entry`` option, else ``extra_info``'s
+``entry_point`` (``entry``, ``fn_name``, ``func_name``), else what the
+ground truth names, else ``solve``. The prompt whose code a HumanEval-style
+response continues is ``extra_info["prompt"]``, else a ``prompt`` the
+ground truth carries (verl hands ``compute_score`` neither the row's
+``prompt`` column nor the decoded prompt).
 
 An infrastructure failure raises by default (the step stops, nothing is
 learnt from it). With ``on_infra_error="zero"`` (a keyword, or
@@ -21,30 +35,45 @@ from __future__ import annotations
 
 import json
 import logging
+import threading
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
-from typing import Any
+from typing import Any, Final
 
 from collimate_rl import (
     CollimateError,
     GradeResult,
     RewardSpec,
-    extract_code,
+    RowTasks,
     grade,
     grade_async,
     grade_batch,
-    reward_spec_from_ground_truth,
+    normalize_value,
 )
+from collimate_rl.rewards.rows import ENTRY_COLUMNS
 from collimate_rl.seeds import DET_SEED, seed_from_key
 from collimate_rl.verl.clients import async_client, sync_client
 from collimate_rl.verl.options import ScoreOptions, options_from
 
-__all__ = ["compute_score", "compute_score_async", "compute_score_batch", "score_dict"]
+__all__ = [
+    "ID_KEYS",
+    "compute_score",
+    "compute_score_async",
+    "compute_score_batch",
+    "row_label",
+    "score_dict",
+]
 
 log = logging.getLogger("collimate_rl.verl")
 
-#: Where a row's function name may be, when no ``entry`` keyword names it.
-_ENTRY_KEYS = ("entry_point", "fn_name", "func_name")
+#: ``extra_info`` keys naming a dataset row, in the order they are tried
+#: (verl's preprocessing scripts write ``index``; HumanEval has ``task_id``).
+ID_KEYS: Final = ("index", "task_id", "id", "problem_id")
+
+# One cache of row tasks per join_prompt setting, shared by verl's threads:
+# the responses of a prompt group share their row, built once.
+_tasks_lock = threading.Lock()
+_tasks = {join: RowTasks(join_prompt=join) for join in (True, False)}
 
 
 @dataclass(frozen=True)
@@ -52,22 +81,30 @@ class _Task:
     code: str
     spec: RewardSpec
     seed: str | None
+    data_source: Any
+    extra_info: Any
+
+    def label(self) -> str:
+        return row_label(self.data_source, self.extra_info)
 
 
-def _entry(options: ScoreOptions, extra_info: Any) -> str:
-    if options.entry is not None:
-        return options.entry
-    if isinstance(extra_info, Mapping):
-        for key in _ENTRY_KEYS:
-            value = extra_info.get(key)
-            if isinstance(value, str) and value:
-                return value
-    return "solve"
+def row_label(data_source: Any, extra_info: Any) -> str:
+    """How messages name a row: by ``extra_info``'s ``index`` (``task_id``,
+    ``id``, ``problem_id``) and ``split`` when it has them."""
+    info = extra_info if isinstance(extra_info, Mapping) else {}
+    for key in ID_KEYS:
+        value = normalize_value(info.get(key))
+        if value is not None:
+            split = normalize_value(info.get("split"))
+            where = f" of split {split!r}" if isinstance(split, str) else ""
+            return f"the {data_source!r} row extra_info[{key!r}]={value!r}{where}"
+    return f"a {data_source!r} row (its extra_info has no {'/'.join(ID_KEYS)})"
 
 
 def _seed(options: ScoreOptions, data_source: Any, ground_truth: Any) -> str | None:
     """CRN: every response to one prompt shares its ground truth, so the key
-    ``(data_source, ground_truth)`` gives a whole group one seed."""
+    ``(data_source, ground_truth)`` (the ground truth normalised) gives a
+    whole group one seed."""
     if options.seed_mode == "vanilla":
         return None
     if options.seed_mode == "deterministic":
@@ -76,36 +113,55 @@ def _seed(options: ScoreOptions, data_source: Any, ground_truth: Any) -> str | N
     return seed_from_key(key)
 
 
-def plain(value: Any) -> Any:
-    """``value`` with numpy arrays and scalars made lists and Python scalars,
-    at any depth: verl reads its rows from parquet through pandas, so a
-    list column of a ground truth can arrive as an ``ndarray``."""
-    if isinstance(value, Mapping):
-        return {k: plain(v) for k, v in value.items()}
-    if isinstance(value, (list, tuple)):
-        return [plain(v) for v in value]
-    tolist = getattr(value, "tolist", None)
-    if callable(tolist) and not isinstance(value, (str, bytes)):
-        return plain(tolist())
-    return value
+def _prompt(ground_truth: Any, info: Mapping[str, Any]) -> Any:
+    """The prompt a HumanEval-style response continues: ``extra_info``'s
+    ``prompt``, else the ground truth's (a whole HumanEval row stored as the
+    ground truth, as an object or a JSON string)."""
+    prompt = info.get("prompt")
+    if prompt is not None:
+        return prompt
+    if isinstance(ground_truth, (bytes, bytearray)):
+        ground_truth = ground_truth.decode("utf-8", "replace")
+    if isinstance(ground_truth, str):
+        if '"prompt"' not in ground_truth:  # (a large APPS test string is not decoded for nothing)
+            return None
+        try:
+            ground_truth = json.loads(ground_truth)
+        except ValueError:
+            return None
+    if isinstance(ground_truth, Mapping):
+        return ground_truth.get("prompt")
+    return None
 
 
 def _task(
     options: ScoreOptions, data_source: Any, solution_str: Any, ground_truth: Any, extra_info: Any
 ) -> _Task:
-    ground_truth = plain(ground_truth)
     if not isinstance(solution_str, str):
-        raise TypeError(f"solution_str must be a string; got {type(solution_str).__name__}")
-    entry = _entry(options, extra_info)
+        raise TypeError(
+            f"collimate_rl.verl: {row_label(data_source, extra_info)}: solution_str must be a "
+            f"string; got {type(solution_str).__name__}"
+        )
+    info = extra_info if isinstance(extra_info, Mapping) else {}
+    row = {key: normalize_value(info[key]) for key in ENTRY_COLUMNS if key in info}
+    truth = normalize_value(ground_truth)
     try:
-        spec = reward_spec_from_ground_truth(ground_truth, entry)
+        with _tasks_lock:
+            task = _tasks[options.join_prompt].get(
+                truth, entry=options.entry, prompt=normalize_value(_prompt(truth, info)), row=row
+            )
     except ValueError as exc:
         raise ValueError(
-            f"collimate_rl.verl: the ground_truth of a {data_source!r} row is not a test "
-            f"spec collimate-rl can grade: {exc}"
+            f"collimate_rl.verl: the ground_truth of {row_label(data_source, extra_info)} is "
+            f"not a test spec collimate-rl can grade: {exc}"
         ) from None
-    code = extract_code(solution_str, entry)
-    return _Task(code, spec, _seed(options, data_source, ground_truth))
+    return _Task(
+        task.program(solution_str),
+        task.spec,
+        _seed(options, data_source, truth),
+        data_source,
+        extra_info,
+    )
 
 
 def score_dict(result: GradeResult) -> dict[str, Any]:
@@ -121,13 +177,27 @@ def score_dict(result: GradeResult) -> dict[str, Any]:
         "verdict": result.verdict,
         "infra_error": bool(result.infra_error),
         "error": result.error or "",
+        "reason": result.explain(),
     }
 
 
-def _infra(options: ScoreOptions, error: CollimateError) -> dict[str, Any]:
+def _scored(task: _Task, result: GradeResult) -> dict[str, Any]:
+    scored = score_dict(result)
+    if log.isEnabledFor(logging.DEBUG):
+        log.debug("%s: %s", task.label(), scored["reason"])
+    return scored
+
+
+def _infra(
+    options: ScoreOptions, task: _Task, error: CollimateError, message: str
+) -> dict[str, Any]:
     if options.on_infra_error == "raise":
         raise error
-    log.warning("collimate_rl.verl: infrastructure failure scored as a flagged 0.0: %s", error)
+    log.warning(
+        "collimate_rl.verl: %s: infrastructure failure scored as a flagged 0.0: %s",
+        task.label(),
+        message,
+    )
     return {
         "score": 0.0,
         "acc": False,
@@ -135,8 +205,13 @@ def _infra(options: ScoreOptions, error: CollimateError) -> dict[str, Any]:
         "total": 0,
         "verdict": "infra_error",
         "infra_error": True,
-        "error": f"{type(error).__name__}: {error}",
+        "error": message,
+        "reason": f"infra_error: {message}",
     }
+
+
+def _failed(options: ScoreOptions, task: _Task, error: CollimateError) -> dict[str, Any]:
+    return _infra(options, task, error, f"{type(error).__name__}: {error}")
 
 
 def compute_score(
@@ -160,8 +235,8 @@ def compute_score(
             timeout_seconds=options.timeout_seconds,
         )
     except CollimateError as exc:
-        return _infra(options, exc)
-    return score_dict(result)
+        return _failed(options, task, exc)
+    return _scored(task, result)
 
 
 async def compute_score_async(
@@ -185,8 +260,8 @@ async def compute_score_async(
             timeout_seconds=options.timeout_seconds,
         )
     except CollimateError as exc:
-        return _infra(options, exc)
-    return score_dict(result)
+        return _failed(options, task, exc)
+    return _scored(task, result)
 
 
 def compute_score_batch(
@@ -205,10 +280,14 @@ def compute_score_batch(
             "data_sources, solution_strs, ground_truths and extra_infos must have one entry "
             f"per sample; got {len(data_sources)}, {n}, {len(ground_truths)}, {len(infos)}"
         )
-    tasks = [
-        _task(options, data_sources[i], solution_strs[i], ground_truths[i], infos[i])
-        for i in range(n)
-    ]
+    tasks = []
+    for i in range(n):
+        try:
+            tasks.append(
+                _task(options, data_sources[i], solution_strs[i], ground_truths[i], infos[i])
+            )
+        except (TypeError, ValueError) as exc:
+            raise type(exc)(f"{exc} (batch position {i})") from None
     results = grade_batch(
         sync_client(options.target),
         options.template,
@@ -219,9 +298,10 @@ def compute_score_batch(
         on_infra_error="raise" if options.on_infra_error == "raise" else "zero",
     )
     out = []
-    for r in results:
+    for task, r in zip(tasks, results, strict=True):
         if r.infra_error:
-            out.append(_infra(options, CollimateError(r.error or "infrastructure failure")))
+            message = r.error or "infrastructure failure"
+            out.append(_infra(options, task, CollimateError(message), message))
         else:
-            out.append(score_dict(r))
+            out.append(_scored(task, r))
     return out
