@@ -332,3 +332,10 @@ def test_numpy_strings_and_floats_become_plain_python() -> None:
         {"fn_name": "double", "inputs": [[np.float64(1.5)]], "outputs": [np.float64(3.0)]}
     )
     assert "np." not in repr(spec.guest_config())
+
+
+def test_a_prompt_is_found_by_the_entry_the_ground_truth_names() -> None:
+    # verl's HumanEval rows: the entry point sits in the ground truth, not a column
+    task = row_task({"test": CHECK, "entry_point": "scale"}, prompt=PROMPT)
+    assert task.entry == "scale" and task.prompt == PROMPT
+    assert isinstance(task.spec, AssertReward) and task.spec.prompt == PROMPT

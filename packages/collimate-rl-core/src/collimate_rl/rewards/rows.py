@@ -60,7 +60,7 @@ def row_entry(row: Mapping[str, Any] | None, default: str = "solve") -> str:
     """The function a row names (:data:`ENTRY_COLUMNS`), else ``default``."""
     if row:
         for name in ENTRY_COLUMNS:
-            value = row.get(name)
+            value = normalize_value(row.get(name))
             if isinstance(value, str) and value.isidentifier():
                 return value
     return default
@@ -82,16 +82,18 @@ def row_task(
     its ``prompt`` column is the prompt when ``prompt`` is not given. A
     ground truth no reward kind accepts raises ValueError.
     """
-    columns = normalize_value(row) if row is not None else {}
-    if not isinstance(columns, Mapping):
-        columns = {}
-    if prompt is None:
-        prompt = columns.get("prompt")
-    hint = entry or row_entry(columns, default_entry)
+    if prompt is None and row is not None:
+        prompt = row.get("prompt")
+    prompt = normalize_value(prompt)
+    hint = entry or row_entry(row, default_entry)
     spec = reward_spec_from_ground_truth(ground_truth, hint, prompt=prompt, pm=pm)
     named = getattr(spec, "entry", None)
     final = entry or (named if isinstance(named, str) and named else hint)
-    code = prompt_code(normalize_value(prompt), final) if prompt is not None else None
+    code = prompt_code(prompt, final) if prompt is not None else None
+    if final != hint and code is not None:
+        # the ground truth named the function ({"test", "entry_point"}): the
+        # prompt's code is found by that name, so build the spec with it
+        spec = reward_spec_from_ground_truth(ground_truth, final, prompt=prompt, pm=pm)
     return RowTask(spec=spec, entry=final, prompt=code, join_prompt=join_prompt)
 
 
@@ -127,10 +129,11 @@ class RowTasks:
         prompt: Any = None,
         row: Mapping[str, Any] | None = None,
     ) -> RowTask:
-        """The task of one row (see :func:`row_task`)."""
+        """The task of one row (see :func:`row_task`). Only the ground
+        truth, the prompt and the entry columns are read from ``row``."""
         if prompt is None and row is not None:
             prompt = row.get("prompt")
-        hint = entry or row_entry(normalize_value(row) if row is not None else None, "")
+        hint = entry or row_entry(row, "")
         key = _key(ground_truth, hint, prompt)
         task = self._cache.get(key)
         if task is not None:
