@@ -31,6 +31,7 @@ import shlex
 import subprocess
 import sys
 from collections.abc import Iterator
+from concurrent.futures import Future, ThreadPoolExecutor
 from pathlib import Path
 
 import pytest
@@ -255,22 +256,37 @@ def test_wheelhouse_versions_are_final_and_above_the_published_releases(home: Pa
 # --- a fresh install, one venv per README line ---------------------------------------
 
 
+@pytest.fixture(scope="module")
+def fresh(home: Path) -> dict[str, Future[Path]]:
+    """extra -> the venv its README line installed into, each line in a fresh
+    venv of its own. Two run at a time: pip mostly waits on the index."""
+
+    def install(extra: str) -> Path:
+        venv = new_venv(home, f"fresh-{extra}")
+        run(pip_words(venv, INSTALL_LINES[extra]), cwd=home, venv=venv)
+        return venv
+
+    with ThreadPoolExecutor(max_workers=2) as pool:
+        return {extra: pool.submit(install, extra) for extra in sorted(INSTALL_LINES)}
+
+
+@pytest.mark.timeout(900)  # the first one waits for every install
 @pytest.mark.parametrize("extra", sorted(IMPORTS))
-def test_readme_install_line_in_a_fresh_venv(home: Path, extra: str) -> None:
-    assert extra in INSTALL_LINES, f"the README has no install line for [{extra}]"
-    venv = new_venv(home, f"fresh-{extra}")
-    run(pip_words(venv, INSTALL_LINES[extra]), cwd=home, venv=venv)
+def test_readme_install_line_in_a_fresh_venv(
+    home: Path, fresh: dict[str, Future[Path]], extra: str
+) -> None:
+    assert extra in fresh, f"the README has no install line for [{extra}]"
+    venv = fresh[extra].result()  # raises what the install raised
     assert_works(venv, home, IMPORTS[extra], INSTALLED.get(extra))
 
 
 @pytest.fixture
-def served(home: Path) -> Iterator[tuple[subprocess.Popen[str], str]]:
-    """``collimate serve --port 0`` from a venv of the README's TRL line, and
+def served(
+    home: Path, fresh: dict[str, Future[Path]]
+) -> Iterator[tuple[subprocess.Popen[str], str]]:
+    """``collimate serve --port 0`` from the venv of the README's TRL line, and
     the URL it prints."""
-    venv = home / "fresh-trl"
-    if not venv.exists():
-        venv = new_venv(home, "fresh-trl")
-        run(pip_words(venv, INSTALL_LINES["trl"]), cwd=home, venv=venv)
+    venv = fresh["trl"].result()
     server = subprocess.Popen(
         [str(venv / "bin" / "collimate"), "serve", "--port", "0"],
         cwd=home,
@@ -292,6 +308,7 @@ def served(home: Path) -> Iterator[tuple[subprocess.Popen[str], str]]:
         stop_process(server)  # type: ignore[arg-type]
 
 
+@pytest.mark.timeout(900)
 def test_collimate_serve_prints_the_url_it_answers_on(
     served: tuple[subprocess.Popen[str], str],
 ) -> None:
