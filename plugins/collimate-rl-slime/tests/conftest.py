@@ -15,7 +15,11 @@ it is copied here from slime's source, THUDM/slime at commit
   with generation replaced by a test's coroutine;
 * the dynamic filter's plumbing (``slime/rollout/filter_hub/base_types.py``:
   ``DynamicFilterOutput``, ``call_dynamic_filter``,
-  ``should_drop_dynamic_filter_output``).
+  ``should_drop_dynamic_filter_output``);
+* the data source (``slime/utils/data.py``: ``read_file`` and ``Dataset``
+  without a tokenizer or chat template; ``slime/rollout/data_source.py``:
+  ``RolloutDataSource.get_samples``), which turns a prompt file's rows into
+  groups of samples.
 """
 
 from __future__ import annotations
@@ -57,7 +61,7 @@ class Sample:
     prompt: str | list[dict[str, str]] = ""
     response: str = ""
     response_length: int = 0
-    label: str | None = None
+    label: Any = None  # the --label-key column, as the file holds it
     reward: float | dict[str, Any] | None = None
     loss_mask: list[int] | None = None
     remove_sample: bool = False
@@ -101,6 +105,70 @@ def call_dynamic_filter(fn: Any, *args: Any, **kwargs: Any) -> DynamicFilterOutp
     if not isinstance(output, DynamicFilterOutput):  # compatibility for legacy version
         output = DynamicFilterOutput(keep=output)
     return output
+
+
+# --- slime's data source ------------------------------------------------------
+
+
+def read_file(path: str) -> Iterator[dict[str, Any]]:
+    """``slime.utils.data.read_file``: JSONL lines, or a parquet file's
+    batches through ``pyarrow`` (``to_pylist``: struct columns as dicts with
+    every key of the column, lists as lists)."""
+    if path.endswith(".jsonl"):
+        with open(path, encoding="utf-8") as f:
+            for line in f:
+                line = line.strip()
+                if line:
+                    yield json.loads(line)
+    elif path.endswith(".parquet"):
+        import pyarrow.parquet as pq
+
+        for batch in pq.ParquetFile(path).iter_batches():
+            yield from batch.to_pylist()
+    else:
+        raise ValueError(f"Unsupported file format: {path}.")
+
+
+def dataset_samples(
+    path: str,
+    *,
+    prompt_key: str = "text",
+    label_key: str | None = None,
+    metadata_key: str = "metadata",
+) -> list[Sample]:
+    """``slime.utils.data.Dataset(...).origin_samples`` with
+    ``apply_chat_template=False`` and no multimodal keys: the prompt as the
+    row holds it (a string, or a list of messages), the label column, the
+    metadata column (``or {}``)."""
+    samples = []
+    for data in read_file(path):
+        samples.append(
+            Sample(
+                prompt=data.get(prompt_key),
+                label=data[label_key] if label_key is not None else None,
+                metadata=data.get(metadata_key) or {},
+            )
+        )
+    return samples
+
+
+def get_samples(prompt_samples: list[Sample], n_samples_per_prompt: int) -> list[list[Sample]]:
+    """``RolloutDataSource.get_samples``: each prompt's sample deep-copied
+    ``n_samples_per_prompt`` times; ``group_index`` counts the run's groups
+    and ``index`` its samples (neither is the dataset row)."""
+    import copy
+
+    groups, index = [], 0
+    for group_index, prompt_sample in enumerate(prompt_samples):
+        group = []
+        for _ in range(n_samples_per_prompt):
+            sample = copy.deepcopy(prompt_sample)
+            sample.group_index = group_index
+            sample.index = index
+            index += 1
+            group.append(sample)
+        groups.append(group)
+    return groups
 
 
 # --- slime's reward dispatch --------------------------------------------------
@@ -232,6 +300,9 @@ def slime() -> SimpleNamespace:
         generate_and_rm_group=generate_and_rm_group,
         rollout=rollout,
         args=slime_args,
+        read_file=read_file,
+        dataset_samples=dataset_samples,
+        get_samples=get_samples,
     )
 
 

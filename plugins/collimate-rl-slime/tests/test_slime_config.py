@@ -27,6 +27,7 @@ def test_defaults_without_settings() -> None:
     )
     assert (config.entry, config.concurrency, config.on_infra_error) == ("solve", None, "raise")
     assert config.target == Target() and config.reward_dict is False
+    assert config.join_prompt is True
 
 
 def test_every_setting_from_the_environment() -> None:
@@ -41,6 +42,7 @@ def test_every_setting_from_the_environment() -> None:
         "COLLIMATE_CONCURRENCY": "8",
         "COLLIMATE_ON_INFRA_ERROR": "remove",
         "COLLIMATE_REWARD_DICT": "yes",
+        "COLLIMATE_JOIN_PROMPT": "off",
     }
     assert set(env) == {name.upper() for name in SETTINGS}
     config = resolve_config(args(), environ=env)
@@ -54,6 +56,7 @@ def test_every_setting_from_the_environment() -> None:
         concurrency=8,
         on_infra_error="remove",
         reward_dict=True,
+        join_prompt=False,
     )
 
 
@@ -89,6 +92,7 @@ def test_reads_os_environ_by_default(monkeypatch: pytest.MonkeyPatch) -> None:
         ),
         ("collimate_on_infra_error", "zero", "must be one of raise, remove"),
         ("collimate_reward_dict", "maybe", "args.collimate_reward_dict must be true or false"),
+        ("collimate_join_prompt", "body", "args.collimate_join_prompt must be true or false"),
         ("collimate_base_seed", "1234", "collimate_base_seed must be 64 hex characters"),
         ("collimate_template", "  ", "args.collimate_template must be a non-empty string"),
         ("collimate_template", 3, "must be a non-empty string"),

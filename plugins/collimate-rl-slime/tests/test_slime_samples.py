@@ -158,10 +158,14 @@ def test_rewards_as_float_or_dict() -> None:
         "total": 2,
         "verdict": "failed",
         "seed": "ab" * 32,
+        "reason": "failed 0.5; 1/2 tests passed",  # GradeResult.explain()
     }
     assert as_reward(GradeResult(reward=1.0), True)["passed"] is None
+    assert as_reward(result, True, "given")["reason"] == "given"
     assert infra_reward(None, False) == 0.0
-    assert infra_reward("ab" * 32, True)["verdict"] == "infra_error"
+    placeholder = infra_reward("ab" * 32, True, "ConnectError: refused")
+    assert placeholder["verdict"] == "infra_error"
+    assert placeholder["reason"] == "infra_error: ConnectError: refused"
 
 
 def test_marking_an_infra_failure(slime: SimpleNamespace) -> None:

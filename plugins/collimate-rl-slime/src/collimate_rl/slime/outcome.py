@@ -33,9 +33,10 @@ def _count(detail: dict[str, Any], key: str) -> int | None:
     return value if isinstance(value, int) and not isinstance(value, bool) else None
 
 
-def as_reward(result: GradeResult, reward_dict: bool) -> Reward:
+def as_reward(result: GradeResult, reward_dict: bool, reason: str | None = None) -> Reward:
     """A float, or the dict ``score``/``passed``/``total``/``verdict``/``seed``
-    (``passed``/``total``: tests passed and run, when the spec counts them)."""
+    (``passed``/``total``: tests passed and run, when the spec counts them)
+    and ``reason`` (why: ``GradeResult.explain()``)."""
     score = float(result.reward)
     if not reward_dict:
         return score
@@ -45,14 +46,22 @@ def as_reward(result: GradeResult, reward_dict: bool) -> Reward:
         "total": _count(result.detail, "total"),
         "verdict": result.verdict,
         "seed": result.seed,
+        "reason": result.explain() if reason is None else reason,
     }
 
 
-def infra_reward(seed: str | None, reward_dict: bool) -> Reward:
+def infra_reward(seed: str | None, reward_dict: bool, error: str = "") -> Reward:
     """The placeholder of a removed sample (see the module docstring)."""
     if not reward_dict:
         return 0.0
-    return {"score": 0.0, "passed": None, "total": None, "verdict": "infra_error", "seed": seed}
+    return {
+        "score": 0.0,
+        "passed": None,
+        "total": None,
+        "verdict": "infra_error",
+        "seed": seed,
+        "reason": f"infra_error: {error or 'no reward could be computed'}",
+    }
 
 
 def _aborted(sample: Any) -> Any:

@@ -15,11 +15,18 @@ no blocking call. Every sample, alone or in a list or group, is one
 (across groups too) into packs, so slime's per-sample dispatch grades as
 fast as whole groups would. ``collimate_concurrency``, when set, bounds the
 grades this loop has in flight to one target.
+
+Why each reward is what it is goes to the ``collimate_rl.slime`` logger: at
+DEBUG, one line per sample (its dataset row, slime's sample index, and
+``GradeResult.explain()``: the verdict, the tests passed, the first failing
+test); an infrastructure failure at WARNING. The dict result
+(``collimate_reward_dict``) carries the same line as ``reason``.
 """
 
 from __future__ import annotations
 
 import asyncio
+import logging
 from collections.abc import Sequence
 from typing import Any
 
@@ -28,9 +35,11 @@ from collimate_rl import CollimateError, grade_async
 from .clients import client_for, slots_for
 from .config import SlimeConfig, resolve_config
 from .outcome import Reward, as_reward, infra_reward, mark_infra
-from .samples import code_of, seed_of, spec_of
+from .samples import code_of, describe, row_label, seed_of, task_of
 
 __all__ = ["group_reward_func", "reward_func"]
+
+logger = logging.getLogger("collimate_rl.slime")
 
 
 def _is_list(value: Any) -> bool:
@@ -38,8 +47,8 @@ def _is_list(value: Any) -> bool:
 
 
 async def _grade_one(config: SlimeConfig, sample: Any) -> Reward:
-    spec = spec_of(sample, config)
-    code = code_of(sample, spec, config)
+    task = task_of(sample, config)
+    code = code_of(sample, task.spec, config)
     seed = seed_of(sample, config)
     client = await client_for(config.target)
     try:
@@ -48,16 +57,22 @@ async def _grade_one(config: SlimeConfig, sample: Any) -> Reward:
                 client,
                 config.template,
                 code,
-                spec,
+                task.spec,
                 seed=seed,
                 timeout_seconds=config.timeout_seconds,
             )
     except CollimateError as exc:
+        where = describe(sample)
+        logger.warning("%s: infra_error: %s: %s", where, type(exc).__name__, exc)
         if config.on_infra_error == "raise":
+            if row_label(sample) is not None and hasattr(exc, "add_note"):  # Python 3.11+
+                exc.add_note(f"collimate_rl.slime: grading {where}")
             raise
         mark_infra(sample, exc)
-        return infra_reward(seed, config.reward_dict)
-    return as_reward(result, config.reward_dict)
+        return infra_reward(seed, config.reward_dict, f"{type(exc).__name__}: {exc}")
+    reason = result.explain()
+    logger.debug("%s: %s", describe(sample), reason)
+    return as_reward(result, config.reward_dict, reason)
 
 
 async def _grade_many(config: SlimeConfig, samples: Sequence[Any]) -> list[Reward]:
@@ -72,7 +87,7 @@ async def _grade_many(config: SlimeConfig, samples: Sequence[Any]) -> list[Rewar
                 "(slime's --group-rm assigns one reward per group member)"
             )
     for sample in samples:  # every sample checked before any grade
-        code_of(sample, spec_of(sample, config), config)
+        code_of(sample, task_of(sample, config).spec, config)
         seed_of(sample, config)
     tasks = [asyncio.ensure_future(_grade_one(config, sample)) for sample in samples]
     if not tasks:

@@ -1,0 +1,39 @@
+"""The README's Python examples, run as written against a real local backend.
+
+Each fenced ``python`` block is taken from the README itself and run in a
+fresh interpreter of this environment with ``COLLIMATE_SERVE_URL`` set, as
+a user would after ``collimate serve``; what it prints must be what its
+comment says.
+"""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import pytest
+
+from collimate_rl.local_backend import LocalCollimateBackend
+from collimate_rl.testing.readme import expected_output, python_blocks, run_snippet
+
+README = Path(__file__).resolve().parents[1] / "README.md"
+
+pytestmark = pytest.mark.timeout(300)
+
+#: (a text only that block holds, what it prints)
+BLOCKS = [
+    ('"task_id": "add-1"', ["1.0 passed 1; 2/2 tests passed"]),
+    ('"entry_point": "double"', ["1.0"]),
+]
+
+
+def test_every_python_block_is_checked() -> None:
+    assert len(python_blocks(README)) == len(BLOCKS)
+
+
+@pytest.mark.parametrize(("marker", "prints"), BLOCKS, ids=["mbpp-dict", "humaneval-body"])
+def test_the_readme_example_prints_the_reward_it_shows(
+    backend: LocalCollimateBackend, marker: str, prints: list[str]
+) -> None:
+    (block,) = python_blocks(README, containing=marker)
+    out = run_snippet(block, env={"COLLIMATE_SERVE_URL": backend.base_url})
+    assert out == expected_output(block) == prints
