@@ -183,3 +183,168 @@ def test_feedback_from_the_graders_report() -> None:
         {"index": 3, "passed": False},
     ]
     assert feedback_from(GradeResult(reward=0.0)) == (0, 0, [])
+
+
+# --- rows as datasets hold them (issue 24) ------------------------------------------
+
+HE_PROMPT = 'def double(x: int) -> int:\n    """Twice x.\n    >>> double(2)\n    4\n    """\n'
+HE_ROW = {
+    "task_id": "HumanEval/double",
+    "prompt": HE_PROMPT,
+    "canonical_solution": "    return 2 * x\n",
+    "test": "def check(candidate):\n    assert candidate(2) == 4\n    assert candidate(-1) == -2\n",
+    "entry_point": "double",
+}
+#: what ``Dataset.to_json`` writes for a struct column mixing MBPP and KodCode
+#: rows: every key of the column, ``null`` where a row has none
+NULL_FILLED = [
+    {
+        "id": "mbpp-add",
+        "prompt": "Write add(a, b).",
+        "ground_truth": {
+            "test_list": ["assert add(1, 2) == 3"],
+            "test_setup_code": "",
+            "test": None,
+        },
+    },
+    {
+        "id": "kodcode-add",
+        "prompt": "Write add(a, b).",
+        "ground_truth": {
+            "test_list": None,
+            "test_setup_code": None,
+            "test": "from solution import add\n\ndef test_add():\n    assert add(1, 2) == 3\n",
+        },
+    },
+]
+
+
+def test_a_humaneval_row_in_its_hub_columns_grades_a_body(env: CollimateCodeEnvironment) -> None:
+    obs = env.reset(row=HE_ROW)
+    assert (obs.problem_id, obs.prompt) == ("HumanEval/double", HE_PROMPT)
+    body = env.step(CollimateCodeAction(code=HE_ROW["canonical_solution"]))
+    assert (body.reward, body.verdict) == (1.0, "passed"), body.reason
+    assert body.reason == "passed 1; 1/1 tests passed"
+    env.reset(row=HE_ROW)
+    wrong = env.step(CollimateCodeAction(code="    return x + 2\n"))
+    assert wrong.reward == 0.0 and wrong.reason.startswith("failed 0; 0/1 tests passed")
+    env.reset(row=HE_ROW)  # a whole function, fenced, as a chat model answers
+    whole = f"```python\n{HE_PROMPT}    return x * 2\n```"
+    assert env.step(CollimateCodeAction(code=whole)).reward == 1.0
+
+
+def test_join_prompt_off_grades_the_submission_alone(
+    env: CollimateCodeEnvironment, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    monkeypatch.setenv("COLLIMATE_CODE_JOIN_PROMPT", "0")
+    env.reset(row=HE_ROW)
+    assert env.step(CollimateCodeAction(code=HE_ROW["canonical_solution"])).reward == 0.0
+    monkeypatch.setenv("COLLIMATE_CODE_JOIN_PROMPT", "sometimes")
+    env.reset(row=HE_ROW)
+    with pytest.raises(ValueError, match="COLLIMATE_CODE_JOIN_PROMPT must be true or false"):
+        env.step(CollimateCodeAction(code="pass"))
+
+
+@pytest.mark.parametrize(
+    ("row", "right"),
+    [
+        (  # MBPP full: text, test_list with its setup
+            {
+                "task_id": 9,
+                "text": "Write circle(r): the area, 2 decimals.",
+                "test_list": ["assert circle(1) == round(math.pi, 2)"],
+                "test_setup_code": "import math",
+            },
+            "def circle(r):\n    return round(3.141592653589793 * r * r, 2)",
+        ),
+        (  # KodCode: question, test (pytest, from solution)
+            {
+                "question_id": "Leetcode_1_I",
+                "question": "Write add(a, b).",
+                "test": "from solution import add\n\ndef test_add():\n    assert add(2, 2) == 4\n",
+            },
+            "def add(a, b):\n    return a + b",
+        ),
+        (  # APPS: question, input_output (a JSON string)
+            {
+                "problem_id": 7,
+                "question": "Return twice x.",
+                "input_output": json.dumps(
+                    {"fn_name": "twice", "inputs": [[1], [4]], "outputs": [[2], [8]]}
+                ),
+            },
+            "def twice(x):\n    return 2 * x",
+        ),
+        (  # open-r1: problem_statement, verification_info
+            {
+                "problem_id": "vfc_1",
+                "problem_statement": "Print the square of x.",
+                "verification_info": {
+                    "language": "python",
+                    "test_cases": [
+                        {"fn_name": None, "input": "3\n", "output": "9\n", "type": "stdin_stdout"}
+                    ],
+                },
+            },
+            "x = int(input())\nprint(x * x)",
+        ),
+    ],
+    ids=["mbpp", "kodcode", "apps", "open-r1"],
+)
+def test_a_row_in_its_hub_columns_is_posed_and_graded(
+    env: CollimateCodeEnvironment, row: dict[str, Any], right: str
+) -> None:
+    obs = env.reset(row=row)
+    assert obs.problem_id == str(
+        next(row[k] for k in ("task_id", "question_id", "problem_id") if k in row)
+    )
+    assert env.step(CollimateCodeAction(code=f"```python\n{right}\n```")).reward == 1.0, obs
+    env.reset(row=row)
+    assert env.step(CollimateCodeAction(code="print()")).reward == 0.0
+
+
+def test_null_filled_keys_of_a_datasets_export_are_absent(
+    env: CollimateCodeEnvironment, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    data = tmp_path / "rows.jsonl"
+    data.write_text("".join(json.dumps(row) + "\n" for row in NULL_FILLED))
+    monkeypatch.setenv("COLLIMATE_CODE_DATASET", str(data))
+    monkeypatch.setattr(environment, "_problems", None)
+    right = "def add(a, b):\n    return a + b"
+    for index, kind in enumerate(("AssertReward", "PytestReward")):
+        assert type(load_problems()[index].spec).__name__ == kind
+        env.reset(index=index)
+        assert env.step(CollimateCodeAction(code=right)).reward == 1.0
+
+
+def test_a_bad_row_of_the_file_names_its_line_and_row(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    data = tmp_path / "rows.jsonl"
+    bad = {"task_id": "HumanEval/6", "prompt": "p", "test": "the answer is 42"}
+    data.write_text(json.dumps(ROW) + "\n" + json.dumps(bad) + "\n")
+    with pytest.raises(ValueError, match=r"rows.jsonl, line 2: row 'HumanEval/6': ground truth: "):
+        load_problems(str(data))
+
+
+def test_a_real_datasets_export_of_a_mixed_column(
+    env: CollimateCodeEnvironment, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """Core's mixed Hub table (MBPP, HumanEval, KodCode, APPS, open-r1 ground
+    truths in ONE struct column), exported with ``Dataset.to_json``."""
+    pytest.importorskip("datasets")
+    from collimate_rl.testing import hub_rows
+
+    mixed = hub_rows.mixed_rows()
+    data = tmp_path / "mixed.jsonl"
+    mixed.dataset.to_json(str(data))
+    assert '"test_list":null' in data.read_text()  # Arrow's unified keys, as users get them
+    monkeypatch.setenv("COLLIMATE_CODE_DATASET", str(data))
+    monkeypatch.setattr(environment, "_problems", None)
+    for index, case in enumerate(mixed.cases):
+        answers = {"right": case.right, "wrong": case.wrong}
+        rewards = {}
+        for name, code in answers.items():
+            env.reset(index=index)
+            rewards[name] = env.step(CollimateCodeAction(code=code)).reward
+        assert rewards["right"] == 1.0 and rewards["wrong"] < 1.0, (case.source, rewards)

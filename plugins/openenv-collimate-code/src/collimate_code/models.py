@@ -24,8 +24,9 @@ class CollimateCodeObservation(Observation):  # type: ignore[misc]
     """A problem (after ``reset``) or a graded submission (after ``step``):
     the row's id and prompt, the submissions still allowed, and for the last
     submission its verdict (``passed``/``failed``; ``""`` before one), the
-    tests passed of the total, and per test ``index``, ``passed`` and, for a
-    failure the grader described, ``reason`` and ``message``."""
+    tests passed of the total, per test ``index``, ``passed`` and, for a
+    failure the grader described, ``reason`` and ``message``, and ``reason``:
+    why the reward is what it is, in one line (``GradeResult.explain()``)."""
 
     problem_id: str = ""
     prompt: str = ""
@@ -34,3 +35,4 @@ class CollimateCodeObservation(Observation):  # type: ignore[misc]
     passed: int = 0
     total: int = 0
     tests: list[dict[str, Any]] = []  # pydantic copies a default per instance
+    reason: str = ""

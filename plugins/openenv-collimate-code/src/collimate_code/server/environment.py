@@ -4,9 +4,12 @@ A session's problem comes from ``reset(row=...)`` (a dataset row the trainer
 sends), ``reset(index=i)`` (the server's i-th problem) or ``reset(seed=s)``
 (one drawn by the seed); without any, the server's problems in turn. The
 ground truth stays here; the policy sees the prompt and, after a submission,
-the reward and which tests passed. ``step`` grades through collimate-rl in a
-sandbox: an infrastructure failure raises (the client gets an error, never a
-0.0), a wrong program is a reward.
+the reward, which tests passed and why (``reason``: ``GradeResult.explain()``).
+``step`` grades through collimate-rl in a sandbox: an infrastructure failure
+raises (the client gets an error, never a 0.0), a wrong program is a reward.
+The program is the code the submission holds, or, for a problem whose prompt
+is code the submission continues (HumanEval), prompt + submission
+(``$COLLIMATE_CODE_JOIN_PROMPT=0``: the submission alone).
 """
 
 from __future__ import annotations
@@ -20,10 +23,10 @@ from typing import Any
 from openenv.core.env_server.interfaces import Environment
 from openenv.core.env_server.types import State
 
-from collimate_rl import GradeResult, extract_code, grade
+from collimate_rl import GradeResult, grade
 
 from ..models import CollimateCodeAction, CollimateCodeObservation
-from ..problems import Problem, load_problems, problem_from_row
+from ..problems import Problem, join_prompt, load_problems, problem_from_row
 from .grader import grader_client, grader_template, grader_timeout
 
 __all__ = ["CollimateCodeEnvironment", "feedback_from"]
@@ -100,7 +103,7 @@ class CollimateCodeEnvironment(Environment):  # type: ignore[misc]
         problem = self._problem
         if problem is None or self._attempts_left <= 0:
             raise RuntimeError("no problem is posed: call reset() first (the episode is over)")
-        code = extract_code(action.code)
+        code = problem.program(action.code, join=join_prompt())
         timeout = _timeout(timeout_s)
         result = grade(
             grader_client(), grader_template(), code, problem.spec, timeout_seconds=timeout
@@ -117,6 +120,7 @@ class CollimateCodeEnvironment(Environment):  # type: ignore[misc]
             passed=passed,
             total=total,
             tests=tests,
+            reason=result.explain(),
             done=done,
             reward=float(result.reward),
         )
