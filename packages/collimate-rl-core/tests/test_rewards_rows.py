@@ -29,6 +29,7 @@ from collimate_rl import (
     row_task,
 )
 from collimate_rl.local_backend import LocalCollimateBackend
+from collimate_rl.rewards.rows import column_ground_truth, hub_ground_truth
 from collimate_rl.rewards.source_truths import ground_truth_from_source
 from collimate_rl.testing.readme import expected_output, python_blocks, run_snippet
 
@@ -339,3 +340,30 @@ def test_a_prompt_is_found_by_the_entry_the_ground_truth_names() -> None:
     task = row_task({"test": CHECK, "entry_point": "scale"}, prompt=PROMPT)
     assert task.entry == "scale" and task.prompt == PROMPT
     assert isinstance(task.spec, AssertReward) and task.spec.prompt == PROMPT
+
+
+def test_a_whole_humaneval_row_as_the_ground_truth_carries_its_prompt() -> None:
+    row = {"prompt": PROMPT, "test": CHECK, "entry_point": "scale", "task_id": "X/1"}
+    task = row_task(row)
+    assert task.entry == "scale" and task.prompt == PROMPT
+    assert task.program("    return []\n").startswith(PROMPT)
+
+
+def test_mbpps_test_list_column_comes_with_its_setup_columns() -> None:
+    row = {"test_list": ["assert f(1)"], "test_imports": ["import math"], "test_setup_code": None}
+    assert column_ground_truth(row, "test_list") == {
+        "test_list": ["assert f(1)"],
+        "test_imports": ["import math"],
+    }
+    assert hub_ground_truth({"text": "x", **row}) == column_ground_truth(row, "test_list")
+    assert hub_ground_truth({"input_output": "{}", "test": "t"}) == "{}"
+    assert hub_ground_truth({"prompt": "p"}) is None
+
+
+def test_a_failing_bare_assert_says_which(client: CollimateClient) -> None:
+    spec = reward_spec_from_ground_truth(["assert f(1) == 2", "assert f(2) == 5"], "f")
+    [result] = grade_batch(client, "py", ["def f(x):\n    return 2 * x\n"], [spec])
+    assert result.explain() == (
+        "failed 0.5; 1/2 tests passed; first failure: test 1 wrong_answer: "
+        "AssertionError: assert f(2) == 5"
+    )

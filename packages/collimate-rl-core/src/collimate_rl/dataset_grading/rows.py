@@ -63,7 +63,14 @@ from typing import Any, Final
 import pluggy
 
 from ..rewards.normalize import normalize_value
-from ..rewards.rows import ENTRY_COLUMNS, RowTask, RowTasks
+from ..rewards.rows import (
+    ENTRY_COLUMNS,
+    HUB_TEST_COLUMNS,
+    MBPP_SETUP_COLUMNS,
+    RowTask,
+    RowTasks,
+    hub_ground_truth,
+)
 from ..rewards.spec import RewardSpec
 from .parquet import InputError, iter_parquet_rows
 
@@ -105,12 +112,6 @@ GROUND_TRUTH_PATHS: Final = (
     "reward_spec.ground_truth",
     "reward_model.ground_truth",
 )
-#: Hub datasets' own test columns, tried (in this order) after
-#: :data:`GROUND_TRUTH_PATHS`: open-r1, APPS/TACO, MBPP, HumanEval/KodCode.
-HUB_TEST_COLUMNS: Final = ("verification_info", "input_output", "test_list", "test")
-#: MBPP's setup beside ``test_list``: the full config's code, the sanitized
-#: config's import lines.
-MBPP_SETUP_COLUMNS: Final = ("test_setup_code", "test_imports")
 #: Where the row id is when ``--id-field`` is not given, in this order.
 ID_FIELDS: Final = ("id", "task_id", "problem_id")
 
@@ -319,21 +320,6 @@ def _code_source(row: Mapping[str, Any], opts: RowOptions) -> tuple[str, bool, b
     raise _RowError("no code: expected a 'completion', 'response' or 'code' field")
 
 
-def _hub_ground_truth(row: Mapping[str, Any]) -> Any:
-    """The ground truth in a Hub dataset's own test column (see
-    :data:`HUB_TEST_COLUMNS`), or ``_MISSING``."""
-    for name in HUB_TEST_COLUMNS:
-        value = row.get(name)
-        if value is None:
-            continue
-        if name == "test_list":  # MBPP: the asserts, and what runs before them
-            gt = {"test_list": value}
-            gt.update({k: row[k] for k in MBPP_SETUP_COLUMNS if row.get(k) is not None})
-            return gt
-        return value
-    return _MISSING
-
-
 def _ground_truth(row: Mapping[str, Any], opts: RowOptions) -> Any:
     if opts.ground_truth_field:
         value = _lookup(row, opts.ground_truth_field)
@@ -344,8 +330,9 @@ def _ground_truth(row: Mapping[str, Any], opts: RowOptions) -> Any:
         value = _lookup(row, path)
         if value is not _MISSING and value is not None:
             return value
-    value = _hub_ground_truth(row)
-    if value is not _MISSING:
+    # then the Hub datasets' own test columns (HUB_TEST_COLUMNS, in order)
+    value = hub_ground_truth(row)
+    if value is not None:
         return value
     raise _RowError(
         "no ground truth: expected 'ground_truth' (or 'reward_spec.ground_truth', "

@@ -23,6 +23,7 @@ prompt): a GRPO group repeats its row for every completion.
 from __future__ import annotations
 
 import json
+import threading
 from collections import OrderedDict
 from collections.abc import Mapping
 from dataclasses import dataclass
@@ -35,10 +36,48 @@ from .normalize import normalize_value
 from .registry import reward_spec_from_ground_truth
 from .spec import RewardSpec
 
-__all__ = ["ENTRY_COLUMNS", "RowTask", "RowTasks", "row_entry", "row_task"]
+__all__ = [
+    "ENTRY_COLUMNS",
+    "HUB_TEST_COLUMNS",
+    "MBPP_SETUP_COLUMNS",
+    "RowTask",
+    "RowTasks",
+    "column_ground_truth",
+    "hub_ground_truth",
+    "row_entry",
+    "row_task",
+]
 
 #: Row columns naming the function to call, in the order they are tried.
 ENTRY_COLUMNS: Final = ("entry_point", "entry", "fn_name", "func_name")
+#: The Hub datasets' own test columns, in the order they are tried when a
+#: row has no ground-truth column: open-r1's ``verification_info``, APPS'
+#: ``input_output``, MBPP's ``test_list``, HumanEval's and KodCode's ``test``.
+HUB_TEST_COLUMNS: Final = ("verification_info", "input_output", "test_list", "test")
+#: What MBPP's ``test_list`` asserts need run first, as its harness runs it:
+#: the full config's ``test_setup_code``, the sanitized config's ``test_imports``.
+MBPP_SETUP_COLUMNS: Final = ("test_setup_code", "test_imports")
+
+
+def column_ground_truth(row: Mapping[str, Any], name: str) -> Any:
+    """The ground truth in column ``name`` of ``row``. MBPP's ``test_list``
+    comes with the row's :data:`MBPP_SETUP_COLUMNS`, so asserts that use
+    ``math`` find the import MBPP runs before them."""
+    value = row.get(name)
+    if name != "test_list" or value is None:
+        return value
+    truth = {"test_list": value}
+    truth.update({k: row[k] for k in MBPP_SETUP_COLUMNS if row.get(k) is not None})
+    return truth
+
+
+def hub_ground_truth(row: Mapping[str, Any]) -> Any:
+    """The ground truth in the first of :data:`HUB_TEST_COLUMNS` the row
+    has (see :func:`column_ground_truth`), or None."""
+    for name in HUB_TEST_COLUMNS:
+        if row.get(name) is not None:
+            return column_ground_truth(row, name)
+    return None
 
 
 @dataclass(frozen=True)
@@ -94,6 +133,9 @@ def row_task(
         # the ground truth named the function ({"test", "entry_point"}): the
         # prompt's code is found by that name, so build the spec with it
         spec = reward_spec_from_ground_truth(ground_truth, final, prompt=prompt, pm=pm)
+    if code is None:  # a ground truth that carries its prompt (a whole HumanEval row)
+        carried = getattr(spec, "prompt", None)
+        code = carried if isinstance(carried, str) else None
     return RowTask(spec=spec, entry=final, prompt=code, join_prompt=join_prompt)
 
 
@@ -105,7 +147,8 @@ def _key(*parts: Any) -> str:
 
 class RowTasks:
     """:func:`row_task` with a bounded cache: rows repeated across a group,
-    or across steps, build their spec once. Errors are not cached."""
+    or across steps, build their spec once. Errors are not cached. Safe to
+    share between threads (verl scores samples from a thread pool)."""
 
     def __init__(
         self,
@@ -120,6 +163,7 @@ class RowTasks:
         self.pm = pm
         self.size = size
         self._cache: OrderedDict[str, RowTask] = OrderedDict()
+        self._lock = threading.Lock()
 
     def get(
         self,
@@ -135,10 +179,11 @@ class RowTasks:
             prompt = row.get("prompt")
         hint = entry or row_entry(row, "")
         key = _key(ground_truth, hint, prompt)
-        task = self._cache.get(key)
-        if task is not None:
-            self._cache.move_to_end(key)
-            return task
+        with self._lock:
+            task = self._cache.get(key)
+            if task is not None:
+                self._cache.move_to_end(key)
+                return task
         task = row_task(
             ground_truth,
             entry=entry,
@@ -148,7 +193,8 @@ class RowTasks:
             join_prompt=self.join_prompt,
             pm=self.pm,
         )
-        self._cache[key] = task
-        if len(self._cache) > self.size:
-            self._cache.popitem(last=False)
+        with self._lock:
+            self._cache[key] = task
+            if len(self._cache) > self.size:
+                self._cache.popitem(last=False)
         return task

@@ -14,11 +14,10 @@ from collections.abc import Mapping, Sequence
 from typing import Any, Final
 
 from collimate_rl import normalize_value
-from collimate_rl.rewards.rows import ENTRY_COLUMNS
+from collimate_rl.rewards.rows import ENTRY_COLUMNS, MBPP_SETUP_COLUMNS, column_ground_truth
 
 __all__ = [
     "ID_COLUMNS",
-    "MBPP_SETUP_COLUMNS",
     "TRL_KEYWORDS",
     "BatchRows",
     "prompt_at",
@@ -31,10 +30,6 @@ TRL_KEYWORDS: Final = frozenset({"trainer_state", "log_extra", "log_metric", "en
 #: HumanEval's and MBPP's ``task_id``, verl-style ``index``, APPS' and
 #: open-r1's ``problem_id``, KodCode's ``question_id``).
 ID_COLUMNS: Final = ("id", "task_id", "index", "problem_id", "question_id")
-
-#: MBPP's columns of what its ``test_list`` asserts need run first: the
-#: ``full`` config's ``test_setup_code``, the ``sanitized`` one's ``test_imports``.
-MBPP_SETUP_COLUMNS: Final = ("test_setup_code", "test_imports")
 
 
 class BatchRows:
@@ -66,20 +61,18 @@ class BatchRows:
         return values
 
     def ground_truths(self, name: str) -> list[Any]:
-        """The ground-truth column ``name``. MBPP's own ``test_list``
-        column comes with what its asserts need run first
-        (:data:`MBPP_SETUP_COLUMNS`, when the dataset has them), as MBPP's
-        harness runs them."""
-        values = [normalize_value(v) for v in self.column(name)]
+        """The ground-truth column ``name``, row by row, as core's
+        :func:`~collimate_rl.rewards.rows.column_ground_truth` reads a row:
+        MBPP's own ``test_list`` comes with its setup columns (when the
+        dataset has them), as MBPP's harness runs them."""
         setups = {c: self.column(c) for c in MBPP_SETUP_COLUMNS if c in self.kwargs}
-        if name != "test_list" or not setups:
-            return values
-        truths = []
-        for i, tests in enumerate(values):
-            truth = {"test_list": tests}
-            truth.update({c: normalize_value(column[i]) for c, column in setups.items()})
-            truths.append(truth)
-        return truths
+        values = self.column(name)
+        return [
+            column_ground_truth(
+                normalize_value({name: value, **{c: col[i] for c, col in setups.items()}}), name
+            )
+            for i, value in enumerate(values)
+        ]
 
     def entry_columns(self) -> dict[str, list[Any]]:
         """The columns among :data:`~collimate_rl.rewards.rows.ENTRY_COLUMNS`

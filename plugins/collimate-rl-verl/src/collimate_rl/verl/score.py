@@ -35,7 +35,6 @@ from __future__ import annotations
 
 import json
 import logging
-import threading
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any, Final
@@ -71,8 +70,7 @@ log = logging.getLogger("collimate_rl.verl")
 ID_KEYS: Final = ("index", "task_id", "id", "problem_id")
 
 # One cache of row tasks per join_prompt setting, shared by verl's threads:
-# the responses of a prompt group share their row, built once.
-_tasks_lock = threading.Lock()
+# the responses of a prompt group share their row, built once (RowTasks locks).
 _tasks = {join: RowTasks(join_prompt=join) for join in (True, False)}
 
 
@@ -113,27 +111,6 @@ def _seed(options: ScoreOptions, data_source: Any, ground_truth: Any) -> str | N
     return seed_from_key(key)
 
 
-def _prompt(ground_truth: Any, info: Mapping[str, Any]) -> Any:
-    """The prompt a HumanEval-style response continues: ``extra_info``'s
-    ``prompt``, else the ground truth's (a whole HumanEval row stored as the
-    ground truth, as an object or a JSON string)."""
-    prompt = info.get("prompt")
-    if prompt is not None:
-        return prompt
-    if isinstance(ground_truth, (bytes, bytearray)):
-        ground_truth = ground_truth.decode("utf-8", "replace")
-    if isinstance(ground_truth, str):
-        if '"prompt"' not in ground_truth:  # (a large APPS test string is not decoded for nothing)
-            return None
-        try:
-            ground_truth = json.loads(ground_truth)
-        except ValueError:
-            return None
-    if isinstance(ground_truth, Mapping):
-        return ground_truth.get("prompt")
-    return None
-
-
 def _task(
     options: ScoreOptions, data_source: Any, solution_str: Any, ground_truth: Any, extra_info: Any
 ) -> _Task:
@@ -146,10 +123,12 @@ def _task(
     row = {key: normalize_value(info[key]) for key in ENTRY_COLUMNS if key in info}
     truth = normalize_value(ground_truth)
     try:
-        with _tasks_lock:
-            task = _tasks[options.join_prompt].get(
-                truth, entry=options.entry, prompt=normalize_value(_prompt(truth, info)), row=row
-            )
+        # the prompt a HumanEval-style response continues: extra_info's, else
+        # the one a whole HumanEval row stored as the ground truth carries
+        # (RowTasks reads it from the spec)
+        task = _tasks[options.join_prompt].get(
+            truth, entry=options.entry, prompt=normalize_value(info.get("prompt")), row=row
+        )
     except ValueError as exc:
         raise ValueError(
             f"collimate_rl.verl: the ground_truth of {row_label(data_source, extra_info)} is "

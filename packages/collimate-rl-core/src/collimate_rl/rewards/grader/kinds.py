@@ -437,6 +437,8 @@ def _grade_assert(
             except SyntaxError as exc:
                 return {"reward": 0.0, "grader_error": "test %d does not compile: %s" % (i, exc)}
             reason, message = _run_test(budget, exec, code, namespace)
+            if reason == "wrong_answer" and message.rstrip(": ") == "AssertionError":
+                message = "AssertionError: " + statement.strip()  # (a bare assert says nothing)
             tally.add(i, reason, message)
         return tally.verdict()
     finally:
