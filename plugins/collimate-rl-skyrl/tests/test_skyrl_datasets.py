@@ -433,3 +433,37 @@ def test_an_infra_error_says_so_and_names_the_row(
         r.levelno == logging.WARNING and "row extra_info.index=2" in r.getMessage()
         for r in caplog.records
     )
+
+
+@pytest.mark.parametrize("builder", [hub_rows.mbpp_rows, hub_rows.humaneval_rows])
+def test_multi_turn_feedback_never_quotes_the_hub_tests(
+    skyrl_gym_module: Any, target: dict[str, Any], builder: Any
+) -> None:
+    """A failing assert's message names its statement (for the trainer's
+    logs: ``reason``); the feedback the model reads leaves such a message
+    out, whatever column the tests came in."""
+    table = builder()
+    for hub, case in zip(table.dataset, table.cases, strict=True):
+        if table.name == "mbpp":
+            truth: Any = {"test_list": hub["test_list"], "test_setup_code": hub["test_setup_code"]}
+            prompt = hub["text"]
+        else:
+            truth, prompt = hub["test"], hub["prompt"]
+        extras = {
+            "reward_spec": {"ground_truth": truth},
+            "entry_point": case.entry,
+            "max_turns": 2,
+        }
+        env = skyrl_gym_module.make("collimate_code", env_config=target, extras=extras)
+        env.init(chat(prompt))
+        out = env.step(as_answer(case, case.wrong))
+        assert out["done"] is False
+        feedback = out["observations"][0]["content"]
+        text = truth if isinstance(truth, str) else "\n".join(truth["test_list"])
+        lines = [line.strip() for line in text.splitlines() if len(line.strip()) >= 8]
+        quoted = [line for line in lines if line in feedback]
+        assert lines
+        assert quoted == [] and "did not pass" in feedback
+        assert out["metadata"]["reason"].startswith("failed ")
+        if table.name == "mbpp":  # the trainer's reason names the failing assert
+            assert any(line in out["metadata"]["reason"] for line in lines)

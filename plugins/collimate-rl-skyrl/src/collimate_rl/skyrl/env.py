@@ -34,10 +34,10 @@ from typing import Any
 
 from skyrl_gym.envs.base_text_env import BaseTextEnv, BaseTextEnvStepOutput, ConversationType
 
-from collimate_rl import CollimateError, GradeResult, extract_code, grade
+from collimate_rl import CollimateError, GradeResult, extract_code, grade, normalize_value
 
 from .clients import shared_client
-from .feedback import feedback_text
+from .feedback import feedback_text, sealed_lines
 from .metrics import EpisodeStats, aggregate, failure_of
 from .rows import read_task
 from .settings import EnvSettings, resolve_settings
@@ -77,6 +77,7 @@ class CollimateCodeEnv(BaseTextEnv):  # type: ignore[misc]
         self.task = read_task(self.settings, extras)  # a bad row fails here, at make()
         self.max_turns = _max_turns(self.settings, extras)
         self._extras = extras
+        self._sealed: frozenset[str] | None = None  # made at the first feedback
         self.stats = EpisodeStats()
         self._session_id: str | None = None
 
@@ -124,7 +125,7 @@ class CollimateCodeEnv(BaseTextEnv):  # type: ignore[misc]
         metadata = self._metadata(code, result, reason)
         observations: ConversationType = []
         if not done:
-            text = feedback_text(result, self.turns, self.max_turns, code_found)
+            text = feedback_text(result, self.turns, self.max_turns, code_found, self._seal())
             observations = [{"role": "user", "content": text}]
         return BaseTextEnvStepOutput(
             observations=observations,
@@ -150,6 +151,14 @@ class CollimateCodeEnv(BaseTextEnv):  # type: ignore[misc]
         return aggregate(metrics)
 
     # -- grading -------------------------------------------------------------
+
+    def _seal(self) -> frozenset[str]:
+        """What feedback must never quote: the lines of the row's ground truth."""
+        if self._sealed is None:
+            reward_spec = self._extras.get("reward_spec")
+            truth = reward_spec.get("ground_truth") if isinstance(reward_spec, Mapping) else None
+            self._sealed = sealed_lines(normalize_value(truth))
+        return self._sealed
 
     def _grade(self, code: str) -> GradeResult:
         client = shared_client(self.settings)
