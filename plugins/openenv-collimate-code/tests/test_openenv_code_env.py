@@ -348,3 +348,14 @@ def test_a_real_datasets_export_of_a_mixed_column(
             env.reset(index=index)
             rewards[name] = env.step(CollimateCodeAction(code=code)).reward
         assert rewards["right"] == 1.0 and rewards["wrong"] < 1.0, (case.source, rewards)
+
+
+def test_the_observation_never_quotes_the_tests(env: CollimateCodeEnvironment) -> None:
+    """The grader may report a failing assert with its statement (for the
+    trainer's logs); the policy's observation leaves such a message out."""
+    secret = "assert sq(40) == 1600  # SECRET-TEST-MARK"
+    env.reset(row={"id": "s", "prompt": "Write sq(x).", "ground_truth": {"test_list": [secret]}})
+    obs = env.step(CollimateCodeAction(code="def sq(x):\n    return x"))
+    assert obs.reward == 0.0 and obs.tests[0]["reason"] == "wrong_answer"
+    assert "SECRET-TEST-MARK" not in obs.model_dump_json() and "sq(40)" not in obs.reason
+    assert obs.reason.startswith("failed 0; 0/1 tests passed; first failure: test 0 wrong_answer")

@@ -27,12 +27,14 @@ import json
 import os
 import threading
 from collections.abc import Mapping, Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from importlib import resources
 from pathlib import Path
 from typing import Any, Final
 
 from collimate_rl import RewardSpec, RowTask, RowTasks, normalize_value
+
+from .sealed import sealed_lines
 
 __all__ = [
     "DATASET_ENV",
@@ -71,6 +73,15 @@ class Problem:
     spec: RewardSpec
     #: the function the tests call, and the prompt's code a submission continues
     task: RowTask | None = None
+    #: the ground truth as the row gave it (what observations must never quote)
+    truth: Any = field(default=None, repr=False, compare=False)
+    _sealed: list[frozenset[str]] = field(default_factory=list, repr=False, compare=False)
+
+    def sealed(self) -> frozenset[str]:
+        """The ground truth's lines, which no observation may quote (made once)."""
+        if not self._sealed:
+            self._sealed.append(sealed_lines(self.truth))
+        return self._sealed[0]
 
     def program(self, submission: str, *, join: bool = True) -> str:
         """The program graded for ``submission`` (code, or a completion
@@ -148,7 +159,7 @@ def problem_from_row(row: Any, *, default_id: str = "") -> Problem:
             task = _tasks.get(truth, prompt=prompt, row=plain)
     except ValueError as exc:
         raise ValueError(f"row {problem_id!r}: ground truth: {exc}") from exc
-    return Problem(problem_id, prompt, task.spec, task)
+    return Problem(problem_id, prompt, task.spec, task, truth)
 
 
 def load_problems(path: str | None = None) -> list[Problem]:

@@ -4,7 +4,8 @@ A session's problem comes from ``reset(row=...)`` (a dataset row the trainer
 sends), ``reset(index=i)`` (the server's i-th problem) or ``reset(seed=s)``
 (one drawn by the seed); without any, the server's problems in turn. The
 ground truth stays here; the policy sees the prompt and, after a submission,
-the reward, which tests passed and why (``reason``: ``GradeResult.explain()``).
+the reward, which tests passed and why (``reason``: ``GradeResult.explain()``),
+never a grader message that quotes the ground truth (:mod:`..sealed`).
 ``step`` grades through collimate-rl in a sandbox: an infrastructure failure
 raises (the client gets an error, never a 0.0), a wrong program is a reward.
 The program is the code the submission holds, or, for a problem whose prompt
@@ -27,6 +28,7 @@ from collimate_rl import GradeResult, grade
 
 from ..models import CollimateCodeAction, CollimateCodeObservation
 from ..problems import Problem, join_prompt, load_problems, problem_from_row
+from ..sealed import sealed_result
 from .grader import grader_client, grader_template, grader_timeout
 
 __all__ = ["CollimateCodeEnvironment", "feedback_from"]
@@ -110,7 +112,8 @@ class CollimateCodeEnvironment(Environment):  # type: ignore[misc]
         )
         self._attempts_left -= 1
         self._state.step_count += 1
-        passed, total, tests = feedback_from(result)
+        shown = sealed_result(result, problem.sealed())  # the policy reads it: no test text
+        passed, total, tests = feedback_from(shown)
         done = result.passed or self._attempts_left == 0
         return CollimateCodeObservation(
             problem_id=problem.problem_id,
@@ -120,7 +123,7 @@ class CollimateCodeEnvironment(Environment):  # type: ignore[misc]
             passed=passed,
             total=total,
             tests=tests,
-            reason=result.explain(),
+            reason=shown.explain(),
             done=done,
             reward=float(result.reward),
         )

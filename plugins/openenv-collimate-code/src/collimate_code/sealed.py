@@ -1,0 +1,81 @@
+"""What the policy must never read: the lines of a problem's ground truth.
+
+The grader's per-test messages are meant for the trainer's logs; a failing
+assert may be reported with its statement (``AssertionError: assert
+add(1, 2) == 3``). The observation goes to the policy, so a message that
+quotes any line of the ground truth (a test, a check, an expected output:
+every string in it, JSON documents decoded) is left out of it.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import json
+from collections.abc import Iterable, Mapping
+from typing import Any, Final
+
+from collimate_rl import GradeResult
+
+__all__ = ["MIN_SEALED", "quotes", "sealed_lines", "sealed_result"]
+
+#: Lines shorter than this are not looked for (an expected ``4`` may
+#: appear in any message).
+MIN_SEALED: Final = 8
+
+
+def _strings(value: Any) -> Iterable[str]:
+    if isinstance(value, str):
+        yield value
+        text = value.strip()
+        if text[:1] in ("{", "["):  # a JSON document (APPS' input_output): its strings too
+            try:
+                decoded = json.loads(text)
+            except ValueError:
+                return
+            if not isinstance(decoded, str):
+                yield from _strings(decoded)
+    elif isinstance(value, Mapping):
+        for item in value.values():
+            yield from _strings(item)
+    elif isinstance(value, (list, tuple)):
+        for item in value:
+            yield from _strings(item)
+
+
+def sealed_lines(ground_truth: Any) -> frozenset[str]:
+    """The stripped lines (at least :data:`MIN_SEALED` long) of every
+    string in ``ground_truth``."""
+    return frozenset(
+        line.strip()
+        for text in _strings(ground_truth)
+        for line in text.splitlines()
+        if len(line.strip()) >= MIN_SEALED
+    )
+
+
+def quotes(text: str, sealed: frozenset[str]) -> bool:
+    """Whether ``text`` quotes one of the ``sealed`` lines."""
+    return any(line in text for line in sealed)
+
+
+def sealed_result(result: GradeResult, sealed: frozenset[str]) -> GradeResult:
+    """``result`` with every message that quotes a sealed line emptied (the
+    failing tests' messages, the load error, the error)."""
+    if not sealed:
+        return result
+    detail = dict(result.detail or {})
+    failed = detail.get("failed")
+    if isinstance(failed, list):
+        detail["failed"] = [
+            {**f, "message": ""}
+            if isinstance(f, Mapping) and quotes(str(f.get("message") or ""), sealed)
+            else f
+            for f in failed
+        ]
+    load_error = detail.get("load_error")
+    if load_error and quotes(str(load_error), sealed):
+        detail["load_error"] = "the candidate did not load"
+    error = result.error
+    if error and quotes(error, sealed):
+        error = None
+    return dataclasses.replace(result, detail=detail, error=error)
