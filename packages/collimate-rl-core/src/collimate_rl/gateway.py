@@ -21,10 +21,11 @@ import os
 import random
 import re
 import time
-from collections.abc import Awaitable, Callable, Coroutine, Mapping, Sequence
+from collections.abc import Awaitable, Callable, Mapping, Sequence
 from typing import TYPE_CHECKING, Any, TypeVar
 
 from .__about__ import __version__
+from ._aio import uncancellable
 from ._transport import gateway_calls as routes
 from ._transport.calls import Call, exec_call
 from ._transport.calls import segment as _seg
@@ -66,6 +67,32 @@ def _resolve_key(api_key: str | None) -> str:
             "with tier demo, pro or ent"
         )
     return key
+
+
+# --- the flows, registered from the layer above ------------------------------
+
+#: The classes :meth:`GatewayClient.env` / :meth:`GatewayClient.session` (and
+#: their async twins) build, by name: ``Env``, ``AsyncEnv``, ``Session``,
+#: ``AsyncSession``. The flows (:mod:`collimate_rl.gateway_flows`) are a layer
+#: above these clients and build on them, so they register their classes here
+#: when they are imported (:func:`register_flows`) rather than being imported
+#: from here; ``import collimate_rl``, which importing this module implies,
+#: imports them before any client exists.
+_FLOWS: dict[str, Callable[..., Any]] = {}
+
+
+def register_flows(**classes: Callable[..., Any]) -> None:
+    """Called by :mod:`collimate_rl.gateway_flows` with its classes, by name."""
+    _FLOWS.update(classes)
+
+
+def _flow(name: str) -> Callable[..., Any]:
+    try:
+        return _FLOWS[name]
+    except KeyError:
+        raise RuntimeError(
+            f"collimate_rl.gateway_flows has not registered {name}: import collimate_rl"
+        ) from None
 
 
 # --- shared configuration ---------------------------------------------------
@@ -290,22 +317,20 @@ class GatewayClient(_GatewayClientBase):
         result: dict[str, Any] = self._send(routes.usage(from_ts, to_ts))
         return result
 
-    # the flows (collimate_rl.gateway_flows): imported on use, they build on this client
+    # the flows (collimate_rl.gateway_flows, registered from above) build on this client
     def env(
         self, ref: str, *, width: int | None = None, name: str | None = None, **kwargs: Any
     ) -> Env:
         """An environment with the session width declared (``with`` releases it);
         see :class:`~collimate_rl.Env`."""
-        from .gateway_flows.envs import Env
-
-        return Env(self, ref, width=width, name=name, **kwargs)
+        env: Env = _flow("Env")(self, ref, width=width, name=name, **kwargs)
+        return env
 
     def session(self, template: Any, **kwargs: Any) -> Session:
         """A :class:`~collimate_rl.Session` on ``template`` (an id or a
         handle), opened by its ``with`` block."""
-        from .gateway_flows.sessions import Session
-
-        return Session(self, template, **kwargs)
+        session: Session = _flow("Session")(self, template, **kwargs)
+        return session
 
     # the daemon-parity session surface
     def create_session(
@@ -391,29 +416,6 @@ class GatewayClient(_GatewayClientBase):
             self._send(routes.delete_sandbox(sandbox_id))
         except Exception as exc:
             log.warning("could not delete one-shot sandbox %s: %s", sandbox_id, exc)
-
-
-# Background deletes started while their caller was being cancelled: kept
-# referenced so they are not garbage-collected before they finish.
-_REAPING: set[asyncio.Future[Any]] = set()
-
-
-async def _uncancellable(coro: Coroutine[Any, Any, Any]) -> None:
-    """Await ``coro`` to the end even if the awaiting task is cancelled
-    (again) meanwhile: under asyncio it runs as its own shielded task; under
-    another event loop (trio) inside a shielded anyio cancel scope."""
-    try:
-        asyncio.get_running_loop()
-    except RuntimeError:
-        import anyio
-
-        with anyio.CancelScope(shield=True):
-            await coro
-        return
-    task = asyncio.ensure_future(coro)
-    _REAPING.add(task)
-    task.add_done_callback(_REAPING.discard)
-    await asyncio.shield(task)
 
 
 class AsyncGatewayClient(_GatewayClientBase):
@@ -571,15 +573,13 @@ class AsyncGatewayClient(_GatewayClientBase):
         self, ref: str, *, width: int | None = None, name: str | None = None, **kwargs: Any
     ) -> AsyncEnv:
         """An :class:`~collimate_rl.AsyncEnv`: declared when awaited or entered."""
-        from .gateway_flows.envs import AsyncEnv
-
-        return AsyncEnv(self, ref, width=width, name=name, **kwargs)
+        env: AsyncEnv = _flow("AsyncEnv")(self, ref, width=width, name=name, **kwargs)
+        return env
 
     def session(self, template: Any, **kwargs: Any) -> AsyncSession:
         """An :class:`~collimate_rl.AsyncSession`, opened when awaited or entered."""
-        from .gateway_flows.sessions import AsyncSession
-
-        return AsyncSession(self, template, **kwargs)
+        session: AsyncSession = _flow("AsyncSession")(self, template, **kwargs)
+        return session
 
     async def create_session(
         self, template_id: str, *, egress: Mapping[str, Any] | None = None
@@ -647,7 +647,7 @@ class AsyncGatewayClient(_GatewayClientBase):
                 )
                 return result
             finally:
-                await _uncancellable(self._reap(sandbox_id))
+                await uncancellable(self._reap(sandbox_id))
 
         observed = {**body, "template_id": template_id}
         if egress is not None:

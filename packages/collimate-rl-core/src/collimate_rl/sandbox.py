@@ -24,7 +24,7 @@ from typing import TYPE_CHECKING, Any
 from .egress import egress_policy
 from .errors import CollimateError
 from .fileio import check_step, download_command, parse_download, upload_plan
-from .seeds import is_valid_seed
+from .seeds import check_seed
 
 if TYPE_CHECKING:
     from .transport import AsyncSessionClient, SessionClient
@@ -97,11 +97,6 @@ def _template_of(info: Mapping[str, Any], fallback: str) -> str:
     return str(template)
 
 
-def _check_seed(seed: str | None) -> None:
-    if seed is not None and not is_valid_seed(seed):
-        raise ValueError(f"seed must be 64 hex chars or None, got {seed!r:.80}")
-
-
 class _SandboxState:
     """What both sandboxes hold and how they build an exec."""
 
@@ -114,7 +109,7 @@ class _SandboxState:
         keep_on_error: bool,
         default_seed: str | None,
     ) -> None:
-        _check_seed(default_seed)
+        check_seed(default_seed)
         self.template = template
         self.egress = egress_policy(egress)  # checked here, not as a 400 later
         self.default_timeout = default_timeout
@@ -146,7 +141,7 @@ class _SandboxState:
         if code is None and command is None and commands is None:
             raise ValueError("exec needs one of code, command= or commands=")
         seed = seed if seed is not None else self.default_seed
-        _check_seed(seed)
+        check_seed(seed)
         return {
             "code": code,
             "command": command,
@@ -442,7 +437,7 @@ def rollout_once(
     """One exec in an ephemeral clone of ``template`` (forked, run, reaped)."""
     if code is None and command is None and commands is None:
         raise ValueError("rollout_once needs one of code=, command= or commands=")
-    _check_seed(seed)
+    check_seed(seed)
     owned = client is None
     if client is None:
         from .transport import connect
@@ -480,7 +475,7 @@ async def rollout_once_async(
     """:func:`rollout_once` with an async client."""
     if code is None and command is None and commands is None:
         raise ValueError("rollout_once needs one of code=, command= or commands=")
-    _check_seed(seed)
+    check_seed(seed)
     owned = client is None
     if client is None:
         from .transport import connect_async

@@ -28,6 +28,7 @@ __all__ = [
     "DET_SEED",
     "SEED_MODES",
     "SeedMode",
+    "check_seed",
     "fresh_seed",
     "group_seeds",
     "is_valid_seed",
@@ -49,6 +50,13 @@ def fresh_seed() -> str:
 def is_valid_seed(seed: object) -> bool:
     """True for exactly 64 hex chars (either case): what the wire accepts."""
     return isinstance(seed, str) and SEED_RE.fullmatch(seed) is not None
+
+
+def check_seed(seed: str | None) -> None:
+    """Raise ``ValueError`` unless ``seed`` is ``None`` or a valid seed (what
+    a sandbox and a gateway session check before an exec is sent)."""
+    if seed is not None and not is_valid_seed(seed):
+        raise ValueError(f"seed must be 64 hex chars or None, got {seed!r:.80}")
 
 
 def seed_from_key(key: str, salt: str = "") -> str:

@@ -24,6 +24,8 @@ from collections.abc import Generator, Mapping
 from types import TracebackType
 from typing import TYPE_CHECKING, Any
 
+from .._aio import uncancellable
+from ..gateway import register_flows
 from .sessions import AsyncSession, Session
 from .status import TemplateStatus
 from .templates import AsyncTemplate, AsyncTemplateHandle, Template, TemplateHandle
@@ -233,7 +235,6 @@ class AsyncEnv(_EnvState):
         if self._released or not self._opened:
             return
         self._released = True
-        from ..gateway import _uncancellable
 
         async def run() -> None:
             try:
@@ -241,7 +242,7 @@ class AsyncEnv(_EnvState):
             except Exception as exc:
                 log.warning("could not release environment %s: %s", self.id, exc)
 
-        await _uncancellable(run())
+        await uncancellable(run())
 
     async def __aenter__(self) -> AsyncEnv:
         return await self.open()
@@ -262,3 +263,7 @@ def open_env(client: Any, ref: str, **kwargs: Any) -> Env | AsyncEnv:
     if isinstance(client, AsyncGatewayClient):
         return AsyncEnv(client, ref, **kwargs)
     return Env(client, ref, **kwargs)
+
+
+# ``client.env(...)`` builds these (the client is a layer below: see gateway.py)
+register_flows(Env=Env, AsyncEnv=AsyncEnv)

@@ -28,6 +28,7 @@ from typing import Any, Literal
 
 import anyio
 
+from .._aio import uncancellable
 from ..errors import CollimateError, GatewayError
 from ..sandbox import AsyncSandbox, ExecResult, Sandbox
 from ..seeds import group_seeds
@@ -323,9 +324,7 @@ class AsyncForkGroup(_GroupBase):
                 made += got
                 _check_chunk(len(got), count, len(made), self.n)
         except BaseException:
-            from ..gateway import _uncancellable
-
-            await _uncancellable(self._teardown([c["id"] for c in made]))
+            await uncancellable(self._teardown([c["id"] for c in made]))
             raise
         for child, seed in zip(made, self.seeds, strict=True):
             sb = AsyncSandbox.adopt(
@@ -428,8 +427,6 @@ class AsyncForkGroup(_GroupBase):
 
     async def close(self) -> None:
         """Delete every child, even while the caller is being cancelled."""
-        from ..gateway import _uncancellable
-
         ids = [c.session_id for c in self.children if c.session_id]
         for c in self.children:
             c.session_id = None
@@ -439,7 +436,7 @@ class AsyncForkGroup(_GroupBase):
         async def run() -> None:
             box.append(await self._teardown(ids))
 
-        await _uncancellable(run())
+        await uncancellable(run())
         if box and box[0]:
             raise box[0][0]
 

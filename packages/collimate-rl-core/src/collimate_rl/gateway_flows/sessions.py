@@ -16,9 +16,12 @@ from collections.abc import Generator, Mapping, Sequence
 from types import TracebackType
 from typing import TYPE_CHECKING, Any
 
+from .._aio import uncancellable
 from ..egress import egress_policy
 from ..errors import GatewayError
-from ..sandbox import ExecResult, _check_seed
+from ..gateway import register_flows
+from ..sandbox import ExecResult
+from ..seeds import check_seed
 from ..wire import DEFAULT_EXEC_TIMEOUT_S
 from .fork_group import AsyncForkGroup, ForkGroup, Labels
 from .status import fork_cap
@@ -93,7 +96,7 @@ class _SessionState:
     ) -> dict[str, Any]:
         if code is None and command is None and commands is None:
             raise ValueError("exec needs one of code, command= or commands=")
-        _check_seed(seed)
+        check_seed(seed)
         return {
             "code": code,
             "command": command,
@@ -309,8 +312,6 @@ class AsyncSession(_SessionState):
     async def close(self) -> None:
         """Delete the sandbox and its groups' children, even while the
         caller is being cancelled."""
-        from ..gateway import _uncancellable
-
         groups, self._groups = self._groups, []
         for group in groups:
             try:
@@ -319,7 +320,7 @@ class AsyncSession(_SessionState):
                 log.warning("could not close a fork group of %s: %s", self.id, exc)
         sandbox_id, self.id = self.id, None
         if sandbox_id is not None:
-            await _uncancellable(self.client.delete_sandbox(sandbox_id))
+            await uncancellable(self.client.delete_sandbox(sandbox_id))
 
     async def __aenter__(self) -> AsyncSession:
         return await self.open()
@@ -336,3 +337,7 @@ class AsyncSession(_SessionState):
             if exc_type is None:
                 raise
             log.warning("session teardown failed while %s propagated", exc_type.__name__)
+
+
+# ``client.session(...)`` builds these (the client is a layer below: see gateway.py)
+register_flows(Session=Session, AsyncSession=AsyncSession)

@@ -1,0 +1,38 @@
+"""Async helpers shared by the clients and the gateway flows above them.
+
+:func:`uncancellable` is how a cleanup that must happen (deleting a one-shot
+sandbox, tearing down a fork group, releasing an environment) survives the
+cancellation of the task awaiting it. The async gateway client uses it and so
+do the flows a layer above it: it lives below both (docs/architecture.md,
+"Layers of core").
+"""
+
+from __future__ import annotations
+
+import asyncio
+from collections.abc import Coroutine
+from typing import Any
+
+__all__ = ["uncancellable"]
+
+# Background deletes started while their caller was being cancelled: kept
+# referenced so they are not garbage-collected before they finish.
+_REAPING: set[asyncio.Future[Any]] = set()
+
+
+async def uncancellable(coro: Coroutine[Any, Any, Any]) -> None:
+    """Await ``coro`` to the end even if the awaiting task is cancelled
+    (again) meanwhile: under asyncio it runs as its own shielded task; under
+    another event loop (trio) inside a shielded anyio cancel scope."""
+    try:
+        asyncio.get_running_loop()
+    except RuntimeError:
+        import anyio
+
+        with anyio.CancelScope(shield=True):
+            await coro
+        return
+    task = asyncio.ensure_future(coro)
+    _REAPING.add(task)
+    task.add_done_callback(_REAPING.discard)
+    await asyncio.shield(task)
