@@ -93,7 +93,7 @@ def test_plugins_json(pm: pluggy.PluginManager, capsys: pytest.CaptureFixture[st
         }
     ]
     assert greeter["hooks"] == ["collimate_rl_announce", "collimate_rl_cli_commands"]
-    assert "collimate_rl_transports" in rows["collimate_rl.plugins.builtin.transports"]["hooks"]
+    assert "collimate_rl_transports" in rows["collimate_rl.builtin_transports"]["hooks"]
 
 
 def test_plugins_verbose_lists_hooks(

@@ -161,9 +161,9 @@ def test_blocklist_by_distribution_name(
 
 
 def test_blocklist_can_remove_a_builtin(monkeypatch: pytest.MonkeyPatch) -> None:
-    monkeypatch.setenv(plugins.ENV_BLOCK, "collimate_rl.plugins.builtin.transports")
+    monkeypatch.setenv(plugins.ENV_BLOCK, "collimate_rl.builtin_transports")
     pm = new_plugin_manager(load_entrypoints=False)
-    assert pm.get_plugin("collimate_rl.plugins.builtin.transports") is None
+    assert pm.get_plugin("collimate_rl.builtin_transports") is None
     assert plugins.transport_factories(pm) == {}
 
 

@@ -10,6 +10,7 @@ from typing import Any
 import pluggy
 import pytest
 
+from collimate_rl import builtin_transports
 from collimate_rl.plugins import (
     PluginConflictError,
     PluginContractError,
@@ -20,7 +21,6 @@ from collimate_rl.plugins import (
     reward_kinds,
     transport_factories,
 )
-from collimate_rl.plugins.builtin import transports as builtin_transports
 
 
 def make_plugin(**hooks: Callable[..., Any]) -> types.ModuleType:
@@ -60,8 +60,8 @@ def test_duplicate_transport_names_both_plugins(pm: pluggy.PluginManager) -> Non
         transport_factories(pm)
     err = info.value
     assert (err.registry, err.name) == ("transport", "daemon")
-    assert {err.first, err.second} == {"rogue", "collimate_rl.plugins.builtin.transports"}
-    assert "'rogue'" in str(err) and "collimate_rl.plugins.builtin.transports" in str(err)
+    assert {err.first, err.second} == {"rogue", "collimate_rl.builtin_transports"}
+    assert "'rogue'" in str(err) and "collimate_rl.builtin_transports" in str(err)
 
 
 def test_reward_kinds_merge_and_conflict(pm: pluggy.PluginManager) -> None:

@@ -117,7 +117,7 @@ def record_manifest(
 ) -> Iterator[ReplayManifest]:
     """Record every exec made inside the block to ``path`` (JSONL, appended)."""
     if pm is None:
-        from .plugins import get_plugin_manager
+        from .plugins.manager import get_plugin_manager
 
         pm = get_plugin_manager()
     manifest = ReplayManifest(path)

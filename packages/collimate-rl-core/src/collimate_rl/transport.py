@@ -32,7 +32,7 @@ from . import client as _client
 from .client import AsyncCollimateClient
 from .gateway import AsyncGatewayClient
 from .nodes import AsyncNodePool, NodePool
-from .plugins import transport_factories
+from .plugins.registry import transport_factories
 
 __all__ = [
     "AsyncSessionClient",

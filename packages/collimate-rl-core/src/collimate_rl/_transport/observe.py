@@ -13,8 +13,8 @@ import time
 from collections.abc import Mapping
 from typing import Any, Literal
 
-from ..plugins import get_plugin_manager
 from ..plugins.events import ExecEvent
+from ..plugins.manager import get_plugin_manager
 
 __all__ = ["ExecObservation"]
 

@@ -1,7 +1,7 @@
 """``collimate grade``: the argparse glue over :mod:`.rows`, :mod:`.results`,
 :mod:`.runner` and :mod:`.summary`.
 
-Registered by core's built-in commands plugin through the
+Registered by the built-in plugin :mod:`.builtin_commands` through the
 ``collimate_rl_cli_commands`` hook. Building the parser imports nothing but
 argparse (``collimate plugins`` should not pay for grading); the run imports
 the rest.
@@ -27,6 +27,7 @@ from pathlib import Path
 from typing import IO, TYPE_CHECKING, Any, Final
 
 if TYPE_CHECKING:
+    from ..plugins.events import Subcommands
     from ..transport import SessionClient
     from .results import ResumePlan
     from .runner import RunStats
@@ -100,7 +101,7 @@ exit codes:
 """
 
 
-def add_grade_command(subparsers: argparse._SubParsersAction[Any]) -> None:
+def add_grade_command(subparsers: Subcommands) -> None:
     """Add ``grade`` to the ``collimate`` parser."""
     p = subparsers.add_parser(
         "grade",

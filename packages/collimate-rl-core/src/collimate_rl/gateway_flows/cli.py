@@ -18,6 +18,7 @@ import time
 from typing import Any, TextIO
 
 from ..errors import CollimateError, DemoTierLimit, TemplateBakeFailed
+from ..plugins.events import Subcommands
 from .status import Ready, TemplateStatus
 from .templates import Template, TemplateHandle
 
@@ -31,7 +32,7 @@ def _common(p: argparse.ArgumentParser) -> None:
     )
 
 
-def add_gateway_commands(subparsers: Any) -> None:
+def add_gateway_commands(subparsers: Subcommands) -> None:
     """Add ``bake``, ``images`` and ``status`` to the ``collimate`` parser."""
     bake = subparsers.add_parser(
         "bake", help="bake an image into a template and follow its phases and pool"

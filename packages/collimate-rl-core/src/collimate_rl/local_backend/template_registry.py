@@ -15,7 +15,8 @@ from typing import Any
 
 import pluggy
 
-from ..plugins import get_plugin_manager, local_templates
+from ..plugins.manager import get_plugin_manager
+from ..plugins.registry import local_templates
 from . import builtin_templates
 from .engine.api import TemplateSpec
 from .templates import (

@@ -139,7 +139,7 @@ def infra_result(error: BaseException, seed: str | None, index: int) -> GradeRes
 
 def after_grade(result: GradeResult, candidate: str, index: int) -> None:
     """Tell the ``collimate_rl_after_grade`` observers (on the caller's thread)."""
-    from ..plugins import get_plugin_manager
+    from ..plugins.manager import get_plugin_manager
 
     hook = get_plugin_manager().hook.collimate_rl_after_grade
     if hook.get_hookimpls():

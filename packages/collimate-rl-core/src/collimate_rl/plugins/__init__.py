@@ -20,7 +20,7 @@ from __future__ import annotations
 
 from .checks import check_plugin
 from .errors import PluginConflictError, PluginContractError, PluginError, PluginLoadError
-from .events import ExecEvent, PluginAnnouncement, RewardFactory, TransportFactory
+from .events import ExecEvent, PluginAnnouncement, RewardFactory, Subcommands, TransportFactory
 from .inventory import PluginInfo, plugin_inventory
 from .manager import (
     ENTRY_POINT_GROUP,
@@ -56,6 +56,7 @@ __all__ = [
     "PluginInfo",
     "PluginLoadError",
     "RewardFactory",
+    "Subcommands",
     "TransportFactory",
     "check_plugin",
     "collect_contributions",

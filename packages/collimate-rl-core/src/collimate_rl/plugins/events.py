@@ -1,14 +1,17 @@
-"""Plain records handed to plugin hooks.
+"""Plain records handed to plugin hooks, and the types hooks are given.
 
 They are dataclasses, not dicts, so a hook implementation is type-checked
-against what core actually sends.
+against what core actually sends; what is not a record (the CLI's
+subcommands) is a public protocol, never a private class of the library
+that happens to implement it.
 """
 
 from __future__ import annotations
 
+import argparse
 from collections.abc import Callable
 from dataclasses import dataclass, field
-from typing import Any, Literal
+from typing import Any, Literal, Protocol
 
 
 @dataclass(frozen=True)
@@ -41,6 +44,15 @@ class ExecEvent:
     error: BaseException | None = None
     elapsed_ms: float | None = None
     extra: dict[str, Any] = field(default_factory=dict)
+
+
+class Subcommands(Protocol):
+    """What ``collimate_rl_cli_commands`` is given: the ``collimate`` parser's
+    subcommands (what ``argparse.ArgumentParser.add_subparsers()`` returns).
+    ``add_parser(name, help=..., ...)`` takes ``ArgumentParser``'s keywords
+    (and ``help`` / ``aliases``) and returns the new subcommand's parser."""
+
+    def add_parser(self, name: str, **kwargs: Any) -> argparse.ArgumentParser: ...
 
 
 #: ``factory(ground_truth, entry) -> RewardSpec`` (see ``collimate_rl_reward_kinds``).

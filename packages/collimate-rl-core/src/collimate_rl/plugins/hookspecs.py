@@ -7,11 +7,10 @@ core's tests, not only by third parties.
 
 from __future__ import annotations
 
-import argparse
 from collections.abc import Mapping, Sequence
 from typing import Any
 
-from .events import ExecEvent, PluginAnnouncement, RewardFactory, TransportFactory
+from .events import ExecEvent, PluginAnnouncement, RewardFactory, Subcommands, TransportFactory
 from .markers import hookspec
 
 
@@ -83,7 +82,7 @@ def collimate_rl_local_templates() -> Sequence[Mapping[str, Any]]:
 
 
 @hookspec
-def collimate_rl_cli_commands(subparsers: argparse._SubParsersAction[Any]) -> None:
+def collimate_rl_cli_commands(subparsers: Subcommands) -> None:
     """Add subcommands to the ``collimate`` CLI.
 
     Each plugin calls ``subparsers.add_parser(...)`` and sets

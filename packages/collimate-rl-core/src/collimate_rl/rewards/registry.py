@@ -62,7 +62,8 @@ _cache: weakref.WeakKeyDictionary[
 def reward_kind_registry(pm: pluggy.PluginManager | None = None) -> dict[str, RewardFactory]:
     """Every registered reward kind, merged across plugins (a name claimed
     twice raises, naming both plugins). Cached per manager and plugin set."""
-    from ..plugins import get_plugin_manager, reward_kinds
+    from ..plugins.manager import get_plugin_manager
+    from ..plugins.registry import reward_kinds
 
     manager = pm if pm is not None else get_plugin_manager()
     stamp = frozenset(id(plugin) for plugin in manager.get_plugins())

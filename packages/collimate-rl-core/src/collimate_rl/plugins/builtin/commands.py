@@ -1,8 +1,13 @@
-"""Core's own ``collimate`` subcommands, contributed through the CLI hook.
+"""Core's own ``collimate plugins``, ``version`` and ``serve``, contributed
+through the CLI hook.
 
 They go through ``collimate_rl_cli_commands`` like a plugin's would, so the
 hook is exercised by core itself and a plugin's command cannot silently
 replace a core one (the CLI rejects a duplicate name, naming both plugins).
+The commands of a feature are built-in plugins beside it instead
+(``collimate grade``: :mod:`collimate_rl.dataset_grading.builtin_commands`;
+``bake`` / ``images`` / ``status``: :mod:`collimate_rl.gateway_flows.builtin_commands`):
+this layer imports nothing above it.
 """
 
 from __future__ import annotations
@@ -13,11 +18,9 @@ import json
 import platform
 import sys
 from dataclasses import asdict
-from typing import Any
 
 from ...__about__ import __version__
-from ...dataset_grading.cli import add_grade_command
-from ...gateway_flows.cli import add_gateway_commands
+from ..events import Subcommands
 from ..inventory import PluginInfo, plugin_inventory
 from ..markers import hookimpl
 
@@ -26,7 +29,7 @@ LOCAL_BACKEND_CLI = "collimate_rl.local_backend.cli"
 
 
 @hookimpl
-def collimate_rl_cli_commands(subparsers: argparse._SubParsersAction[Any]) -> None:
+def collimate_rl_cli_commands(subparsers: Subcommands) -> None:
     plugins = subparsers.add_parser(
         "plugins", help="list the installed plugins and the frameworks they found"
     )
@@ -45,9 +48,6 @@ def collimate_rl_cli_commands(subparsers: argparse._SubParsersAction[Any]) -> No
         add_help=False,  # -h belongs to the backend's own parser
     )
     serve.set_defaults(func=run_serve, passthrough=True)
-
-    add_grade_command(subparsers)  # collimate grade: collimate_rl.dataset_grading
-    add_gateway_commands(subparsers)  # collimate bake / images / status: gateway_flows.cli
 
 
 def run_version(args: argparse.Namespace) -> int:
