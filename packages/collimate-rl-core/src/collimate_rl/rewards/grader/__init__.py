@@ -68,6 +68,7 @@ PARTS = (
     "compare",
     "remote",
     "stand_ins",
+    "code_tests",
     "kinds",
     "pytest_shim",
     "sweep",

@@ -22,8 +22,9 @@ import os
 import sys
 
 from .budget import _MSG, _Abort, _Budget, _Results, _Tally
+from .code_tests import _run_test, _test_code_failed
 from .compare import _judge, same, same_tokens
-from .remote import CandidateError, _Conn, _failure_of, _Gone
+from .remote import _Conn, _failure_of, _Gone
 from .stand_ins import _Session
 from .wire import checksum
 
@@ -309,33 +310,6 @@ def _grade_stdin_stdout(
 # ---------------------------------------------------------------------------
 
 
-def _run_test(budget: _Budget, fn: Any, *args: Any) -> tuple[str | None, str]:
-    """(None, "") when ``fn`` returns; else (reason, message). Only a
-    return passes: a ``SystemExit`` in test code is a failure here."""
-    left = budget.left()
-    if budget.per_check is not None:
-        left = min(left, budget.per_check)
-    if left <= 0:
-        return "timeout", "no time left in the exec budget"
-    import signal
-
-    try:
-        signal.setitimer(signal.ITIMER_REAL, left)
-        try:
-            fn(*args)
-        finally:
-            signal.setitimer(signal.ITIMER_REAL, 0)
-    except _Abort:
-        return "timeout", "exceeded %.3gs" % left
-    except AssertionError as exc:
-        return "wrong_answer", ("AssertionError: %s" % exc)[:_MSG]
-    except CandidateError as exc:
-        return "error", str(exc)[:_MSG]
-    except BaseException as exc:
-        return "error", (type(exc).__name__ + ": " + str(exc))[:_MSG]
-    return None, ""
-
-
 def _session(cfg: dict[str, Any], fork: Any, budget: _Budget, aliases: list[str]) -> _Session:
     return _Session(fork, budget, cfg["module"], cfg["path"], aliases)
 
@@ -468,23 +442,6 @@ def _run_prompt(
     else:
         namespace[entry] = candidate
     return None
-
-
-def _test_code_failed(
-    session: _Session, calls_before: int, what: str, message: str, tally: _Tally
-) -> dict[str, Any]:
-    """A verdict for test code (a setup, a check module, a test module)
-    that failed before its tests ran: the dataset's fault (an infrastructure
-    failure, never a 0.0) unless it had called the candidate's code by then,
-    whose answer may be what failed it: the candidate's failure, then (a
-    candidate must not turn its own failure into a skipped sample)."""
-    if session.calls == calls_before:
-        return {"reward": 0.0, "grader_error": "%s failed: %s" % (what, message)}
-    verdict = tally.verdict()
-    verdict["load_error"] = ("%s failed once it called the candidate: %s" % (what, message))[
-        : _MSG * 2
-    ]
-    return verdict
 
 
 def _run_check(

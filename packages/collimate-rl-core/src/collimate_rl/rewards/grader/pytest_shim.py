@@ -16,7 +16,7 @@ from __future__ import annotations
 import sys
 
 from .budget import _Budget, _Tally
-from .kinds import _run_test, _test_code_failed
+from .code_tests import _run_test, _test_code_failed
 
 TYPE_CHECKING = False
 if TYPE_CHECKING:  # pragma: no cover - typing only, never imported in the guest
