@@ -20,7 +20,7 @@ from .catalog import catalog_rows
 from .egress import EgressDecision, decide_egress
 from .engine.api import TemplateSpec
 from .gateway_sandboxes import SandboxBook
-from .routing import Request, Response, Router
+from .routing import Handler, Request, Response, Router
 from .service import BackendService
 from .tenants import KeyRing, Tenant
 from .tiers import network_requires_pro
@@ -97,106 +97,139 @@ class Gateway:
 
 
 def build_gateway_router(gateway: Gateway) -> Router:
+    """The gateway wire over ``gateway``: its routes (``GatewayRoutes``),
+    answering in the gateway's envelope, and claiming what only it serves
+    (``claims``) so that the daemon wire beside it never answers that."""
     router = Router("gateway", gateway_error_body, claims=claims)
-    service, keys = gateway.service, gateway.keys
-    boxes, bakes = gateway.sandboxes, gateway.bakes
+    for method, pattern, handler in GatewayRoutes(gateway).table():
+        router.add(method, pattern, handler)
+    return router
 
-    def tenant(req: Request) -> Tenant:
-        return keys.tenant_for(req.headers.get("authorization"))
 
-    def body_of(req: Request) -> Mapping[str, Any]:
-        body = req.json()
-        if body is None:
-            return {}
-        if not isinstance(body, Mapping):
-            raise bad_request("request body must be a JSON object")
-        return body
+def _body_of(req: Request) -> Mapping[str, Any]:
+    """A request's JSON object; none is ``{}``, anything else is a 400."""
+    body = req.json()
+    if body is None:
+        return {}
+    if not isinstance(body, Mapping):
+        raise bad_request("request body must be a JSON object")
+    return body
 
-    async def health(_req: Request, _p: dict[str, str]) -> Response:
-        return Response(200, service.health())
 
-    async def images(req: Request, _p: dict[str, str]) -> Response:
-        tenant(req)
-        return Response(200, {"images": catalog_rows(service.templates)})
+class GatewayRoutes:
+    """The handlers of the gateway wire's routes over one gateway, one
+    method per route. Each finds the caller's tenant by its key first (a
+    bad or missing key answers before anything is looked up), except
+    health; the tenant's objects are only ever looked up as its own."""
 
-    async def create_template(req: Request, _p: dict[str, str]) -> Response:
-        who = tenant(req)
-        created = await bakes.create(who, req.json())
-        gateway.meter.bake_asked(who.id)
+    def __init__(self, gateway: Gateway) -> None:
+        self.gateway = gateway
+        self.service = gateway.service
+        self.keys = gateway.keys
+        self.boxes = gateway.sandboxes
+        self.bakes = gateway.bakes
+
+    def table(self) -> list[tuple[str, str, Handler]]:
+        """(method, path pattern, handler), in the order they are matched."""
+        return [
+            ("GET", "/v1/health", self.health),
+            ("GET", "/v1/images", self.images),
+            ("POST", "/v1/templates", self.create_template),
+            ("GET", "/v1/templates", self.list_templates),
+            ("GET", "/v1/templates/{id}", self.get_template),
+            ("DELETE", "/v1/templates/{id}", self.delete_template),
+            ("POST", "/v1/templates/{id}/expect", self.expect),
+            ("POST", "/v1/templates/{id}/release", self.release),
+            ("POST", "/v1/sandboxes", self.create_sandbox),
+            ("GET", "/v1/sandboxes", self.list_sandboxes),
+            ("GET", "/v1/sandboxes/{id}", self.get_sandbox),
+            ("DELETE", "/v1/sandboxes/{id}", self.delete_sandbox),
+            ("POST", "/v1/sandboxes/{id}/exec", self.exec_sandbox),
+            ("POST", "/v1/sandboxes/{id}/fork", self.fork),
+            ("POST", "/v1/sandboxes/{id}/suspend", self.suspend),
+            ("POST", "/v1/sandboxes/{id}/resume", self.resume),
+            ("GET", "/v1/usage", self.usage),
+        ]
+
+    def tenant(self, req: Request) -> Tenant:
+        """The caller's tenant, by its Bearer key (else a 401)."""
+        return self.keys.tenant_for(req.headers.get("authorization"))
+
+    # -- the catalog
+
+    async def health(self, _req: Request, _p: dict[str, str]) -> Response:
+        return Response(200, self.service.health())
+
+    async def images(self, req: Request, _p: dict[str, str]) -> Response:
+        self.tenant(req)
+        return Response(200, {"images": catalog_rows(self.service.templates)})
+
+    # -- templates (bakes)
+
+    async def create_template(self, req: Request, _p: dict[str, str]) -> Response:
+        who = self.tenant(req)
+        created = await self.bakes.create(who, req.json())
+        self.gateway.meter.bake_asked(who.id)
         return Response(200, created)
 
-    async def list_templates(req: Request, _p: dict[str, str]) -> Response:
-        who = tenant(req)
-        return Response(200, {"templates": [bakes.status(b) for b in bakes.owned(who)]})
+    async def list_templates(self, req: Request, _p: dict[str, str]) -> Response:
+        who = self.tenant(req)
+        return Response(200, {"templates": [self.bakes.status(b) for b in self.bakes.owned(who)]})
 
-    async def get_template(req: Request, p: dict[str, str]) -> Response:
-        return Response(200, bakes.status(bakes.get(tenant(req), p["id"])))
+    async def get_template(self, req: Request, p: dict[str, str]) -> Response:
+        return Response(200, self.bakes.status(self.bakes.get(self.tenant(req), p["id"])))
 
-    async def delete_template(req: Request, p: dict[str, str]) -> Response:
-        who = tenant(req)
-        return Response(200, await bakes.delete(who, p["id"], boxes.using(p["id"], who)))
+    async def delete_template(self, req: Request, p: dict[str, str]) -> Response:
+        who = self.tenant(req)
+        in_use = self.boxes.using(p["id"], who)
+        return Response(200, await self.bakes.delete(who, p["id"], in_use))
 
-    async def expect(req: Request, p: dict[str, str]) -> Response:
-        return Response(200, await bakes.expect(tenant(req), p["id"], body_of(req)))
+    async def expect(self, req: Request, p: dict[str, str]) -> Response:
+        return Response(200, await self.bakes.expect(self.tenant(req), p["id"], _body_of(req)))
 
-    async def release(req: Request, p: dict[str, str]) -> Response:
-        return Response(200, await bakes.release(tenant(req), p["id"]))
+    async def release(self, req: Request, p: dict[str, str]) -> Response:
+        return Response(200, await self.bakes.release(self.tenant(req), p["id"]))
 
-    async def create_sandbox(req: Request, _p: dict[str, str]) -> Response:
-        who = tenant(req)
-        body = body_of(req)
+    # -- sandboxes
+
+    async def create_sandbox(self, req: Request, _p: dict[str, str]) -> Response:
+        who = self.tenant(req)
+        body = _body_of(req)
         ref = body.get("template", body.get("template_id"))
-        spec = gateway.template_for(who, ref)
+        spec = self.gateway.template_for(who, ref)
         egress = gateway_egress(body.get("egress"), spec)
-        return Response(200, await boxes.create(who, str(ref), spec, egress, body))
+        return Response(200, await self.boxes.create(who, str(ref), spec, egress, body))
 
-    async def list_sandboxes(req: Request, _p: dict[str, str]) -> Response:
-        who = tenant(req)
-        return Response(200, {"sandboxes": [boxes.info(b) for b in boxes.of(who)]})
+    async def list_sandboxes(self, req: Request, _p: dict[str, str]) -> Response:
+        who = self.tenant(req)
+        return Response(200, {"sandboxes": [self.boxes.info(b) for b in self.boxes.of(who)]})
 
-    async def get_sandbox(req: Request, p: dict[str, str]) -> Response:
-        return Response(200, boxes.info(boxes.get(tenant(req), p["id"])))
+    async def get_sandbox(self, req: Request, p: dict[str, str]) -> Response:
+        return Response(200, self.boxes.info(self.boxes.get(self.tenant(req), p["id"])))
 
-    async def delete_sandbox(req: Request, p: dict[str, str]) -> Response:
-        deleted = await boxes.delete(tenant(req), p["id"])
+    async def delete_sandbox(self, req: Request, p: dict[str, str]) -> Response:
+        deleted = await self.boxes.delete(self.tenant(req), p["id"])
         if not deleted:
             raise WireError(404, "not_found", f"no sandbox: {p['id']}")
         return Response(200, {"deleted": True, "id": p["id"]})
 
-    async def exec_sandbox(req: Request, p: dict[str, str]) -> Response:
-        return Response(200, await boxes.exec(tenant(req), p["id"], req.json()))
+    async def exec_sandbox(self, req: Request, p: dict[str, str]) -> Response:
+        return Response(200, await self.boxes.exec(self.tenant(req), p["id"], req.json()))
 
-    async def fork(req: Request, p: dict[str, str]) -> Response:
-        return Response(200, await boxes.fork(tenant(req), p["id"], body_of(req)))
+    async def fork(self, req: Request, p: dict[str, str]) -> Response:
+        return Response(200, await self.boxes.fork(self.tenant(req), p["id"], _body_of(req)))
 
-    async def suspend(req: Request, p: dict[str, str]) -> Response:
-        return Response(200, await boxes.suspend(tenant(req), p["id"]))
+    async def suspend(self, req: Request, p: dict[str, str]) -> Response:
+        return Response(200, await self.boxes.suspend(self.tenant(req), p["id"]))
 
-    async def resume(req: Request, p: dict[str, str]) -> Response:
-        return Response(200, await boxes.resume(tenant(req), p["id"]))
+    async def resume(self, req: Request, p: dict[str, str]) -> Response:
+        return Response(200, await self.boxes.resume(self.tenant(req), p["id"]))
 
-    async def usage(req: Request, _p: dict[str, str]) -> Response:
-        who = tenant(req)
+    # -- usage
+
+    async def usage(self, req: Request, _p: dict[str, str]) -> Response:
+        who = self.tenant(req)
         query = parse_qs(req.query, keep_blank_values=False)
         start = query.get("from", [None])[-1]
         end = query.get("to", [None])[-1]
-        return Response(200, gateway.meter.summary(who.id, start, end))
-
-    router.add("GET", "/v1/health", health)
-    router.add("GET", "/v1/images", images)
-    router.add("POST", "/v1/templates", create_template)
-    router.add("GET", "/v1/templates", list_templates)
-    router.add("GET", "/v1/templates/{id}", get_template)
-    router.add("DELETE", "/v1/templates/{id}", delete_template)
-    router.add("POST", "/v1/templates/{id}/expect", expect)
-    router.add("POST", "/v1/templates/{id}/release", release)
-    router.add("POST", "/v1/sandboxes", create_sandbox)
-    router.add("GET", "/v1/sandboxes", list_sandboxes)
-    router.add("GET", "/v1/sandboxes/{id}", get_sandbox)
-    router.add("DELETE", "/v1/sandboxes/{id}", delete_sandbox)
-    router.add("POST", "/v1/sandboxes/{id}/exec", exec_sandbox)
-    router.add("POST", "/v1/sandboxes/{id}/fork", fork)
-    router.add("POST", "/v1/sandboxes/{id}/suspend", suspend)
-    router.add("POST", "/v1/sandboxes/{id}/resume", resume)
-    router.add("GET", "/v1/usage", usage)
-    return router
+        return Response(200, self.gateway.meter.summary(who.id, start, end))
