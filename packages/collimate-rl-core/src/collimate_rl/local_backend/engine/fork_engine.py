@@ -35,6 +35,7 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
+import functools
 import logging
 import os
 import pwd
@@ -43,6 +44,7 @@ import socket
 import tempfile
 from collections import deque
 from collections.abc import Mapping, Sequence
+from dataclasses import dataclass
 from typing import Any, Literal
 
 from .api import EgressMode, ExecJob, IsolationLevel, Limits, TemplateSpec
@@ -277,8 +279,22 @@ class ForkEngine:
     async def _spawn(
         self, template: TemplateSpec, own_net: bool, env: Mapping[str, str] | None = None
     ) -> ForkClone:
+        """A new clone of ``template``, forked from its zygote, tracked, and
+        ready (its app server answering, for an app template; ``env``: that
+        server's own variables). What was set aside for it is given back if
+        the fork fails; once the clone exists, closing it gives it back."""
         ns = self.isolation == "namespaces"
         zygote = await self._zygote(template)
+        held = self._hold_for_clone(template, ns)
+        spec = self._clone_spec(template, zygote, held, ns, own_net, env)
+        pid, control, jobs = await self._fork_clone(zygote, spec, held, ns and own_net)
+        clone = self._track_clone(template, own_net, pid, control, jobs, held, spec["mode"])
+        await self._until_ready(clone, template, held.port, ns and own_net)
+        return clone
+
+    def _hold_for_clone(self, template: TemplateSpec, ns: bool) -> _CloneHold:
+        """Set aside what a clone needs before it is forked (see
+        ``_CloneHold``); the uid is given back if its cgroup cannot be made."""
         uid = self._uids.take() if ns else None
         host_dir = None if ns else tempfile.mkdtemp(prefix="clone-", dir=self._host_root())
         port = free_loopback_port() if template.kind == "app" else None
@@ -290,14 +306,28 @@ class ForkEngine:
                 if uid is not None:
                     self._uids.give_back(uid)
                 raise CloneDied(f"cannot make the clone's cgroup: {exc}") from exc
+        return _CloneHold(uid, host_dir, port, quota, cgroups)
+
+    def _clone_spec(
+        self,
+        template: TemplateSpec,
+        zygote: ZygoteProcess,
+        held: _CloneHold,
+        ns: bool,
+        own_net: bool,
+        env: Mapping[str, str] | None,
+    ) -> dict[str, Any]:
+        """What the zygote is told to make (``guest.clone`` reads it): the
+        clone's mode, uid, working dir, view of the host, cgroups, priority,
+        limits, and for an app template the server it starts."""
         spec: dict[str, Any] = {
             "mode": "ns" if ns else "proc",
-            "uid": uid,
-            "workdir": "/tmp" if ns else host_dir,
+            "uid": held.uid,
+            "workdir": "/tmp" if ns else held.host_dir,
             "own_net": own_net,
             "tmp_bytes": max(64 << 20, template.limits.memory_bytes),
             "view": self._view(template, zygote.trees) if ns else {},
-            "cgroups": cgroups,
+            "cgroups": held.cgroups,
             # a ready clone runs execs at the server's priority (the zygote is niced)
             "nice": os.getpriority(os.PRIO_PROCESS, 0) if BACKGROUND_NICE else None,
             "limits": _limits_dict(template.limits),
@@ -307,9 +337,20 @@ class ForkEngine:
         }
         if template.kind == "app":
             limits = _limits_dict(template.limits)
-            command = (template.app_command or "").replace("{port}", str(port))
+            command = (template.app_command or "").replace("{port}", str(held.port))
             spec["app"] = {"command": command, "limits": limits, "env": dict(env or {})}
-        netns_fd = self._netns_free.pop() if ns and own_net and self._netns_free else -1
+        return spec
+
+    async def _fork_clone(
+        self, zygote: ZygoteProcess, spec: dict[str, Any], held: _CloneHold, reuse_netns: bool
+    ) -> tuple[int, socket.socket, socket.socket]:
+        """Have the zygote fork the clone, with a recycled empty net namespace
+        when ``reuse_netns`` and one is free (making one is the priciest
+        step). Returns its pid and the engine's ends of its control socket
+        and of its jobs socket (see ``ForkClone``); the clone's ends, and the
+        namespace, are closed here either way. A failed fork gives back what
+        was held for it."""
+        netns_fd = self._netns_free.pop() if reuse_netns and self._netns_free else -1
         ours, theirs = socket.socketpair(socket.AF_UNIX, socket.SOCK_SEQPACKET)
         jobs, jobs_theirs = socket.socketpair(socket.AF_UNIX, socket.SOCK_SEQPACKET)
         try:
@@ -317,68 +358,92 @@ class ForkEngine:
         except BaseException:
             ours.close()
             jobs.close()
-            if uid is not None:
-                self._uids.give_back(uid)
-            if quota:
-                self.quotas.remove(quota)
-            if host_dir:
-                shutil.rmtree(host_dir, ignore_errors=True)
+            self._give_back(held)
             raise
         finally:
             theirs.close()
             jobs_theirs.close()
             if netns_fd >= 0:
                 os.close(netns_fd)
+        return pid, ours, jobs
 
-        def forget(c: ForkClone) -> None:
-            self._live.discard(c)
-            if quota:
-                self.quotas.remove(quota)
-            if c.uid is not None:
-                self._uids.give_back(c.uid)
-            if c.netns_fd >= 0:
-                # reusable only once every process that could hold a socket in it is dead
-                if c.exited_cleanly and not self._closed and len(self._netns_free) < NETNS_KEEP:
-                    self._netns_free.append(c.netns_fd)
-                else:
-                    os.close(c.netns_fd)
-                c.netns_fd = -1
+    def _give_back(self, held: _CloneHold) -> None:
+        """What was held for a clone whose fork failed: its uid, its cgroup,
+        its host working dir."""
+        if held.uid is not None:
+            self._uids.give_back(held.uid)
+        if held.quota:
+            self.quotas.remove(held.quota)
+        if held.host_dir:
+            shutil.rmtree(held.host_dir, ignore_errors=True)
 
+    def _track_clone(
+        self,
+        template: TemplateSpec,
+        own_net: bool,
+        pid: int,
+        control: socket.socket,
+        jobs: socket.socket,
+        held: _CloneHold,
+        mode: str,
+    ) -> ForkClone:
+        """The engine's handle on a forked clone: among the live clones (the
+        engine's ``close()`` closes them) until it closes (``_forget``),
+        recycled into its pool when released (``_recycle``)."""
+        quota = held.quota
         clone = ForkClone(
             template,
             pid,
-            Channel(ours),
-            mode=spec["mode"],
-            host_dir=host_dir,
-            on_close=forget,
+            Channel(control),
+            mode=mode,
+            host_dir=held.host_dir,
+            on_close=functools.partial(self._forget, quota),
             jobs=jobs,
-            uid=uid,
+            uid=held.uid,
             on_release=self._recycle,
         )
         clone.pool_key = (template.id, own_net)
         if quota:
             clone.oom_kills = lambda: self.quotas.oom_kills(quota)
         self._live.add(clone)
+        return clone
+
+    def _forget(self, quota: str, c: ForkClone) -> None:
+        """A closed clone: no longer live; its cgroup removed, its uid given
+        back, its net namespace kept for another clone when nothing can hold
+        a socket in it any more (else closed)."""
+        self._live.discard(c)
+        if quota:
+            self.quotas.remove(quota)
+        if c.uid is not None:
+            self._uids.give_back(c.uid)
+        if c.netns_fd >= 0:
+            # reusable only once every process that could hold a socket in it is dead
+            if c.exited_cleanly and not self._closed and len(self._netns_free) < NETNS_KEEP:
+                self._netns_free.append(c.netns_fd)
+            else:
+                os.close(c.netns_fd)
+            c.netns_fd = -1
+
+    async def _until_ready(
+        self, clone: ForkClone, template: TemplateSpec, port: int | None, keep_netns: bool
+    ) -> None:
+        """Wait for the clone to say it is ready; keep a handle on its own net
+        namespace (``keep_netns``), to reuse once it is gone; then, for an
+        app, wait for its server to answer on ``port``. A clone that does
+        not come up is closed (which gives back what it held)."""
         try:
             await clone.wait_ready(CLONE_READY_TIMEOUT_S)
-            if ns and own_net:
+            if keep_netns:
                 with contextlib.suppress(OSError):
-                    clone.netns_fd = os.open(f"/proc/{pid}/ns/net", os.O_RDONLY | os.O_CLOEXEC)
-            if port is not None:
-                guest = str(template.ports[0]) if template.ports else str(port)
-                clone.endpoints = {guest: f"127.0.0.1:{port}"}
-                ok = await wait_ready(
-                    port, template.ready_http, template.ready_timeout_s, lambda: not clone.closed
-                )
-                if not ok:
-                    raise CloneDied(
-                        f"app {template.id!r} not ready on port {port} within "
-                        f"{template.ready_timeout_s:g}s"
+                    clone.netns_fd = os.open(
+                        f"/proc/{clone.pid}/ns/net", os.O_RDONLY | os.O_CLOEXEC
                     )
+            if port is not None:
+                await _until_app_answers(clone, template, port)
         except BaseException:
             await clone.close()
             raise
-        return clone
 
     def _view(self, template: TemplateSpec, trees: list[str]) -> dict[str, list[str]]:
         """What of the host a clone of ``template`` sees (computed once)."""
@@ -531,3 +596,35 @@ def _limits_dict(limits: Limits) -> dict[str, Any]:
         "output_bytes": limits.output_bytes,
         "cpus": limits.cpus,
     }
+
+
+@dataclass(frozen=True)
+class _CloneHold:
+    """What the engine sets aside for one clone before forking it: its
+    unprivileged uid (namespaces), its working dir on the host (process
+    mode), its app server's port (an app template), and its cgroup
+    (``quota``: the name ``Quotas`` knows it by; ``cgroups``: what the
+    clone joins). The fork's failure gives them back (``_give_back``); a
+    clone's close does (``_forget``) once it exists."""
+
+    uid: int | None
+    host_dir: str | None
+    port: int | None
+    quota: str
+    cgroups: list[str]
+
+
+async def _until_app_answers(clone: ForkClone, template: TemplateSpec, port: int) -> None:
+    """Publish an app clone's endpoint (the template's guest port, else the
+    host port, mapped to the host port) and wait for its server to answer
+    within the template's ready timeout, else ``CloneDied`` (a clone that
+    died meanwhile stops the wait)."""
+    guest = str(template.ports[0]) if template.ports else str(port)
+    clone.endpoints = {guest: f"127.0.0.1:{port}"}
+    ok = await wait_ready(
+        port, template.ready_http, template.ready_timeout_s, lambda: not clone.closed
+    )
+    if not ok:
+        raise CloneDied(
+            f"app {template.id!r} not ready on port {port} within {template.ready_timeout_s:g}s"
+        )
