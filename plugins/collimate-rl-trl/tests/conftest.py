@@ -135,7 +135,7 @@ def _load_trl(root: Path) -> dict[str, Any]:
         "Sampler": object,
         "Sized": Sized,
     }
-    from typing import Optional  # the annotations of utils.py name it
+    from typing import Optional  # the annotations of trl/trainer/utils.py name it
 
     namespace["Optional"] = Optional
     utils = _functions(

@@ -3,8 +3,8 @@ of its pieces, which now live in the grading pipeline).
 
 A lone grade pays for a whole exec: a request, a clone wiped and forked, a
 grader started. A pack sends many candidates in one exec instead, across
-prompts; the in-guest grader (:mod:`.rewards.grader.pack`) grades them one
-after another, each exactly as it would be graded alone (its own exec
+prompts; the in-guest grader (:func:`.rewards.grader.entry.main`, given a
+pack) grades them one after another, each exactly as it would be graded alone (its own exec
 seed, time budget and process), and sweeps the guest between two (see
 :mod:`.rewards.grader.sweep`).
 

@@ -3,7 +3,8 @@
 Four jobs, all pure functions so the sync and async transports, the local
 backend and the tests share one definition:
 
-* build an :data:`ExecRequest` body from keyword arguments;
+* build an exec request's body (docs/wire.md §1) from keyword arguments
+  (:func:`build_exec_request`);
 * build a bake's ``ready`` object (the client sends it, the local backend
   echoes it back);
 * parse either error envelope into the right typed error;

@@ -22,7 +22,7 @@ literal's escapes). A program therefore comes in three forms:
 
 Every form first looks for a preloaded runtime, and the verdict reports how
 the runtime was loaded, so the SDK learns the smallest form a target accepts
-(:mod:`collimate_rl.grading` caches it). A form the guest cannot use makes it
+(:class:`collimate_rl.pipeline.forms.FormCache` caches it). A form the guest cannot use makes it
 print a ``need-full`` frame, and the SDK resends the full program once.
 
 The config is a Python literal (not JSON) so the guest needs no ``json``

@@ -30,9 +30,9 @@ And one fault of the listener: :meth:`FaultProxy.refuse` closes it (new
 connections are refused by the kernel, idle keep-alive ones are closed)
 until told otherwise.
 
-:attr:`FaultProxy.stats` counts what was seen, injected and forwarded; a
-POST forwarded twice with the same bytes is the proof of a request
-executed twice (:meth:`ProxyStats.duplicates`).
+:meth:`FaultProxy.snapshot` returns the counts of what was seen, injected
+and forwarded (a :class:`ProxyStats`); a POST forwarded twice with the same
+bytes is the proof of a request executed twice (:meth:`ProxyStats.duplicates`).
 """
 
 from __future__ import annotations

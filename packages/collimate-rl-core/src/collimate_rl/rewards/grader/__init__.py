@@ -14,7 +14,7 @@ follow from where it runs:
   has already imported (``os``, ``sys``, ``time``, ``signal``, ``io``,
   ``random``, ``math``): a fork pays for every import, and a locked-down
   guest may not be able to import anything else at all. Annotations and the
-  ``__future__`` import are stripped before shipping (:mod:`.program`);
+  ``__future__`` import are stripped before shipping (:mod:`..program`);
 * no ``json`` import in the guest: the config arrives as a Python literal,
   and the verdict leaves as JSON (``json`` when the warm interpreter has
   it, else :func:`.wire.to_json`).
@@ -28,13 +28,15 @@ Why it looks the way it does:
   leaves with ``os._exit`` (no atexit, no interpreter-shutdown noise). While
   the candidate runs, fds 0/1/2 point at ``/dev/null``: its prints can neither
   fill the 16 MiB output cap before the verdict nor forge a frame line.
-* **The candidate runs in a process of its own** (:mod:`.process`),
-  forked without the verdict's fd, and sends the grader each check's raw
-  result; the grader compares. Code that walks the stack or the heap for
-  the grader's frame, its nonce or its fd finds nothing it can write a
-  verdict with, and ``os._exit`` or a crash costs only the checks not yet
-  reported. (It can still read the tests in its memory: the answers are
-  not secret, the verdict is.)
+* **The candidate runs in a process of its own** (:mod:`.remote` starts
+  and talks to it, :mod:`.worker` is its side), forked from a clean
+  interpreter that never held the grader's memory, without the verdict's
+  fd, and sends the grader each check's raw result; the grader compares.
+  The sealed data (expected outputs, references, tests) stays in the
+  grader, and tests that are code run there, calling into the candidate's
+  process (:mod:`.stand_ins`). Code that walks the stack or the heap finds
+  neither the answers nor anything it can write a verdict with, and
+  ``os._exit`` or a crash costs only the checks not yet reported.
 * **A "hello" frame is written before the candidate is even read.** No hello
   means the grader never ran (wrong interpreter, broken guest): an
   infrastructure failure, not the candidate's. Hello without a verdict means
@@ -53,7 +55,7 @@ Why it looks the way it does:
 * **Comparison is strict about types.** A candidate result must be a plain
   builtin value (or a numpy scalar/array, converted) when the expected value
   is one, so an object whose ``__eq__`` always returns True scores nothing.
-* **Packs** (:mod:`.pack`, :mod:`.sweep`) grade several candidates in one
+* **Packs** (:func:`.entry.main`, :mod:`.sweep`) grade several candidates in one
   exec, each as it would be graded alone, with the guest swept between two.
 """
 
