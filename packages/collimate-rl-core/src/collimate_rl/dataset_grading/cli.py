@@ -24,14 +24,15 @@ import argparse
 import json
 import sys
 from pathlib import Path
-from typing import IO, TYPE_CHECKING, Any, Final
+from typing import IO, TYPE_CHECKING, Any, Final, NoReturn
 
 if TYPE_CHECKING:
     from ..plugins.events import Subcommands
     from ..transport import SessionClient
-    from .results import ResumePlan
-    from .runner import RunStats
-    from .summary import SourceTally
+    from .results import ResultWriter, ResumePlan
+    from .rows import InputRow, ReadResult
+    from .runner import GradeSettings, Halt, RunStats
+    from .summary import SourceTally, Summary
 
 __all__ = [
     "DEFAULT_CHUNK_SIZE",
@@ -114,7 +115,16 @@ def add_grade_command(subparsers: Subcommands) -> None:
     p.add_argument(
         "-o", "--output", required=True, help="JSONL results (appended; a rerun resumes it)"
     )
+    _add_target_options(p)
+    _add_row_options(p)
+    _add_grading_options(p)
+    _add_output_options(p)
+    p.set_defaults(func=run_grade)
 
+
+def _add_target_options(p: argparse.ArgumentParser) -> None:
+    """Where to grade: a daemon, the gateway or a plugin's transport (else
+    the environment decides, as ``connect()`` reads it)."""
     target = p.add_argument_group(
         "target (default: the environment, as connect() reads it: "
         "$COLLIMATE_SERVE_SOCKET, $COLLIMATE_API_KEY, $COLLIMATE_SERVE_URL, ...)"
@@ -126,6 +136,10 @@ def add_grade_command(subparsers: Subcommands) -> None:
     )
     target.add_argument("--transport", help="a transport a plugin registered, by name")
 
+
+def _add_row_options(p: argparse.ArgumentParser) -> None:
+    """How a row is read: where its code, ground truth, group, id and entry
+    are when not where the usual exports put them, and what a bad row does."""
     rows = p.add_argument_group("rows")
     rows.add_argument(
         "--format",
@@ -173,6 +187,10 @@ def add_grade_command(subparsers: Subcommands) -> None:
         "instead of stopping before grading",
     )
 
+
+def _add_grading_options(p: argparse.ArgumentParser) -> None:
+    """How rows are graded: the template, limits, packing, chunks, seeds, and
+    what an infrastructure error does to a row."""
     grading = p.add_argument_group("grading")
     grading.add_argument(
         "--template", default=DEFAULT_TEMPLATE, help=f"template to grade in ({DEFAULT_TEMPLATE})"
@@ -211,6 +229,10 @@ def add_grade_command(subparsers: Subcommands) -> None:
         "for it; raise: stop at the first. A rerun grades such rows again",
     )
 
+
+def _add_output_options(p: argparse.ArgumentParser) -> None:
+    """What is written besides the results: resuming or not, progress, the
+    summary as JSON."""
     out = p.add_argument_group("output")
     out.add_argument(
         "--overwrite", action="store_true", help="start over instead of resuming the output"
@@ -226,7 +248,6 @@ def add_grade_command(subparsers: Subcommands) -> None:
         metavar="FILE",
         help="also write the summary as JSON to FILE ('-': stdout, the table then goes to stderr)",
     )
-    p.set_defaults(func=run_grade)
 
 
 def _positive_int(text: str) -> int:
@@ -269,32 +290,40 @@ def run_grade(args: argparse.Namespace) -> int:
 
 
 def _run(args: argparse.Namespace) -> int:
-    from .results import (
-        OutputMismatchError,
-        ResultWriter,
-        ResumePlan,
-        invalid_record,
-        load_existing,
-        plan_resume,
-        read_records,
-        rewrite_records,
-    )
-    from .rows import InputError, RowOptions, read_rows
-    from .runner import (
-        GradeSettings,
-        Halt,
-        Progress,
-        check_supported,
-        grade_rows,
-        halting_on_signals,
-    )
-    from .summary import summarize
+    """``collimate grade``: the exit code (see the module docstring). Every
+    refusal (a usage error: exit 2) comes before the output is touched, and
+    the target is checked before it too (see ``_grade``)."""
+    src, dst = _checked_paths(args)
+    settings = _settings(args)
+    read = _read_input(args, src)
+    plan, start = _resume_plan(args, src, dst, read, settings.template)
+    pending = [row for row in read.rows if row.key not in plan.done]
+    halt, stats = _grade(args, dst, start, read, pending, settings)
+    interrupted = halt.signum is not None
+    summary = _summarize(read, _read_back(dst, read, interrupted))
+    code = _exit_code(summary.total, halt)
+    table_out = _write_json_summary(args, summary, src, dst, code, interrupted, stats)
+    _show_summary(summary, table_out, src)
+    _final_notes(summary.total, stats, interrupted, settings.on_infra_error, dst)
+    return code
 
+
+def _checked_paths(args: argparse.Namespace) -> tuple[Path, Path]:
+    """The input and the output; a missing input, or an output that is the
+    input (its rows would be overwritten by their results), is refused."""
     src, dst = Path(args.input), Path(args.output)
     if not src.is_file():
         raise _UsageError(f"no such input file: {src}")
     if dst.exists() and dst.resolve() == src.resolve():
         raise _UsageError("the output file is the input file")
+    return src, dst
+
+
+def _settings(args: argparse.Namespace) -> GradeSettings:
+    """How to grade, from the options; a setting out of range, or one this
+    ``grade_batch`` does not take, is refused before any row is read."""
+    from .runner import GradeSettings, check_supported
+
     pack: int | str | None = 1 if args.pack == "off" else args.pack  # 1: each alone
     try:
         settings = GradeSettings(
@@ -310,6 +339,15 @@ def _run(args: argparse.Namespace) -> int:
         check_supported(settings)
     except ValueError as exc:
         raise _UsageError(str(exc)) from None
+    return settings
+
+
+def _read_input(args: argparse.Namespace, src: Path) -> ReadResult:
+    """Every row of the input, read and checked before anything is graded:
+    bad rows stop the run (``_refuse_bad_rows``) unless --skip-invalid;
+    rows holding both a completion and a 'code' are pointed out (the
+    completion is graded, which may not be what was meant)."""
+    from .rows import InputError, RowOptions, read_rows
 
     options = RowOptions(
         ground_truth_field=args.ground_truth_field,
@@ -333,15 +371,33 @@ def _run(args: argparse.Namespace) -> int:
             "the completion is graded (--code-field code grades 'code')"
         )
     if read.problems and not args.skip_invalid:
-        for problem in read.problems[:_SHOWN_PROBLEMS]:
-            print(f"{src}:{problem}", file=sys.stderr)
-        more = len(read.problems) - _SHOWN_PROBLEMS
-        raise _UsageError(
-            (f"... and {more} more; " if more > 0 else "")
-            + f"{len(read.problems)} of {len(read.rows) + len(read.problems)} rows cannot be "
-            "graded; nothing was graded (fix them, or --skip-invalid to write them as "
-            "error rows and grade the rest)"
-        )
+        _refuse_bad_rows(read, src)
+    return read
+
+
+def _refuse_bad_rows(read: ReadResult, src: Path) -> NoReturn:
+    """The first bad rows on stderr (``file:line: why``), then the usage
+    error: nothing is graded while the input has rows that cannot be."""
+    for problem in read.problems[:_SHOWN_PROBLEMS]:
+        print(f"{src}:{problem}", file=sys.stderr)
+    more = len(read.problems) - _SHOWN_PROBLEMS
+    raise _UsageError(
+        (f"... and {more} more; " if more > 0 else "")
+        + f"{len(read.problems)} of {len(read.rows) + len(read.problems)} rows cannot be "
+        "graded; nothing was graded (fix them, or --skip-invalid to write them as "
+        "error rows and grade the rest)"
+    )
+
+
+def _resume_plan(
+    args: argparse.Namespace, src: Path, dst: Path, read: ReadResult, template: str
+) -> tuple[ResumePlan, list[dict[str, Any]] | None]:
+    """What an existing output keeps (``plan.done``: rows not graded again)
+    and what the writer starts the file with: ``None`` appends to it as it
+    is, a list rewrites it first (records dropped to be graded again, a
+    torn last line), ``[]`` empties it (--overwrite). An output that is not
+    this input's results is refused: grading into it would mix two runs."""
+    from .results import OutputMismatchError, ResumePlan, load_existing, plan_resume
 
     plan = ResumePlan()
     start: list[dict[str, Any]] | None = None
@@ -350,7 +406,7 @@ def _run(args: argparse.Namespace) -> int:
             plan = plan_resume(
                 load_existing(dst),
                 read.rows,
-                settings.template,
+                template,
                 output_name=str(dst),
                 input_name=str(src),
             )
@@ -362,10 +418,25 @@ def _run(args: argparse.Namespace) -> int:
             _err(_resume_note(plan, len(read.rows), dst))
     elif dst.exists():
         start = []  # --overwrite
+    return plan, start
 
-    pending = [row for row in read.rows if row.key not in plan.done]
-    # the target is checked before the output is touched: an unreachable one
-    # must not cost an --overwrite's file, nor leave an empty one behind
+
+def _grade(
+    args: argparse.Namespace,
+    dst: Path,
+    start: list[dict[str, Any]] | None,
+    read: ReadResult,
+    pending: list[InputRow],
+    settings: GradeSettings,
+) -> tuple[Halt, RunStats | None]:
+    """Write the output: the bad rows as error rows (--skip-invalid), then
+    the pending rows as they are graded. The target is checked before the
+    output is touched: an unreachable one must not cost an --overwrite's
+    file, nor leave an empty one behind. Returns the halt (set by a signal
+    that stopped grading) and the run's figures (None: nothing to grade)."""
+    from .results import ResultWriter, invalid_record
+    from .runner import Halt
+
     client = _connect_checked(args, settings.template) if pending else None
     halt = Halt()
     stats = None
@@ -375,62 +446,115 @@ def _run(args: argparse.Namespace) -> int:
                 for problem in read.problems:
                     writer.write(invalid_record(problem, settings.template))
             if client is not None:
-                show = args.progress if args.progress is not None else sys.stderr.isatty()
-                with halting_on_signals(halt):
-                    stats = grade_rows(
-                        client,
-                        pending,
-                        read.specs,
-                        settings,
-                        writer,
-                        halt=halt,
-                        progress=Progress(show, len(pending)),
-                    )
+                stats = _grade_rows(args, client, pending, read, settings, writer, halt)
     finally:
         if client is not None:
             client.close()
+    return halt, stats
 
-    interrupted = halt.signum is not None
+
+def _grade_rows(
+    args: argparse.Namespace,
+    client: SessionClient,
+    pending: list[InputRow],
+    read: ReadResult,
+    settings: GradeSettings,
+    writer: ResultWriter,
+    halt: Halt,
+) -> RunStats:
+    """Grade the pending rows into ``writer``, a progress bar on stderr
+    (--progress, else when it is a terminal). SIGINT and SIGTERM set
+    ``halt`` instead of killing the run: it stops after the chunk in
+    flight, with every graded row written."""
+    from .runner import Progress, grade_rows, halting_on_signals
+
+    show = args.progress if args.progress is not None else sys.stderr.isatty()
+    with halting_on_signals(halt):
+        return grade_rows(
+            client,
+            pending,
+            read.specs,
+            settings,
+            writer,
+            halt=halt,
+            progress=Progress(show, len(pending)),
+        )
+
+
+def _read_back(dst: Path, read: ReadResult, interrupted: bool) -> list[dict[str, Any]]:
+    """The output's records as the run left them. A finished file is then
+    rewritten in input order (graded rows arrive as they finish): an
+    interrupted one is left as it is, for the rerun that finishes it."""
+    from .results import read_records, rewrite_records
+
     records = read_records(dst)
     if not interrupted:  # a finished file lists its rows in input order
         order = {row.key: row.line for row in read.rows}
         sorted_records = sorted(records, key=lambda r: _line_of(r, order))
         if sorted_records != records:
             rewrite_records(dst, sorted_records)
+    return records
 
-    summary = summarize(read.rows, read.problems, records)
-    total = summary.total
-    if interrupted:
-        code = 128 + (halt.signum or 2)
-    elif total.infra_errors or total.not_graded:
-        code = EXIT_INFRA
-    else:
-        code = EXIT_OK
+
+def _summarize(read: ReadResult, records: list[dict[str, Any]]) -> Summary:
+    """Every input row tallied by what the output says of it."""
+    from .summary import summarize
+
+    return summarize(read.rows, read.problems, records)
+
+
+def _exit_code(total: SourceTally, halt: Halt) -> int:
+    """128 + the signal when one stopped grading; 1 when rows are left
+    without a reward by the infrastructure (a rerun grades them); else 0."""
+    if halt.signum is not None:
+        return 128 + (halt.signum or 2)
+    if total.infra_errors or total.not_graded:
+        return EXIT_INFRA
+    return EXIT_OK
+
+
+def _write_json_summary(
+    args: argparse.Namespace,
+    summary: Summary,
+    src: Path,
+    dst: Path,
+    code: int,
+    interrupted: bool,
+    stats: RunStats | None,
+) -> IO[str]:
+    """--json-summary: the summary with the run's figures and exit code, to
+    FILE, or to stdout ('-'), the table then going to stderr so that stdout
+    stays JSON. Returns where the table goes."""
     table_out: IO[str] = sys.stdout
-    if args.json_summary is not None:
-        payload = {
-            **summary.as_dict(),
-            "input": str(src),
-            "output": str(dst),
-            "exit_code": code,
-            "interrupted": interrupted,
-            "graded_this_run": stats.graded if stats is not None else 0,
-            "elapsed_s": round(stats.elapsed_s, 3) if stats is not None else 0.0,
-        }
-        text = json.dumps(payload, indent=2)
-        if args.json_summary == "-":
-            print(text, flush=True)
-            table_out = sys.stderr
-        else:
-            Path(args.json_summary).write_text(text + "\n")
+    if args.json_summary is None:
+        return table_out
+    payload = {
+        **summary.as_dict(),
+        "input": str(src),
+        "output": str(dst),
+        "exit_code": code,
+        "interrupted": interrupted,
+        "graded_this_run": stats.graded if stats is not None else 0,
+        "elapsed_s": round(stats.elapsed_s, 3) if stats is not None else 0.0,
+    }
+    text = json.dumps(payload, indent=2)
+    if args.json_summary == "-":
+        print(text, flush=True)
+        table_out = sys.stderr
+    else:
+        Path(args.json_summary).write_text(text + "\n")
+    return table_out
+
+
+def _show_summary(summary: Summary, table_out: IO[str], src: Path) -> None:
+    """The summary table, or, for an input without rows, a line saying so
+    (an empty table would say nothing)."""
     from .summary import render_summary
 
-    if total.rows:
+    if summary.total.rows:
         render_summary(summary, table_out)
     else:
         _err(f"{src} has no rows")
-    _final_notes(summary.total, stats, interrupted, settings.on_infra_error, dst)
-    return code
 
 
 class _Unreachable(Exception):
