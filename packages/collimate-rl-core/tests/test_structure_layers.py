@@ -421,9 +421,10 @@ def test_no_module_of_core_imports_up_the_layers(core: Graph) -> None:
 
 
 def test_the_check_is_fast() -> None:
-    started = time.perf_counter()
+    # (CPU time: the machines running the suite are shared)
+    started = time.process_time()
     assert problems(read_graph(SOURCE), LAYERS) == []
-    assert time.perf_counter() - started < 2.0
+    assert time.process_time() - started < 2.0
 
 
 # --- the check catches what it is for ----------------------------------------
