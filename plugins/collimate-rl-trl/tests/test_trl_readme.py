@@ -8,19 +8,17 @@ exported: what it prints must be what its ``# ...`` comment says.
 
 from __future__ import annotations
 
-import socket
-import subprocess
-import sys
-import time
 from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
 
-from collimate_rl import CollimateError
-from collimate_rl.client import CollimateClient
-from collimate_rl.testing.procs import stop_process
-from collimate_rl.testing.readme import expected_output, python_blocks, run_snippet
+from collimate_rl.testing.readme import (
+    collimate_serve,
+    expected_output,
+    python_blocks,
+    run_snippet,
+)
 
 README = Path(__file__).resolve().parents[1] / "README.md"
 
@@ -28,38 +26,13 @@ pytest.importorskip("datasets")
 
 
 @pytest.fixture(scope="module")
-def collimate_serve() -> Iterator[str]:
-    """``collimate serve --port <free>`` (this environment's console script);
-    its URL once it answers."""
-    script = Path(sys.executable).with_name("collimate")
-    if not script.exists():
-        pytest.skip("the collimate console script is not installed next to this Python")
-    with socket.socket() as s:
-        s.bind(("127.0.0.1", 0))
-        port = int(s.getsockname()[1])
-    server = subprocess.Popen(
-        [str(script), "serve", "--port", str(port), "--log-level", "ERROR"],
-        stdout=subprocess.DEVNULL,
-        stderr=subprocess.DEVNULL,
-    )
-    url = f"http://127.0.0.1:{port}"
-    try:
-        deadline = time.monotonic() + 60
-        with CollimateClient(url, timeout=2, retries=0) as client:
-            while True:
-                try:
-                    client.health()
-                    break
-                except CollimateError:
-                    if server.poll() is not None or time.monotonic() > deadline:
-                        pytest.fail("collimate serve did not start")
-                    time.sleep(0.1)
+def served() -> Iterator[str]:
+    """``collimate serve`` (this environment's console script), its URL."""
+    with collimate_serve(["--log-level", "ERROR"]) as url:
         yield url
-    finally:
-        stop_process(server)
 
 
-def test_the_main_example_prints_the_rewards_it_shows(collimate_serve: str) -> None:
+def test_the_main_example_prints_the_rewards_it_shows(served: str) -> None:
     (block,) = python_blocks(README, containing="CollimateReward(")
-    out = run_snippet(block, env={"COLLIMATE_SERVE_URL": collimate_serve})
+    out = run_snippet(block, env={"COLLIMATE_SERVE_URL": served})
     assert out == expected_output(block) == ["[1.0, 0.0]"]
