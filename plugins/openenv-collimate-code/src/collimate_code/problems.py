@@ -33,8 +33,7 @@ from pathlib import Path
 from typing import Any, Final
 
 from collimate_rl import RewardSpec, RowTask, RowTasks, normalize_value
-
-from .sealed import sealed_lines
+from collimate_rl.pipeline.redact import sealed_lines
 
 __all__ = [
     "DATASET_ENV",

@@ -12,55 +12,17 @@ line): such a message is left out, the test's number and reason stay.
 
 from __future__ import annotations
 
-import json
-from collections.abc import Iterable, Mapping
 from typing import Any, Final
 
 from collimate_rl import GradeResult
+from collimate_rl.pipeline.redact import quotes, sealed_lines
 
-__all__ = ["MAX_MESSAGE", "MAX_SHOWN", "MIN_SEALED", "feedback_text", "sealed_lines"]
+__all__ = ["MAX_MESSAGE", "MAX_SHOWN", "feedback_text", "sealed_lines"]
 
 #: Failing tests listed in one observation.
 MAX_SHOWN: Final = 5
 #: Characters of one grader message kept (a candidate may print megabytes).
 MAX_MESSAGE: Final = 300
-#: Lines of the ground truth shorter than this are not looked for in
-#: messages (an expected ``4`` may appear in any message).
-MIN_SEALED: Final = 8
-
-
-def _strings(value: Any) -> Iterable[str]:
-    if isinstance(value, str):
-        yield value
-        text = value.strip()
-        if text[:1] in ("{", "["):  # a JSON document (APPS' input_output): its strings too
-            try:
-                decoded = json.loads(text)
-            except ValueError:
-                return
-            if not isinstance(decoded, str):
-                yield from _strings(decoded)
-    elif isinstance(value, Mapping):
-        for item in value.values():
-            yield from _strings(item)
-    elif isinstance(value, (list, tuple)):
-        for item in value:
-            yield from _strings(item)
-
-
-def sealed_lines(ground_truth: Any) -> frozenset[str]:
-    """The lines of a ground truth's text (every string in it, JSON
-    documents decoded) that a message to the model must not quote."""
-    return frozenset(
-        line.strip()
-        for text in _strings(ground_truth)
-        for line in text.splitlines()
-        if len(line.strip()) >= MIN_SEALED
-    )
-
-
-def _quotes(text: str, sealed: frozenset[str]) -> bool:
-    return any(line in text for line in sealed)
 
 
 def _clip(value: Any) -> str:
@@ -86,7 +48,7 @@ def feedback_text(
         lines.append(f"{passed} of {total} tests passed.")
     load_error = detail.get("load_error")
     if load_error:
-        shown = "" if _quotes(str(load_error), sealed) else f": {_clip(load_error)}"
+        shown = "" if quotes(str(load_error), sealed) else f": {_clip(load_error)}"
         lines.append(f"Your code failed to load{shown}")
     if detail.get("timeout"):
         lines.append("Your code ran out of time.")
@@ -98,7 +60,7 @@ def feedback_text(
         number = index + 1 if isinstance(index, int) else "?"
         reason = str(entry.get("reason") or "failed").replace("_", " ")
         message = entry.get("message")
-        if message and _quotes(str(message), sealed):
+        if message and quotes(str(message), sealed):
             message = None
         lines.append(f"- test {number}: {reason}" + (f": {_clip(message)}" if message else ""))
     failing = len(detail.get("failed_indices") or failed)

@@ -5,7 +5,8 @@ sends), ``reset(index=i)`` (the server's i-th problem) or ``reset(seed=s)``
 (one drawn by the seed); without any, the server's problems in turn. The
 ground truth stays here; the policy sees the prompt and, after a submission,
 the reward, which tests passed and why (``reason``: ``GradeResult.explain()``),
-never a grader message that quotes the ground truth (:mod:`..sealed`).
+never a grader message that quotes the ground truth
+(:mod:`collimate_rl.pipeline.redact`).
 ``step`` grades through collimate-rl in a sandbox: an infrastructure failure
 raises (the client gets an error, never a 0.0), a wrong program is a reward.
 The program is the code the submission holds, or, for a problem whose prompt
@@ -25,10 +26,10 @@ from openenv.core.env_server.interfaces import Environment
 from openenv.core.env_server.types import State
 
 from collimate_rl import GradeResult, grade
+from collimate_rl.pipeline.redact import sealed_result
 
 from ..models import CollimateCodeAction, CollimateCodeObservation
 from ..problems import Problem, join_prompt, load_problems, problem_from_row
-from ..sealed import sealed_result
 from .grader import grader_client, grader_template, grader_timeout
 
 __all__ = ["CollimateCodeEnvironment", "feedback_from"]

@@ -1,10 +1,13 @@
-"""What the policy must never read: the lines of a problem's ground truth.
+"""What a policy must never read of a result: the lines of its ground truth.
 
 The grader's per-test messages are meant for the trainer's logs; a failing
-assert may be reported with its statement (``AssertionError: assert
-add(1, 2) == 3``). The observation goes to the policy, so a message that
-quotes any line of the ground truth (a test, a check, an expected output:
-every string in it, JSON documents decoded) is left out of it.
+assert is reported with its statement (``AssertionError: assert add(1, 2)
+== 3``), a wrong answer may show the expected value. Feedback that reaches
+the policy (a multi-turn environment's next observation: SkyRL's
+``collimate_code``, OpenEnv's code environment) must not quote the tests, or
+the policy learns the answers instead of the task: every message that
+quotes a line of the ground truth (a test, a check, an expected output:
+every string in it, JSON documents decoded) is left out.
 """
 
 from __future__ import annotations
@@ -14,7 +17,7 @@ import json
 from collections.abc import Iterable, Mapping
 from typing import Any, Final
 
-from collimate_rl import GradeResult
+from .result import GradeResult
 
 __all__ = ["MIN_SEALED", "quotes", "sealed_lines", "sealed_result"]
 
