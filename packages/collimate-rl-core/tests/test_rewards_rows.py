@@ -370,3 +370,17 @@ def test_a_failing_bare_assert_says_which(client: CollimateClient) -> None:
         "failed 0.5; 1/2 tests passed; first failure: test 1 wrong_answer: "
         "AssertionError: assert f(2) == 5"
     )
+
+
+def test_a_bare_asserts_statement_stays_out_of_what_a_policy_reads(
+    client: CollimateClient,
+) -> None:
+    from collimate_rl.pipeline.redact import sealed_lines, sealed_result
+
+    spec = reward_spec_from_ground_truth(["assert f(2) == 5  # SECRET-MARK"], "f")
+    [result] = grade_batch(client, "py", ["def f(x):\n    return x\n"], [spec])
+    [entry] = result.detail["failed"]
+    assert entry["message"].rstrip(": ") == "AssertionError"  # the message carries no test
+    assert "SECRET-MARK" in entry["statement"] and "SECRET-MARK" in result.explain()
+    shown = sealed_result(result, sealed_lines(["assert f(2) == 5  # SECRET-MARK"]))
+    assert "SECRET-MARK" not in repr(shown.detail) and "SECRET-MARK" not in shown.explain()

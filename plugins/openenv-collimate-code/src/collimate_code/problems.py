@@ -25,7 +25,6 @@ from __future__ import annotations
 
 import json
 import os
-import threading
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 from importlib import resources
@@ -34,6 +33,7 @@ from typing import Any, Final
 
 from collimate_rl import RewardSpec, RowTask, RowTasks, normalize_value
 from collimate_rl.pipeline.redact import sealed_lines
+from collimate_rl.rewards.rows import HUB_TEST_COLUMNS, hub_ground_truth
 
 __all__ = [
     "DATASET_ENV",
@@ -55,12 +55,11 @@ JOIN_PROMPT_ENV = "COLLIMATE_CODE_JOIN_PROMPT"
 PROMPT_COLUMNS: Final = ("prompt", "question", "problem_statement", "problem", "text")
 #: Where a row's id is read, in this order.
 ID_COLUMNS: Final = ("id", "task_id", "problem_id", "question_id")
-#: A Hub row's ground-truth columns, in the order they are tried (MBPP's
-#: ``test_list`` keeps its ``test_setup_code`` / ``test_imports`` beside it).
-HUB_TRUTHS: Final = ("verification_info", "input_output", "test_list", "test")
+#: A Hub row's ground-truth columns, in the order they are tried (core's;
+#: MBPP's ``test_list`` keeps its ``test_setup_code`` / ``test_imports``).
+HUB_TRUTHS: Final = HUB_TEST_COLUMNS
 
 _tasks = RowTasks()
-_tasks_lock = threading.Lock()  # sessions reset from their own threads
 
 
 @dataclass(frozen=True)
@@ -123,15 +122,7 @@ def _ground_truth(row: Mapping[str, Any]) -> Any:
         truth = row["reward_spec"].get("ground_truth")
     if truth is not None:
         return truth
-    for column in HUB_TRUTHS:
-        value = row.get(column)
-        if value is None:
-            continue
-        if column == "test_list":  # MBPP: its setup beside its asserts
-            keep = ("test_list", "test_setup_code", "test_imports")
-            return {k: row[k] for k in keep if row.get(k) is not None}
-        return value
-    return None
+    return hub_ground_truth(row)  # core's Hub columns (MBPP's setup beside its asserts)
 
 
 def problem_from_row(row: Any, *, default_id: str = "") -> Problem:
@@ -154,8 +145,7 @@ def problem_from_row(row: Any, *, default_id: str = "") -> Problem:
             f"'reward_spec.ground_truth' or a Hub column: {', '.join(HUB_TRUTHS)})"
         )
     try:
-        with _tasks_lock:
-            task = _tasks.get(truth, prompt=prompt, row=plain)
+        task = _tasks.get(truth, prompt=prompt, row=plain)  # (RowTasks locks: sessions' threads)
     except ValueError as exc:
         raise ValueError(f"row {problem_id!r}: ground truth: {exc}") from exc
     return Problem(problem_id, prompt, task.spec, task, truth)

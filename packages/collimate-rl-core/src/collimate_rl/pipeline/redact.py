@@ -61,20 +61,26 @@ def quotes(text: str, sealed: frozenset[str]) -> bool:
     return any(line in text for line in sealed)
 
 
+def _policy_entry(entry: Any, sealed: frozenset[str]) -> Any:
+    """A failing test's record as a policy may read it: never its
+    ``statement`` (a bare assert's source, for the trainer's log), and no
+    message quoting a sealed line."""
+    if not isinstance(entry, Mapping):
+        return entry
+    shown = {k: v for k, v in entry.items() if k != "statement"}
+    if quotes(str(shown.get("message") or ""), sealed):
+        shown["message"] = ""
+    return shown
+
+
 def sealed_result(result: GradeResult, sealed: frozenset[str]) -> GradeResult:
-    """``result`` with every message that quotes a sealed line emptied (the
-    failing tests' messages, the load error, the error)."""
-    if not sealed:
-        return result
+    """``result`` as a policy may read it: every message that quotes a sealed
+    line emptied (the failing tests' messages, the load error, the error),
+    and the failing tests' statements left out."""
     detail = dict(result.detail or {})
     failed = detail.get("failed")
     if isinstance(failed, list):
-        detail["failed"] = [
-            {**f, "message": ""}
-            if isinstance(f, Mapping) and quotes(str(f.get("message") or ""), sealed)
-            else f
-            for f in failed
-        ]
+        detail["failed"] = [_policy_entry(f, sealed) for f in failed]
     load_error = detail.get("load_error")
     if load_error and quotes(str(load_error), sealed):
         detail["load_error"] = "the candidate did not load"

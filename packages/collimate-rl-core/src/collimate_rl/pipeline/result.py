@@ -92,6 +92,9 @@ class GradeResult:
         if isinstance(failed, list) and failed and isinstance(failed[0], dict):
             first = failed[0]
             message = str(first.get("message") or "")[:200]
+            statement = first.get("statement")  # a bare assert's source (detail only)
+            if statement and message.rstrip(": ") in ("", "AssertionError"):
+                message = f"AssertionError: {str(statement)[:200]}"
             parts.append(
                 f"first failure: test {first.get('index')} {first.get('reason')}"
                 + (f": {message}" if message else "")

@@ -84,6 +84,12 @@ class _Tally:
         if len(self.failed) < _MAX_FAILURES:
             self.failed.append({"index": index, "reason": reason, "message": message[:_MSG]})
 
+    def note_statement(self, index: int, statement: str) -> None:
+        """The source of failing test ``index``, for the trainer's log only."""
+        for entry in self.failed:
+            if entry["index"] == index:
+                entry["statement"] = statement[:_MSG]
+
     def verdict(self) -> dict[str, Any]:
         if self.environment is not None:
             return {"reward": 0.0, "environment_error": self.environment}

@@ -411,9 +411,12 @@ def _grade_assert(
             except SyntaxError as exc:
                 return {"reward": 0.0, "grader_error": "test %d does not compile: %s" % (i, exc)}
             reason, message = _run_test(budget, exec, code, namespace)
-            if reason == "wrong_answer" and message.rstrip(": ") == "AssertionError":
-                message = "AssertionError: " + statement.strip()  # (a bare assert says nothing)
             tally.add(i, reason, message)
+            if reason == "wrong_answer" and message.rstrip(": ") == "AssertionError":
+                # a bare assert says nothing: the trainer's log gets the
+                # statement, apart from the message (which feedback to a
+                # policy may show: the tests stay out of it)
+                tally.note_statement(i, statement.strip())
         return tally.verdict()
     finally:
         session.close()
