@@ -54,6 +54,9 @@ LAYERS: tuple[dict[str, tuple[str, ...]], ...] = (
             "collimate_rl.retry",
             "collimate_rl.seeds",
             "collimate_rl._aio",
+            "collimate_rl._blocking",
+            "collimate_rl._async",
+            "collimate_rl._sync",
         )
     },
     {"hooks": ("collimate_rl.plugins", "collimate_rl.plugins.*", "collimate_rl.cli")},
@@ -63,7 +66,13 @@ LAYERS: tuple[dict[str, tuple[str, ...]], ...] = (
             "collimate_rl._transport",
             "collimate_rl._transport.*",
             "collimate_rl.client",
+            "collimate_rl._async.client",
+            "collimate_rl._sync.client",
+            "collimate_rl._async.node_pool",
+            "collimate_rl._sync.node_pool",
             "collimate_rl.gateway",
+            "collimate_rl._async.gateway",
+            "collimate_rl._sync.gateway",
             "collimate_rl.nodes",
             "collimate_rl.nodes.*",
             "collimate_rl.transport",
@@ -72,11 +81,22 @@ LAYERS: tuple[dict[str, tuple[str, ...]], ...] = (
         ),
         "local backend": ("collimate_rl.local_backend", "collimate_rl.local_backend.*"),
     },
-    {"sandbox": ("collimate_rl.sandbox", "collimate_rl.fileio", "collimate_rl.egress")},
+    {
+        "sandbox": (
+            "collimate_rl.sandbox",
+            "collimate_rl._sandbox_state",
+            "collimate_rl._async.sandbox",
+            "collimate_rl._sync.sandbox",
+            "collimate_rl.fileio",
+            "collimate_rl.egress",
+        )
+    },
     {
         "gateway flows": (
             "collimate_rl.gateway_flows",
             "collimate_rl.gateway_flows.*",
+            "collimate_rl._async.sessions",
+            "collimate_rl._sync.sessions",
             "collimate_rl.template",
         )
     },

@@ -1,5 +1,8 @@
 """Async helpers shared by the clients and the gateway flows above them.
 
+The generated blocking twins (``tools/unasync.py``) import the same names
+from :mod:`collimate_rl._blocking` instead.
+
 :func:`uncancellable` is how a cleanup that must happen (deleting a one-shot
 sandbox, tearing down a fork group, releasing an environment) survives the
 cancellation of the task awaiting it. The async gateway client uses it and so
@@ -10,14 +13,23 @@ do the flows a layer above it: it lives below both (docs/architecture.md,
 from __future__ import annotations
 
 import asyncio
-from collections.abc import Coroutine
-from typing import Any
+from collections.abc import Awaitable, Coroutine, Iterable
+from typing import Any, TypeVar
 
-__all__ = ["uncancellable"]
+__all__ = ["gather_all", "uncancellable"]
+
+T = TypeVar("T")
 
 # Background deletes started while their caller was being cancelled: kept
 # referenced so they are not garbage-collected before they finish.
 _REAPING: set[asyncio.Future[Any]] = set()
+
+
+async def gather_all(aws: Iterable[Awaitable[T]]) -> list[T]:
+    """Await ``aws`` concurrently: their results, in order. (In the generated
+    blocking twins this is :func:`collimate_rl._blocking.gather_all`: the
+    calls made one after another.)"""
+    return list(await asyncio.gather(*aws))
 
 
 async def uncancellable(coro: Coroutine[Any, Any, Any]) -> None:

@@ -1,0 +1,178 @@
+"""What the blocking and async daemon clients share: the routes, described
+once, and the configuration and constructors of both (``DaemonClientBase``).
+
+The clients themselves are ``collimate_rl/_async/client.py`` (written) and
+``collimate_rl/_sync/client.py`` (generated from it); the public module is
+``collimate_rl/client.py``.
+"""
+
+from __future__ import annotations
+
+import os
+import random
+from collections.abc import Mapping, Sequence
+from typing import Any, TypeVar
+
+from ..__about__ import __version__
+from ..retry import RetryPolicy
+from ..wire import build_exec_request
+from .calls import Call, delete, get, post
+from .calls import segment as _seg
+from .pool import HttpSettings
+
+__all__ = [
+    "DEFAULT_BASE_URL",
+    "SESSION_SOCKET",
+    "IMAGES_ON_DAEMON",
+    "Argvs",
+    "DaemonClientBase",
+    "Files",
+    "create_session",
+    "delete_session",
+    "get_session",
+    "health",
+    "list_sessions",
+]
+
+#: Where a node-local daemon listens by default.
+DEFAULT_BASE_URL = "http://127.0.0.1:8080"
+#: The in-pod SESSION socket (the ADMIN socket ``/run/collimate/serve.sock``
+#: is for node agents, never for workloads).
+SESSION_SOCKET = "/run/collimate-session/serve.sock"
+
+_USER_AGENT = f"collimate-rl/{__version__}"
+
+IMAGES_ON_DAEMON = (
+    "the image catalog is a gateway feature: a node-local daemon serves only the "
+    "templates it was started with (see templates()). To browse the catalog, use "
+    "GatewayClient(api_key='col_...') or connect(api_key='col_...') "
+    "(or set COLLIMATE_API_KEY and call connect())."
+)
+
+_C = TypeVar("_C", bound="DaemonClientBase")
+
+Files = Sequence[Mapping[str, str]]
+Argvs = Sequence[Sequence[str]]
+
+
+# --- the daemon routes, described once -------------------------------------
+
+
+def health() -> Call:
+    return get("/v1/health")
+
+
+def list_sessions() -> Call:
+    return get("/v1/sessions")
+
+
+def create_session(
+    template_id: str, egress: Mapping[str, Any] | None, env: Mapping[str, str] | None = None
+) -> Call:
+    body: dict[str, Any] = {"template_id": template_id}
+    if egress is not None:
+        body["egress"] = dict(egress)
+    if env:
+        body["env"] = dict(env) if isinstance(env, Mapping) else env  # the server checks it
+    return post("/v1/sessions", body, idempotent=False)
+
+
+def get_session(session_id: str) -> Call:
+    return get(f"/v1/sessions/{_seg(session_id)}")
+
+
+def delete_session(session_id: str) -> Call:
+    return delete(
+        f"/v1/sessions/{_seg(session_id)}",
+        if_missing={"deleted": False, "session_id": session_id},
+    )
+
+
+# --- shared configuration ---------------------------------------------------
+
+
+class DaemonClientBase:
+    """Configuration and constructors shared by the sync and async clients."""
+
+    _wire_name = "daemon"
+
+    def __init__(
+        self,
+        base_url: str = DEFAULT_BASE_URL,
+        timeout: float = 120.0,
+        retries: int = 3,
+        backoff: float = 0.15,
+        retry_budget: float = 30.0,
+        unix_socket: str | None = None,
+        *,
+        rng: random.Random | None = None,
+        httpx_transport: Any = None,
+    ) -> None:
+        self.base_url = base_url.rstrip("/")
+        self.timeout = float(timeout)
+        self.retries = retries
+        self.backoff = backoff
+        self.retry_budget = retry_budget
+        self.unix_socket = os.fspath(unix_socket) if unix_socket is not None else None
+        self._settings = HttpSettings(
+            base_url=self.base_url,
+            timeout=self.timeout,
+            unix_socket=self.unix_socket,
+            headers={"User-Agent": _USER_AGENT},
+            httpx_transport=httpx_transport,
+        )
+        self._policy = RetryPolicy(
+            retries=retries, backoff=backoff, retry_budget=retry_budget, rng=rng or random.Random()
+        )
+
+    @property
+    def endpoint(self) -> str:
+        """The server this client talks to (URL, or ``unix:<path>``)."""
+        return self._settings.endpoint
+
+    def __repr__(self) -> str:
+        return f"{type(self).__name__}({self.endpoint!r})"
+
+    @classmethod
+    def for_node_socket(cls: type[_C], path: str = SESSION_SOCKET, **kwargs: Any) -> _C:
+        """A client of the in-pod daemon over its SESSION unix socket."""
+        return cls(unix_socket=path, **kwargs)
+
+    @classmethod
+    def from_env(cls: type[_C], **kwargs: Any) -> _C:
+        """A daemon client from the environment: ``$COLLIMATE_SERVE_SOCKET``,
+        else ``$COLLIMATE_SERVE_URL``, else the SESSION socket when it
+        exists, else ``http://127.0.0.1:8080``. Keyword arguments win."""
+        if "unix_socket" not in kwargs and "base_url" not in kwargs:
+            sock = os.environ.get("COLLIMATE_SERVE_SOCKET")
+            url = os.environ.get("COLLIMATE_SERVE_URL")
+            if sock:
+                kwargs["unix_socket"] = sock
+            elif url:
+                kwargs["base_url"] = url
+            elif os.path.exists(SESSION_SOCKET):
+                kwargs["unix_socket"] = SESSION_SOCKET
+        return cls(**kwargs)
+
+    def _exec_body(
+        self,
+        *,
+        template_id: str | None = None,
+        command: str | None,
+        code: str | None,
+        commands: Argvs | None,
+        files: Files | None,
+        timeout_seconds: int,
+        seed: str | None,
+        egress: Mapping[str, Any] | None = None,
+    ) -> dict[str, Any]:
+        return build_exec_request(
+            template_id=template_id,
+            command=command,
+            code=code,
+            commands=commands,
+            files=files,
+            timeout_seconds=timeout_seconds,
+            seed=seed,
+            egress=egress,
+        )
