@@ -7,7 +7,7 @@ below (as httpcore's unasync script does): ``async def`` is ``def``,
 ``await x`` is ``x``, ``async with`` / ``async for`` are ``with`` / ``for``,
 the async protocol names are the sync ones, ``await uncancellable(x)`` is
 ``x``, ``AsyncX`` is ``X``,
-``asyncio.sleep`` is ``time.sleep``, ``_async`` import paths are ``_sync``,
+``asyncio.sleep`` / ``anyio.sleep`` are ``time.sleep``, ``_async`` import paths are ``_sync``,
 and the names of :data:`NAMES` are swapped as listed; a definition under
 the comment ``# unasync: async only`` (``__await__``) is left out. The output carries a
 header saying so, its now-unused imports are dropped and it is put through
@@ -35,7 +35,7 @@ PACKAGE = ROOT / "packages" / "collimate-rl-core" / "src" / "collimate_rl"
 
 #: the async sources whose blocking twins are generated (``_async/<name>.py``
 #: -> ``_sync/<name>.py``)
-MODULES: tuple[str, ...] = ("client", "node_pool", "sandbox", "gateway", "sessions")
+MODULES: tuple[str, ...] = ("client", "node_pool", "sandbox", "gateway", "sessions", "templates")
 
 #: names swapped as they are, whole words, before the general rules
 NAMES: dict[str, str] = {
@@ -65,6 +65,7 @@ RULES: tuple[tuple[str, str], ...] = (
     (r"\bAwaitable\[([^\[\]]*)\]", r"\1"),
     (r"\bimport asyncio\b", "import time"),
     (r"\basyncio\.sleep\b", "time.sleep"),
+    (r"\banyio\.sleep\b", "time.sleep"),
     (r"\bAsync([A-Z]\w*)", r"\1"),
     (r"\b_async\b", "_sync"),
     (r"\basynchronous=True\b", "asynchronous=False"),

@@ -97,6 +97,8 @@ LAYERS: tuple[dict[str, tuple[str, ...]], ...] = (
             "collimate_rl.gateway_flows.*",
             "collimate_rl._async.sessions",
             "collimate_rl._sync.sessions",
+            "collimate_rl._async.templates",
+            "collimate_rl._sync.templates",
             "collimate_rl.template",
         )
     },

@@ -39,6 +39,8 @@ GENERATED = [
     (c.Sandbox, c.AsyncSandbox, "collimate_rl.sandbox"),
     (c.GatewayClient, c.AsyncGatewayClient, "collimate_rl.gateway"),
     (c.Session, c.AsyncSession, "collimate_rl.gateway_flows.sessions"),
+    (c.TemplateHandle, c.AsyncTemplateHandle, "collimate_rl.gateway_flows.templates"),
+    (c.Template, c.AsyncTemplate, "collimate_rl.gateway_flows.templates"),
 ]
 #: (blocking, async) functions of the generated modules
 FUNCTIONS = [(c.rollout_once, c.rollout_once_async)]
@@ -51,6 +53,11 @@ def _instance(cls: type) -> Any:
             c.AsyncCollimateClient if cls.__name__.startswith("Async") else c.CollimateClient
         )
         return cls("python", client=client_cls("http://127.0.0.1:9"), default_seed="ab" * 32)
+    if cls.__name__.endswith("Template"):
+        return cls()
+    if "TemplateHandle" in cls.__name__:
+        gateway = c.AsyncGatewayClient if cls.__name__.startswith("Async") else c.GatewayClient
+        return cls(gateway("col_demo_secret", "http://127.0.0.1:9"), "tpl-1", name="t")
     if "Session" in cls.__name__:
         gateway = c.AsyncGatewayClient if cls.__name__.startswith("Async") else c.GatewayClient
         return cls(gateway("col_demo_secret", "http://127.0.0.1:9"), "python", label="x")
@@ -137,7 +144,8 @@ def test_a_client_pickles_into_a_worker(blocking: type, coroutine: type, public:
         client = _instance(cls)
         copy = pickle.loads(pickle.dumps(client))
         assert type(copy) is cls
-        assert repr(copy) == repr(client)
+        if cls.__repr__ is not object.__repr__:  # (a Template holds nothing)
+            assert repr(copy) == repr(client)
         assert f"{home}\n{cls.__qualname__}".encode() in pickle.dumps(client, protocol=0)
 
 
