@@ -9,7 +9,8 @@ the async protocol names are the sync ones, ``await uncancellable(x)`` is
 ``x``, ``AsyncX`` is ``X``,
 ``asyncio.sleep`` / ``anyio.sleep`` are ``time.sleep``, ``_async`` import paths are ``_sync``,
 and the names of :data:`NAMES` are swapped as listed; a definition under
-the comment ``# unasync: async only`` (``__await__``) is left out. The output carries a
+the comment ``# unasync: async only`` (``__await__``) is left out, and a
+comment ``# unasync: blocking only: <code>`` is ``<code>`` in the twin. The output carries a
 header saying so, its now-unused imports are dropped and it is put through
 ``ruff format`` (the repository's ``ruff.toml``), so it is stable and
 formatted like the rest of the code.
@@ -35,7 +36,15 @@ PACKAGE = ROOT / "packages" / "collimate-rl-core" / "src" / "collimate_rl"
 
 #: the async sources whose blocking twins are generated (``_async/<name>.py``
 #: -> ``_sync/<name>.py``)
-MODULES: tuple[str, ...] = ("client", "node_pool", "sandbox", "gateway", "sessions", "templates")
+MODULES: tuple[str, ...] = (
+    "client",
+    "node_pool",
+    "sandbox",
+    "gateway",
+    "sessions",
+    "templates",
+    "envs",
+)
 
 #: names swapped as they are, whole words, before the general rules
 NAMES: dict[str, str] = {
@@ -47,6 +56,8 @@ NAMES: dict[str, str] = {
 
 #: the general token rules, in order: (pattern, replacement)
 RULES: tuple[tuple[str, str], ...] = (
+    # what only the blocking flavour does (a blocking Env opens in __init__)
+    (r"^(\s*)# unasync: blocking only: (.*)$", r"\1\2"),
     # a blocking cleanup cannot be cancelled halfway: it is simply called
     (r"\bawait uncancellable\((.*)\)$", r"\1"),
     (r"\basync def\b", "def"),

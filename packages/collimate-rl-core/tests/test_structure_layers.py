@@ -99,6 +99,8 @@ LAYERS: tuple[dict[str, tuple[str, ...]], ...] = (
             "collimate_rl._sync.sessions",
             "collimate_rl._async.templates",
             "collimate_rl._sync.templates",
+            "collimate_rl._async.envs",
+            "collimate_rl._sync.envs",
             "collimate_rl.template",
         )
     },
