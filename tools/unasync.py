@@ -44,6 +44,7 @@ MODULES: tuple[str, ...] = (
     "sessions",
     "templates",
     "envs",
+    "fork_group",
 )
 
 #: names swapped as they are, whole words, before the general rules

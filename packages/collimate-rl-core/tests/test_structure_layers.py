@@ -101,6 +101,8 @@ LAYERS: tuple[dict[str, tuple[str, ...]], ...] = (
             "collimate_rl._sync.templates",
             "collimate_rl._async.envs",
             "collimate_rl._sync.envs",
+            "collimate_rl._async.fork_group",
+            "collimate_rl._sync.fork_group",
             "collimate_rl.template",
         )
     },

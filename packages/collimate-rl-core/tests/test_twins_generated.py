@@ -42,6 +42,7 @@ GENERATED = [
     (c.TemplateHandle, c.AsyncTemplateHandle, "collimate_rl.gateway_flows.templates"),
     (c.Template, c.AsyncTemplate, "collimate_rl.gateway_flows.templates"),
     (c.Env, c.AsyncEnv, "collimate_rl.gateway_flows.envs"),
+    (c.ForkGroup, c.AsyncForkGroup, "collimate_rl.gateway_flows.fork_group"),
 ]
 #: (blocking, async) functions of the generated modules
 FUNCTIONS = [(c.rollout_once, c.rollout_once_async)]
@@ -49,8 +50,8 @@ FUNCTIONS = [(c.rollout_once, c.rollout_once_async)]
 
 def _instance(cls: type) -> Any:
     """An instance to pickle: clients built from a URL, a sandbox over one
-    (None: an environment, which talks to its gateway as it is built)."""
-    if cls.__name__.endswith("Env"):
+    (None: an environment or a group, which talk to the gateway as they are built)."""
+    if cls.__name__.endswith(("Env", "ForkGroup")):
         return None
     if "Sandbox" in cls.__name__:
         client_cls = (

@@ -13,10 +13,10 @@ do the flows a layer above it: it lives below both (docs/architecture.md,
 from __future__ import annotations
 
 import asyncio
-from collections.abc import Awaitable, Coroutine, Iterable
+from collections.abc import Awaitable, Callable, Coroutine, Iterable
 from typing import Any, TypeVar
 
-__all__ = ["gather_all", "uncancellable"]
+__all__ = ["gather_all", "run_each", "uncancellable"]
 
 T = TypeVar("T")
 
@@ -30,6 +30,33 @@ async def gather_all(aws: Iterable[Awaitable[T]]) -> list[T]:
     blocking twins this is :func:`collimate_rl._blocking.gather_all`: the
     calls made one after another.)"""
     return list(await asyncio.gather(*aws))
+
+
+async def run_each(
+    worker: Callable[[int], Awaitable[Any]], n: int, limit: int
+) -> tuple[list[Any], dict[int, BaseException]]:
+    """``worker(i)`` for ``i`` in ``range(n)``, at most ``limit`` at once (an
+    anyio task group): the results by position, and the exceptions by
+    position of those that raised one (an ``Exception``; anything else, a
+    cancellation, goes through). (In the generated blocking twins this is
+    :func:`collimate_rl._blocking.run_each`: a thread pool.)"""
+    import anyio
+
+    outcomes: list[Any] = [None] * n
+    errors: dict[int, BaseException] = {}
+    limiter = anyio.CapacityLimiter(limit)
+
+    async def guarded(i: int) -> None:
+        async with limiter:
+            try:
+                outcomes[i] = await worker(i)
+            except Exception as exc:
+                errors[i] = exc
+
+    async with anyio.create_task_group() as tg:
+        for i in range(n):
+            tg.start_soon(guarded, i)
+    return outcomes, errors
 
 
 async def uncancellable(coro: Coroutine[Any, Any, Any]) -> None:
