@@ -45,12 +45,14 @@ MODULES: tuple[str, ...] = (
     "templates",
     "envs",
     "fork_group",
+    "send",
 )
 
 #: names swapped as they are, whole words, before the general rules
 NAMES: dict[str, str] = {
     "_aio": "_blocking",  # the helpers: collimate_rl/_aio.py -> _blocking.py
     "AsyncHTTP": "SyncHTTP",
+    "AsyncPool": "SyncPool",
     "rollout_once_async": "rollout_once",
     "connect_async": "connect",
 }

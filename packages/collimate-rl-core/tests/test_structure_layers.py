@@ -68,6 +68,8 @@ LAYERS: tuple[dict[str, tuple[str, ...]], ...] = (
             "collimate_rl.client",
             "collimate_rl._async.client",
             "collimate_rl._sync.client",
+            "collimate_rl._async.send",
+            "collimate_rl._sync.send",
             "collimate_rl._async.node_pool",
             "collimate_rl._sync.node_pool",
             "collimate_rl.gateway",
