@@ -5,6 +5,7 @@ the process table."""
 
 from __future__ import annotations
 
+import functools
 import importlib.metadata
 import os
 import shlex
@@ -88,14 +89,20 @@ def target(request: pytest.FixtureRequest, backend: LocalCollimateBackend) -> st
 
 
 @pytest.fixture
-def server_pids() -> Any:
-    """``server_pids(module="collimate_code.server")``: see :func:`server_processes`."""
-    return server_processes
+def server_pids(backend: LocalCollimateBackend) -> Any:
+    """``server_pids(module="collimate_code.server")``: see
+    :func:`server_processes`; only the servers this session's backend started
+    (they grade at its URL), so another test run on the machine does not count."""
+    marker = f"COLLIMATE_SERVE_URL={backend.base_url}".encode()
+    return functools.partial(server_processes, marker=marker)
 
 
-def server_processes(module: str = "collimate_code.server") -> list[int]:
+def server_processes(
+    module: str = "collimate_code.server", marker: bytes | None = None
+) -> list[int]:
     """Pids of live processes whose command line runs ``module`` (clones of
-    every namespace show in the host's /proc)."""
+    every namespace show in the host's /proc) and, with ``marker``, whose
+    environment holds it (a ``NAME=value`` entry)."""
     found = []
     for entry in os.listdir("/proc"):
         if not entry.isdigit():
@@ -103,8 +110,11 @@ def server_processes(module: str = "collimate_code.server") -> list[int]:
         try:
             cmdline = Path(f"/proc/{entry}/cmdline").read_bytes().split(b"\0")
             state = Path(f"/proc/{entry}/stat").read_text().rsplit(")", 1)[1].split()[0]
+            environ = Path(f"/proc/{entry}/environ").read_bytes().split(b"\0") if marker else []
         except OSError:
             continue
-        if state != "Z" and module.encode() in cmdline:
+        if state == "Z" or module.encode() not in cmdline:
+            continue
+        if marker is None or marker in environ:
             found.append(int(entry))
     return found
