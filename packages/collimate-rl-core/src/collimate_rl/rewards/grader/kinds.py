@@ -339,9 +339,22 @@ def _test_namespace(
     return namespace
 
 
+_READS: dict[tuple[str, ...], frozenset[str]] = {}  # a pack grades one spec many times
+
+
 def _library_reads(sources: list[str], entry: str) -> set[str]:
     """The names test code reads an attribute of (``math`` in
-    ``math.isclose(...)``), but the entry point."""
+    ``math.isclose(...)``), but the entry point. Parsed once per test
+    source in this grader: every candidate of a pack shares its spec."""
+    key = tuple(sources)
+    if key not in _READS:
+        _READS[key] = _attribute_bases(sources)
+    found = set(_READS[key])
+    found.discard(entry)
+    return found
+
+
+def _attribute_bases(sources: list[str]) -> frozenset[str]:
     import ast
 
     found = set()
@@ -353,8 +366,7 @@ def _library_reads(sources: list[str], entry: str) -> set[str]:
         for node in ast.walk(tree):
             if isinstance(node, ast.Attribute) and isinstance(node.value, ast.Name):
                 found.add(node.value.id)
-    found.discard(entry)
-    return found
+    return frozenset(found)
 
 
 def _library_module(name: str) -> Any:
