@@ -46,6 +46,8 @@ MODULES: tuple[str, ...] = (
     "envs",
     "fork_group",
     "send",
+    "session_client",
+    "grading",
 )
 
 #: names swapped as they are, whole words, before the general rules
@@ -55,6 +57,12 @@ NAMES: dict[str, str] = {
     "AsyncPool": "SyncPool",
     "rollout_once_async": "rollout_once",
     "connect_async": "connect",
+    "grade_async": "grade",
+    "grade_batch_async": "grade_batch",
+    "grade_coalesced_async": "grade_coalesced",
+    "run_unit_async": "run_unit",
+    "run_batch_async": "run_batch",
+    "facts_async": "facts",
 }
 
 #: the general token rules, in order: (pattern, replacement)

@@ -25,10 +25,12 @@ plugin registered through the ``collimate_rl_transports`` hook.
 from __future__ import annotations
 
 import os
-from collections.abc import Mapping, Sequence
-from typing import Any, Protocol, runtime_checkable
+from collections.abc import Mapping
+from typing import Any
 
 from . import client as _client
+from ._async.session_client import AsyncSessionClient
+from ._sync.session_client import SessionClient
 from .client import AsyncCollimateClient
 from .gateway import AsyncGatewayClient
 from .nodes import AsyncNodePool, NodePool
@@ -40,106 +42,6 @@ __all__ = [
     "connect",
     "connect_async",
 ]
-
-
-@runtime_checkable
-class SessionClient(Protocol):
-    """The session surface both wires implement 1:1 (blocking flavour)."""
-
-    def health(self) -> dict[str, Any]: ...
-
-    def images(self) -> list[dict[str, Any]]: ...
-
-    def create_session(
-        self, template_id: str, *, egress: Mapping[str, Any] | None = None
-    ) -> dict[str, Any]: ...
-
-    def session_exec(
-        self,
-        session_id: str,
-        *,
-        command: str | None = None,
-        code: str | None = None,
-        commands: Sequence[Sequence[str]] | None = None,
-        files: Sequence[Mapping[str, str]] | None = None,
-        timeout_seconds: int = 30,
-        seed: str | None = None,
-    ) -> dict[str, Any]: ...
-
-    def exec_once(
-        self,
-        template_id: str,
-        *,
-        command: str | None = None,
-        code: str | None = None,
-        commands: Sequence[Sequence[str]] | None = None,
-        files: Sequence[Mapping[str, str]] | None = None,
-        timeout_seconds: int = 30,
-        seed: str | None = None,
-        egress: Mapping[str, Any] | None = None,
-    ) -> dict[str, Any]: ...
-
-    def get_session(self, session_id: str) -> dict[str, Any]: ...
-
-    def list_sessions(self) -> list[dict[str, Any]]: ...
-
-    def delete_session(self, session_id: str) -> dict[str, Any]: ...
-
-    def close(self) -> None: ...
-
-    def __enter__(self) -> Any: ...
-
-    def __exit__(self, *exc: object) -> None: ...
-
-
-@runtime_checkable
-class AsyncSessionClient(Protocol):
-    """The session surface as coroutines (what :func:`connect_async` returns)."""
-
-    async def health(self) -> dict[str, Any]: ...
-
-    async def images(self) -> list[dict[str, Any]]: ...
-
-    async def create_session(
-        self, template_id: str, *, egress: Mapping[str, Any] | None = None
-    ) -> dict[str, Any]: ...
-
-    async def session_exec(
-        self,
-        session_id: str,
-        *,
-        command: str | None = None,
-        code: str | None = None,
-        commands: Sequence[Sequence[str]] | None = None,
-        files: Sequence[Mapping[str, str]] | None = None,
-        timeout_seconds: int = 30,
-        seed: str | None = None,
-    ) -> dict[str, Any]: ...
-
-    async def exec_once(
-        self,
-        template_id: str,
-        *,
-        command: str | None = None,
-        code: str | None = None,
-        commands: Sequence[Sequence[str]] | None = None,
-        files: Sequence[Mapping[str, str]] | None = None,
-        timeout_seconds: int = 30,
-        seed: str | None = None,
-        egress: Mapping[str, Any] | None = None,
-    ) -> dict[str, Any]: ...
-
-    async def get_session(self, session_id: str) -> dict[str, Any]: ...
-
-    async def list_sessions(self) -> list[dict[str, Any]]: ...
-
-    async def delete_session(self, session_id: str) -> dict[str, Any]: ...
-
-    async def aclose(self) -> None: ...
-
-    async def __aenter__(self) -> Any: ...
-
-    async def __aexit__(self, *exc: object) -> None: ...
 
 
 #: What ``connect_async(transport=...)`` builds for core's own wire names
