@@ -48,6 +48,7 @@ MODULES: tuple[str, ...] = (
     "send",
     "session_client",
     "grading",
+    "admission",
 )
 
 #: names swapped as they are, whole words, before the general rules
@@ -63,6 +64,8 @@ NAMES: dict[str, str] = {
     "run_unit_async": "run_unit",
     "run_batch_async": "run_batch",
     "facts_async": "facts",
+    "admitted_async": "admitted",
+    "acquire_async": "acquire",
 }
 
 #: the general token rules, in order: (pattern, replacement)

@@ -116,6 +116,8 @@ LAYERS: tuple[dict[str, tuple[str, ...]], ...] = (
             "collimate_rl.pipeline.*",
             "collimate_rl.grading",
             "collimate_rl._async.grading",
+            "collimate_rl._async.admission",
+            "collimate_rl._sync.admission",
             "collimate_rl._sync.grading",
             "collimate_rl.batch",
             "collimate_rl.packing",

@@ -128,23 +128,15 @@ class _Stream(asyncio.Protocol):
     async def read_until(self, sep: bytes) -> bytes:
         start = 0
         while True:
-            at = self.buffer.find(sep, start)
-            if at >= 0:
-                end = at + len(sep)
-                data = bytes(self.buffer[:end])
-                del self.buffer[:end]
+            data, start = cut_through(self.buffer, sep, start)
+            if data is not None:
                 return data
-            if len(self.buffer) > _MAX_HEAD:
-                raise HeadTooLarge
-            start = max(0, len(self.buffer) - len(sep) + 1)
             await self._more()
 
     async def read_exactly(self, size: int) -> bytes:
         while len(self.buffer) < size:
             await self._more()
-        data = bytes(self.buffer[:size])
-        del self.buffer[:size]
-        return data
+        return cut(self.buffer, size)
 
     async def read_all(self) -> bytes:
         while not self.eof:
@@ -179,6 +171,27 @@ class HeadTooLarge(Exception):
 
 #: What reading an answer can fail with, for ``read_failure``.
 READ_FAILURES = (OSError, ClosedEarly, HeadTooLarge)
+
+
+def cut(buffer: bytearray, size: int) -> bytes:
+    """The first ``size`` bytes of ``buffer``, taken out of it."""
+    data = bytes(buffer[:size])
+    del buffer[:size]
+    return data
+
+
+def cut_through(buffer: bytearray, sep: bytes, start: int) -> tuple[bytes | None, int]:
+    """Take ``buffer`` up to and including the first ``sep`` found from
+    ``start`` on: ``(the bytes, 0)``; or ``(None, where to look next)`` when
+    more bytes are needed. Both transports' reads (asyncio and blocking)
+    search their buffers through this one function, so they cannot parse a
+    head differently. Raises :class:`HeadTooLarge` past :data:`_MAX_HEAD`."""
+    at = buffer.find(sep, start)
+    if at >= 0:
+        return cut(buffer, at + len(sep)), 0
+    if len(buffer) > _MAX_HEAD:
+        raise HeadTooLarge
+    return None, max(0, len(buffer) - len(sep) + 1)
 
 
 def read_failure(exc: BaseException, request: httpx.Request) -> httpx.TransportError:

@@ -20,13 +20,13 @@ import threading
 import httpx
 
 from .h1 import (
-    _MAX_HEAD,
     READ_FAILURES,
     Answer,
     ClosedEarly,
-    HeadTooLarge,
     _head,
     connect_failure,
+    cut,
+    cut_through,
     parse_response,
     plain_http_address,
     read_failure,
@@ -69,15 +69,9 @@ class _SyncConnection:
     def read_until(self, sep: bytes) -> bytes:
         start = 0
         while True:
-            at = self.buffer.find(sep, start)
-            if at >= 0:
-                end = at + len(sep)
-                data = bytes(self.buffer[:end])
-                del self.buffer[:end]
+            data, start = cut_through(self.buffer, sep, start)
+            if data is not None:
                 return data
-            if len(self.buffer) > _MAX_HEAD:
-                raise HeadTooLarge
-            start = max(0, len(self.buffer) - len(sep) + 1)
             if not self._fill():
                 raise ClosedEarly
 
@@ -85,9 +79,7 @@ class _SyncConnection:
         while len(self.buffer) < size:
             if not self._fill():
                 raise ClosedEarly
-        data = bytes(self.buffer[:size])
-        del self.buffer[:size]
-        return data
+        return cut(self.buffer, size)
 
     def read_all(self) -> bytes:
         while self._fill():

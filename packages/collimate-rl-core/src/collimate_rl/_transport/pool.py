@@ -32,7 +32,7 @@ import socket
 import ssl
 import threading
 import weakref
-from collections.abc import Mapping
+from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -121,6 +121,25 @@ class _AsyncViaClient(httpx.AsyncBaseTransport):
         await self.client.aclose()
 
 
+def _chosen(
+    settings: HttpSettings,
+    via_client: Callable[[], Any],
+    lean: Callable[[str, str | None], Any],
+    general: Callable[[HttpSettings], Any],
+) -> Any:
+    """The transport a pool of either flavour builds, by one rule: the
+    caller's own httpx transport; else an httpx client (environment proxies,
+    ``trust_env``); else, for plain HTTP, the lean HTTP/1.1 transport;
+    else httpx's (TLS)."""
+    if settings.httpx_transport is not None:
+        return settings.httpx_transport
+    if settings.via_client:
+        return via_client()
+    if settings.base_url.startswith("http://"):
+        return lean(settings.base_url, settings.unix_socket)
+    return general(settings)
+
+
 class SyncPool:
     """The connection pool of one blocking SDK client, per process."""
 
@@ -154,17 +173,15 @@ class SyncPool:
             return self._pool
 
     def _build(self) -> httpx.BaseTransport:
-        s = self.settings
-        if s.httpx_transport is not None:
-            transport: httpx.BaseTransport = s.httpx_transport
-            return transport
-        if s.via_client:
-            return _ViaClient()
-        if s.base_url.startswith("http://"):
-            return H1Transport(s.base_url, s.unix_socket)  # plain HTTP: the lean transport
-        return httpx.HTTPTransport(
-            uds=s.unix_socket, limits=_LIMITS, socket_options=s._socket_options()
+        transport: httpx.BaseTransport = _chosen(
+            self.settings,
+            _ViaClient,
+            H1Transport,
+            lambda s: httpx.HTTPTransport(
+                uds=s.unix_socket, limits=_LIMITS, socket_options=s._socket_options()
+            ),
         )
+        return transport
 
     def close(self) -> None:
         pool, self._pool = self._pool, None
@@ -221,15 +238,10 @@ class AsyncPool:
         return self._loop() is loop
 
     def _build(self) -> httpx.AsyncBaseTransport:
-        s = self.settings
-        if s.httpx_transport is not None:
-            transport: httpx.AsyncBaseTransport = s.httpx_transport
-            return transport
-        if s.via_client:
-            return _AsyncViaClient()
-        if s.base_url.startswith("http://"):
-            return AsyncH1Transport(s.base_url, s.unix_socket)  # plain HTTP: the lean transport
-        return _Lanes(s)
+        transport: httpx.AsyncBaseTransport = _chosen(
+            self.settings, _AsyncViaClient, AsyncH1Transport, _Lanes
+        )
+        return transport
 
     async def aclose(self) -> None:
         pool, self._pool = self._pool, None

@@ -21,10 +21,8 @@ from __future__ import annotations
 import asyncio
 import random
 import threading
-import time
 from collections import deque
-from collections.abc import Awaitable, Callable
-from typing import Any, Final, TypeVar
+from typing import Any, Final
 
 from ..errors import CollimateError
 from .targets import TargetFacts, endpoint_of
@@ -32,13 +30,11 @@ from .targets import TargetFacts, endpoint_of
 __all__ = [
     "CAPACITY_PATIENCE_S",
     "Gate",
-    "admitted",
-    "admitted_async",
+    "capacity_pause",
     "gate_for",
     "gates",
+    "refused_for_capacity",
 ]
-
-T = TypeVar("T")
 
 #: How long an exec refused for capacity keeps being sent again (the server
 #: full of other processes' work); past that, the refusal is raised.
@@ -230,52 +226,13 @@ def gate_for(client: Any, facts: TargetFacts) -> Gate:
     return gates.get(endpoint_of(client), facts)
 
 
-def _refused(exc: CollimateError) -> bool:
+def refused_for_capacity(exc: CollimateError) -> bool:
+    """The server answered ``at_capacity``: the exec did not run and may be
+    sent again."""
     return exc.error_code == "at_capacity"
 
 
-def _pause(attempt: int) -> float:
+def capacity_pause(attempt: int) -> float:
+    """Seconds to wait before sending a refused exec again (full jitter,
+    doubling from 20 ms up to 1 s)."""
     return random.uniform(0.0, min(_BACKOFF_MAX_S, _BACKOFF_S * 2**attempt))
-
-
-def admitted(gate: Gate, send: Callable[[], T]) -> T:
-    """``send()`` within ``gate``, sent again while the server answers
-    ``at_capacity`` (it did not run)."""
-    started = time.monotonic()
-    attempt = 0
-    while True:
-        gate.acquire()
-        try:
-            result = send()
-        except CollimateError as exc:
-            if not _refused(exc) or time.monotonic() - started > CAPACITY_PATIENCE_S:
-                raise
-            gate.refused()
-        else:
-            gate.admitted()
-            return result
-        finally:
-            gate.release()
-        time.sleep(_pause(attempt))
-        attempt += 1
-
-
-async def admitted_async(gate: Gate, send: Callable[[], Awaitable[T]]) -> T:
-    """:func:`admitted` on the running loop."""
-    started = time.monotonic()
-    attempt = 0
-    while True:
-        await gate.acquire_async()
-        try:
-            result = await send()
-        except CollimateError as exc:
-            if not _refused(exc) or time.monotonic() - started > CAPACITY_PATIENCE_S:
-                raise
-            gate.refused()
-        else:
-            gate.admitted()
-            return result
-        finally:
-            gate.release()
-        await asyncio.sleep(_pause(attempt))
-        attempt += 1

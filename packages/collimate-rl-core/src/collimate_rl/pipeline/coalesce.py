@@ -37,10 +37,11 @@ the pool again and leaves with the next pack.
 from __future__ import annotations
 
 import asyncio
+import contextlib
 import threading
 import time
 import weakref
-from collections.abc import Sequence
+from collections.abc import Iterator, Sequence
 from dataclasses import dataclass, field
 from typing import Any, Final
 
@@ -321,6 +322,20 @@ def _key(client: Any, route: Route) -> _Key:
     return endpoint_of(client), route.template_id, route.timeout_seconds
 
 
+@contextlib.contextmanager
+def _sending(pool: _Pool, pack: list[_Entry], me: _Entry) -> Iterator[None]:
+    """Around a pack's exec, in either flavour: a failure reaches every
+    caller in the pack, and the pool counts the pack as finished whatever
+    happened."""
+    try:
+        yield
+    except BaseException as exc:
+        _failed(pack, me, exc)
+        raise
+    finally:
+        pool.finished(len(pack))
+
+
 # -- threads ----------------------------------------------------------------
 
 
@@ -339,13 +354,8 @@ def _gather(pool: _Pool, client: Any) -> None:
 def _send(
     pool: _Pool, client: Any, route: Route, pack: list[_Entry], me: _Entry
 ) -> tuple[str, Any]:
-    try:
+    with _sending(pool, pack, me):
         report = run_unit(client, route, Unit(tuple(e.job for e in pack)))
-    except BaseException as exc:
-        _failed(pack, me, exc)
-        raise
-    finally:
-        pool.finished(len(pack))
     return _deliver(pack, report, me)
 
 
@@ -406,13 +416,8 @@ async def _gather_async(pool: _Pool, client: Any) -> None:
 async def _send_async(
     pool: _Pool, client: Any, route: Route, pack: list[_Entry], me: _Entry
 ) -> tuple[str, Any]:
-    try:
+    with _sending(pool, pack, me):
         report = await run_unit_async(client, route, Unit(tuple(e.job for e in pack)))
-    except BaseException as exc:
-        _failed(pack, me, exc)
-        raise
-    finally:
-        pool.finished(len(pack))
     return _deliver(pack, report, me)
 
 

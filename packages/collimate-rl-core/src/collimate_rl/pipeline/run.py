@@ -17,10 +17,12 @@ from collections.abc import Awaitable, Callable, Generator, Mapping
 from dataclasses import dataclass, field
 from typing import Any
 
+from .._async.admission import admitted_async
+from .._sync.admission import admitted
 from ..errors import CollimateError
 from ..rewards.program import build_runtime, runtime_built
 from ..rewards.spec import GuestReward
-from .admission import admitted, admitted_async, gate_for
+from .admission import gate_for
 from .execs import prepare_grade, prepare_pack
 from .forms import runtime_forms
 from .plan import Job, Unit, follow_up, singles
