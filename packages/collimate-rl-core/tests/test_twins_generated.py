@@ -23,6 +23,7 @@ from typing import Any
 import pytest
 
 import collimate_rl as c
+from collimate_rl.transport import AsyncSessionClient
 
 ROOT = Path(__file__).resolve().parents[3]
 TOOL = ROOT / "tools" / "unasync.py"
@@ -43,15 +44,21 @@ GENERATED = [
     (c.Template, c.AsyncTemplate, "collimate_rl.gateway_flows.templates"),
     (c.Env, c.AsyncEnv, "collimate_rl.gateway_flows.envs"),
     (c.ForkGroup, c.AsyncForkGroup, "collimate_rl.gateway_flows.fork_group"),
+    (c.SessionClient, AsyncSessionClient, "collimate_rl.transport"),
 ]
 #: (blocking, async) functions of the generated modules
-FUNCTIONS = [(c.rollout_once, c.rollout_once_async)]
+FUNCTIONS = [
+    (c.rollout_once, c.rollout_once_async),
+    (c.grade, c.grade_async),
+    (c.grade_batch, c.grade_batch_async),
+]
 
 
 def _instance(cls: type) -> Any:
     """An instance to pickle: clients built from a URL, a sandbox over one
-    (None: an environment or a group, which talk to the gateway as they are built)."""
-    if cls.__name__.endswith(("Env", "ForkGroup")):
+    (None: an environment or a group, which talk to the gateway as they are
+    built, or a protocol)."""
+    if cls.__name__.endswith(("Env", "ForkGroup", "SessionClient")):
         return None
     if "Sandbox" in cls.__name__:
         client_cls = (

@@ -43,6 +43,10 @@ __all__ = [
     "connect_async",
 ]
 
+# their public home (the API docs, isinstance checks' reprs), as before
+for _protocol in (SessionClient, AsyncSessionClient):
+    _protocol.__module__ = __name__
+
 
 #: What ``connect_async(transport=...)`` builds for core's own wire names
 #: (the plugin registry maps those names to the blocking clients).

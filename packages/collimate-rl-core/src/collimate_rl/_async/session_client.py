@@ -19,13 +19,16 @@ class AsyncSessionClient(Protocol):
     """The session surface both wires implement 1:1, one method per route
     of docs/wire.md: what the ``connect`` functions return."""
 
-    async def health(self) -> dict[str, Any]: ...
+    async def health(self) -> dict[str, Any]:
+        """The server's health and what it can do (``GET /v1/health``)."""
 
-    async def images(self) -> list[dict[str, Any]]: ...
+    async def images(self) -> list[dict[str, Any]]:
+        """The image catalog (the gateway's; a daemon raises: it has none)."""
 
     async def create_session(
         self, template_id: str, *, egress: Mapping[str, Any] | None = None
-    ) -> dict[str, Any]: ...
+    ) -> dict[str, Any]:
+        """A new sandbox of ``template_id``; its description, with its id."""
 
     async def session_exec(
         self,
@@ -37,7 +40,8 @@ class AsyncSessionClient(Protocol):
         files: Sequence[Mapping[str, str]] | None = None,
         timeout_seconds: int = 30,
         seed: str | None = None,
-    ) -> dict[str, Any]: ...
+    ) -> dict[str, Any]:
+        """Run a command, code or argv list in the session; the exec's result."""
 
     async def exec_once(
         self,
@@ -50,16 +54,23 @@ class AsyncSessionClient(Protocol):
         timeout_seconds: int = 30,
         seed: str | None = None,
         egress: Mapping[str, Any] | None = None,
-    ) -> dict[str, Any]: ...
+    ) -> dict[str, Any]:
+        """One exec in a fresh, throwaway clone of ``template_id`` (deleted after)."""
 
-    async def get_session(self, session_id: str) -> dict[str, Any]: ...
+    async def get_session(self, session_id: str) -> dict[str, Any]:
+        """One session's description."""
 
-    async def list_sessions(self) -> list[dict[str, Any]]: ...
+    async def list_sessions(self) -> list[dict[str, Any]]:
+        """The live sessions (of this daemon, or of this key on the gateway)."""
 
-    async def delete_session(self, session_id: str) -> dict[str, Any]: ...
+    async def delete_session(self, session_id: str) -> dict[str, Any]:
+        """``{deleted, session_id}``; never raises because it was already gone."""
 
-    async def aclose(self) -> None: ...
+    async def aclose(self) -> None:
+        """Close the connections; the client is not used after."""
 
-    async def __aenter__(self) -> Any: ...
+    async def __aenter__(self) -> Any:
+        """The client itself, closed on leaving the block."""
 
-    async def __aexit__(self, *exc: object) -> None: ...
+    async def __aexit__(self, *exc: object) -> None:
+        """Close the client."""

@@ -20,13 +20,16 @@ class SessionClient(Protocol):
     """The session surface both wires implement 1:1, one method per route
     of docs/wire.md: what the ``connect`` functions return."""
 
-    def health(self) -> dict[str, Any]: ...
+    def health(self) -> dict[str, Any]:
+        """The server's health and what it can do (``GET /v1/health``)."""
 
-    def images(self) -> list[dict[str, Any]]: ...
+    def images(self) -> list[dict[str, Any]]:
+        """The image catalog (the gateway's; a daemon raises: it has none)."""
 
     def create_session(
         self, template_id: str, *, egress: Mapping[str, Any] | None = None
-    ) -> dict[str, Any]: ...
+    ) -> dict[str, Any]:
+        """A new sandbox of ``template_id``; its description, with its id."""
 
     def session_exec(
         self,
@@ -38,7 +41,8 @@ class SessionClient(Protocol):
         files: Sequence[Mapping[str, str]] | None = None,
         timeout_seconds: int = 30,
         seed: str | None = None,
-    ) -> dict[str, Any]: ...
+    ) -> dict[str, Any]:
+        """Run a command, code or argv list in the session; the exec's result."""
 
     def exec_once(
         self,
@@ -51,16 +55,23 @@ class SessionClient(Protocol):
         timeout_seconds: int = 30,
         seed: str | None = None,
         egress: Mapping[str, Any] | None = None,
-    ) -> dict[str, Any]: ...
+    ) -> dict[str, Any]:
+        """One exec in a fresh, throwaway clone of ``template_id`` (deleted after)."""
 
-    def get_session(self, session_id: str) -> dict[str, Any]: ...
+    def get_session(self, session_id: str) -> dict[str, Any]:
+        """One session's description."""
 
-    def list_sessions(self) -> list[dict[str, Any]]: ...
+    def list_sessions(self) -> list[dict[str, Any]]:
+        """The live sessions (of this daemon, or of this key on the gateway)."""
 
-    def delete_session(self, session_id: str) -> dict[str, Any]: ...
+    def delete_session(self, session_id: str) -> dict[str, Any]:
+        """``{deleted, session_id}``; never raises because it was already gone."""
 
-    def close(self) -> None: ...
+    def close(self) -> None:
+        """Close the connections; the client is not used after."""
 
-    def __enter__(self) -> Any: ...
+    def __enter__(self) -> Any:
+        """The client itself, closed on leaving the block."""
 
-    def __exit__(self, *exc: object) -> None: ...
+    def __exit__(self, *exc: object) -> None:
+        """Close the client."""
