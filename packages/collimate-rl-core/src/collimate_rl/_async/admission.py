@@ -17,12 +17,8 @@ from collections.abc import Awaitable, Callable
 from typing import TypeVar
 
 from ..errors import CollimateError
-from ..pipeline.admission import (
-    CAPACITY_PATIENCE_S,
-    Gate,
-    capacity_pause,
-    refused_for_capacity,
-)
+from ..pipeline import admission
+from ..pipeline.admission import Gate, capacity_pause, refused_for_capacity
 
 __all__ = ["admitted_async"]
 
@@ -39,7 +35,9 @@ async def admitted_async(gate: Gate, send: Callable[[], Awaitable[T]]) -> T:
         try:
             result = await send()
         except CollimateError as exc:
-            if not refused_for_capacity(exc) or time.monotonic() - started > CAPACITY_PATIENCE_S:
+            # (the patience is read at each refusal: it may be set at run time)
+            patient = time.monotonic() - started <= admission.CAPACITY_PATIENCE_S
+            if not refused_for_capacity(exc) or not patient:
                 raise
             gate.refused()
         else:

@@ -1,0 +1,26 @@
+"""The repository's test run as a whole (``hatch test``): how many workers.
+
+``hatch test`` runs the suite on pytest-xdist workers (``-n auto``, in
+hatch.toml). The tests mostly wait: on servers they start, on sandboxes'
+processes, on sockets; a run on one worker leaves the machine about 80%
+idle. So ``auto`` means twice the cores here (four on two), at most
+eight; ``COLLIMATE_TEST_WORKERS=N`` overrides (``1``: no workers, one
+process, e.g. to debug).
+"""
+
+from __future__ import annotations
+
+import os
+
+import pytest
+
+
+def pytest_xdist_auto_num_workers(config: pytest.Config) -> int:
+    wanted = os.environ.get("COLLIMATE_TEST_WORKERS", "").strip()
+    if wanted:
+        return max(0, int(wanted)) if wanted.isdigit() else _refuse(wanted)
+    return min(8, 2 * (os.cpu_count() or 1))
+
+
+def _refuse(wanted: str) -> int:
+    raise pytest.UsageError(f"COLLIMATE_TEST_WORKERS must be a whole number, got {wanted!r}")
