@@ -24,3 +24,15 @@ def pytest_xdist_auto_num_workers(config: pytest.Config) -> int:
 
 def _refuse(wanted: str) -> int:
     raise pytest.UsageError(f"COLLIMATE_TEST_WORKERS must be a whole number, got {wanted!r}")
+
+
+def pytest_collection_modifyitems(items: list[pytest.Item]) -> None:
+    """The files that hold slow tests first, the rest in their order.
+
+    Under ``--dist loadfile`` a worker takes one file at a time, in the
+    order collected: the long files (fresh venvs, time budgets, hundreds of
+    grades) then start at once and the short ones fill in around them,
+    instead of one long file starting last and running alone at the end.
+    """
+    slow_files = {item.path for item in items if item.get_closest_marker("slow")}
+    items.sort(key=lambda item: item.path not in slow_files)  # (a stable sort)

@@ -41,6 +41,7 @@ def backend() -> Iterator[LocalCollimateBackend]:
         yield b
 
 
+@pytest.mark.slow
 def test_cycles_with_injected_errors_leave_nothing_behind(
     backend: LocalCollimateBackend, monkeypatch: pytest.MonkeyPatch
 ) -> None:

@@ -173,6 +173,7 @@ def test_redefining_the_prompts_helper_scores_0(
     assert [v["passed"] for v in theirs] == [True, True]
 
 
+@pytest.mark.slow
 def test_mutants_pass_or_fail_as_human_evals_harness_says(
     client: CollimateClient, problems: dict[str, dict[str, Any]]
 ) -> None:

@@ -155,6 +155,7 @@ def test_memory_bombs_one_process_and_many(http: httpx.Client) -> None:
     assert "killed by the clone's memory quota" in many["stdout"], many
 
 
+@pytest.mark.slow
 def test_unbounded_output_loops_and_sleepers(http: httpx.Client) -> None:
     out = once(http, "import sys\nwhile True: sys.stdout.write('x' * 65536)", template="tight")
     assert out["truncated"] is True and len(out["stdout"]) <= 70 * 1024, len(out["stdout"])

@@ -429,6 +429,7 @@ def test_reading_a_pack_decodes_each_verdict_once_and_keeps_a_subclass_outcome(
     assert [g.outcome.reward for g in read_pack(again, stdout)[0]] == [0.0, 0.25]
 
 
+@pytest.mark.slow
 def test_a_candidate_that_stops_the_grader_holds_its_pack_four_budgets_at_most(
     backend: LocalCollimateBackend,
     same_as_alone: Callable[..., None],
