@@ -27,6 +27,7 @@ def _load(name: str) -> ModuleType:
 
 
 @pytest.mark.slow
+@pytest.mark.packaging
 def test_peer_client_against_our_server(tmp_path: Path) -> None:
     peer_venv = _load("peer_venv")
     python = peer_venv.peer_python()

@@ -28,6 +28,7 @@ def _load(name: str) -> ModuleType:
 
 
 @pytest.mark.slow
+@pytest.mark.packaging
 def test_peer_gateway_client_against_our_server() -> None:
     peer_venv = _load("peer_venv")
     python = peer_venv.peer_python()

@@ -20,7 +20,7 @@ from pathlib import Path
 
 import pytest
 
-pytestmark = pytest.mark.slow
+pytestmark = [pytest.mark.slow, pytest.mark.packaging]
 
 ROOT = Path(__file__).resolve().parents[1]
 CORE = ROOT / "packages" / "collimate-rl-core"

@@ -22,7 +22,7 @@ from pathlib import Path
 import pytest
 
 # a fresh venv with OpenEnv (~475 MB, from pip's cache) and a cold server start
-pytestmark = [pytest.mark.slow, pytest.mark.timeout(1800)]
+pytestmark = [pytest.mark.slow, pytest.mark.packaging, pytest.mark.timeout(1800)]
 
 ROOT = Path(__file__).resolve().parents[1]
 SOURCES = {

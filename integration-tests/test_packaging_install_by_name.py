@@ -44,7 +44,7 @@ if sys.version_info >= (3, 11):
 else:  # core depends on tomli there
     import tomli as tomllib
 
-pytestmark = pytest.mark.slow
+pytestmark = [pytest.mark.slow, pytest.mark.packaging]
 
 ROOT = Path(__file__).resolve().parents[1]
 README = ROOT / "README.md"

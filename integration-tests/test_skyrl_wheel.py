@@ -23,7 +23,7 @@ import pytest
 
 from collimate_rl.local_backend import LocalCollimateBackend
 
-pytestmark = pytest.mark.slow
+pytestmark = [pytest.mark.slow, pytest.mark.packaging]
 
 ROOT = Path(__file__).resolve().parents[1]
 CORE = ROOT / "packages" / "collimate-rl-core"

@@ -25,7 +25,7 @@ from pathlib import Path
 
 import pytest
 
-pytestmark = [pytest.mark.slow, pytest.mark.timeout(600)]
+pytestmark = [pytest.mark.slow, pytest.mark.packaging, pytest.mark.timeout(600)]
 
 ROOT = Path(__file__).resolve().parents[1]
 WHEELS = {

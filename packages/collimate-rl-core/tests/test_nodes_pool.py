@@ -244,7 +244,10 @@ def test_the_async_pool_grades_and_routes_around_a_draining_node(
         async def main() -> list[float]:
             async with AsyncNodePool([draining.base_url, three[0].base_url]) as pool:
                 results = await grade_batch_async(pool, "py", [RIGHT, WRONG] * 8, SPEC, pack=4)
-                assert pool.nodes()[0]["state"] in ("draining", "unreachable")
+                # the draining node ran nothing (its state may be back to "in"
+                # by now: it is left alone for DRAINING_OUT_S, then asked again)
+                assert pool.nodes()[0]["answered"] == 0
+                assert pool.nodes()[1]["answered"] >= 4
                 return [r.reward for r in results]
 
         assert asyncio.run(main()) == [1.0, 0.0] * 8
