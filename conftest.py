@@ -15,6 +15,7 @@ import os
 import pytest
 
 
+@pytest.hookimpl(optionalhook=True)  # (an environment without xdist: the columns)
 def pytest_xdist_auto_num_workers(config: pytest.Config) -> int:
     wanted = os.environ.get("COLLIMATE_TEST_WORKERS", "").strip()
     if wanted:
