@@ -20,8 +20,8 @@ def skip_gradio_unless_needed() -> None:
 
     OpenEnv 0.10 imports its web interface, and with it Gradio, whenever
     ``openenv.core.env_server`` is imported, and goes on without it when
-    that import fails. Gradio is about 3.5 of the 4.7 seconds an
-    environment server takes to start, paid by every session (a GRPO group
+    that import fails. Gradio is about 3.6 of the 4.7 seconds of CPU an
+    environment server's imports take, paid by every session (a GRPO group
     of 16 episodes starts 16 servers). With the web interface off, the
     default, the import is made to fail at once (``None`` in
     ``sys.modules``). OpenEnv's later line imports it only when enabled.
