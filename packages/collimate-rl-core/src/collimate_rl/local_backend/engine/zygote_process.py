@@ -27,6 +27,11 @@ ZYGOTE_SCRIPT = str(Path(__file__).with_name("_zygote.py"))
 _SYS_PATHS: dict[str, list[str]] = {}
 # Root can renice a ready clone back up; without that, keep every process at one priority.
 BACKGROUND_NICE = 10 if os.geteuid() == 0 else 0
+#: How long a new zygote may take to say hello (its imports and preload done).
+#: It runs niced (BACKGROUND_NICE): on a node busy with execs it gets little
+#: CPU, and a slow start is not a failure. One that dies is seen at once
+#: (its channel closes); this only bounds one alive but stuck.
+HELLO_TIMEOUT_S = 120.0
 _HOMES: dict[str, list[str]] = {}
 
 
@@ -121,7 +126,7 @@ class ZygoteProcess:
             background(proc.pid)
         channel = Channel(ours)
         try:
-            hello = await asyncio.wait_for(channel.recv(), 30)
+            hello = await asyncio.wait_for(channel.recv(), HELLO_TIMEOUT_S)
         except (ChannelClosed, asyncio.TimeoutError) as exc:
             with contextlib.suppress(ProcessLookupError):
                 proc.kill()
