@@ -15,10 +15,12 @@ concurrency=16)`` (grades/s). The table shows each side's medians and
 new / old.
 
 ``--paired N`` resolves smaller differences: both sides start once (their
-own client process and backend, warmed), then take turns, one documented
-call each, N pairs (the order flips every pair), so both see the same
-seconds of the machine. It prints the median of the per-pair ratios of
-wall time and of the machine's busy CPU time (``/proc/stat``) per call.
+own client process and backend, warmed), then take turns, N pairs (the
+order flips every pair), so both see the same seconds of the machine. A
+turn is one documented call, then 40 sequential one-shot execs with the
+blocking client and 40 with the async one (each a p50). It prints the
+median of the per-pair ratios of the call's wall time and of the machine's
+busy CPU time (``/proc/stat``) during the turn, and of the two latencies.
 """
 
 from __future__ import annotations
@@ -79,14 +81,40 @@ assert _MARK, "MEASURE no longer opens its client where SERVE expects"
 SERVE = (
     _SETUP
     + r"""
+    import asyncio
+    from collimate_rl import AsyncCollimateClient
+
+    def p50_blocking(client):
+        lat = []
+        for _ in range(40):
+            t0 = time.perf_counter()
+            client.exec_once("py", code="print(1)")
+            lat.append(time.perf_counter() - t0)
+        return statistics.median(lat)
+
+    async def p50_async():
+        async with AsyncCollimateClient(url) as aclient:
+            for _ in range(5):
+                await aclient.exec_once("py", code="print(1)")
+            lat = []
+            for _ in range(40):
+                t0 = time.perf_counter()
+                await aclient.exec_once("py", code="print(1)")
+                lat.append(time.perf_counter() - t0)
+            return statistics.median(lat)
+
     with CollimateClient(url) as client:
         grade_batch(client, "py", cands, spec, seeds=["ab" * 32] * 256, concurrency=16)
+        p50_blocking(client)
+        asyncio.run(p50_async())
         print("ready", flush=True)
         for _line in sys.stdin:
             t0 = time.perf_counter()
             res = grade_batch(client, "py", cands, spec, seeds=["ab" * 32] * 256, concurrency=16)
             dt = time.perf_counter() - t0
-            print(json.dumps({"seconds": dt, "rewards": [r.reward for r in res]}), flush=True)
+            print(json.dumps({"seconds": dt, "rewards": [r.reward for r in res],
+                              "p50_s": p50_blocking(client),
+                              "async_p50_s": asyncio.run(p50_async())}), flush=True)
 finally:
     server.terminate(); server.wait(60)
 """
@@ -108,6 +136,8 @@ def paired(args: argparse.Namespace) -> None:
             assert proc.stdout is not None and proc.stdout.readline().strip() == "ready"
         wall: dict[str, list[float]] = {"old": [], "new": []}
         cpu: dict[str, list[float]] = {"old": [], "new": []}
+        p50: dict[str, list[float]] = {"old": [], "new": []}
+        async_p50: dict[str, list[float]] = {"old": [], "new": []}
         rewards: list[object] = []
         for i in range(args.paired):
             for name in ("old", "new") if i % 2 == 0 else ("new", "old"):
@@ -119,15 +149,27 @@ def paired(args: argparse.Namespace) -> None:
                 got = json.loads(proc.stdout.readline())
                 cpu[name].append(machine_busy_seconds() - before)
                 wall[name].append(float(got["seconds"]))
+                p50[name].append(float(got["p50_s"]))
+                async_p50[name].append(float(got["async_p50_s"]))
                 rewards.append(got["rewards"])
-            rates = " ".join(f"{n} {256 / wall[n][-1]:.0f}/s" for n in ("old", "new"))
+            rates = " ".join(
+                f"{n} {256 / wall[n][-1]:.0f}/s p50 {1000 * p50[n][-1]:.2f}/"
+                f"{1000 * async_p50[n][-1]:.2f} ms"
+                for n in ("old", "new")
+            )
             print(f"pair {i + 1}: {rates}", flush=True)
         assert all(r == rewards[0] for r in rewards), "the two sides' rewards differ"
-        for label, data in (("wall", wall), ("busy CPU", cpu)):
+        for label, data in (
+            ("documented call, wall", wall),
+            ("turn, machine busy CPU", cpu),
+            ("one-shot p50, blocking", p50),
+            ("one-shot p50, async", async_p50),
+        ):
             ratios = [o / n for o, n in zip(data["old"], data["new"], strict=True)]
             print(
-                f"{label} per call: old {1000 * statistics.median(data['old']):.0f} ms, "
-                f"new {1000 * statistics.median(data['new']):.0f} ms; old/new per pair: "
+                f"{label}: old {1000 * statistics.median(data['old']):.2f} ms, "
+                f"new {1000 * statistics.median(data['new']):.2f} ms; old/new per pair "
+                "(above 1: new is faster): "
                 f"median {statistics.median(ratios):.3f}, "
                 f"quartiles {statistics.quantiles(ratios, n=4)[0]:.3f}-"
                 f"{statistics.quantiles(ratios, n=4)[2]:.3f}"
