@@ -4,8 +4,8 @@
 hatch.toml). The tests mostly wait: on servers they start, on sandboxes'
 processes, on sockets; a run on one worker leaves the machine about 80%
 idle. So ``auto`` means twice the cores here (four on two), at most
-eight; ``COLLIMATE_TEST_WORKERS=N`` overrides (``1``: no workers, one
-process, e.g. to debug).
+eight; ``COLLIMATE_TEST_WORKERS=N`` overrides (``0``: no workers, the
+tests run in pytest's own process, e.g. under a debugger).
 """
 
 from __future__ import annotations
