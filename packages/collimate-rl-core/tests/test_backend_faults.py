@@ -4,7 +4,12 @@ the clone down."""
 
 from __future__ import annotations
 
+import asyncio
+import concurrent.futures
+import threading
+
 import httpx
+import pytest
 
 from collimate_rl.local_backend import LocalCollimateBackend
 from collimate_rl.local_backend.engine.api import ExecJob, ExecOutcome, TemplateSpec
@@ -57,3 +62,23 @@ def test_engine_faults_map_to_wire_codes() -> None:
         assert r.status_code == 503 and r.json()["error_code"] == "session_bringup_failed"
         assert b.health()["inflight"] == 0
     assert engine.log == ["started", "closed", "engine closed"]
+
+
+class _StuckEngine(_BrokenEngine):
+    """An engine whose warm-up never finishes (a zygote that never says hello)."""
+
+    async def start(self, templates: list[TemplateSpec]) -> None:
+        self.log.append("starting")
+        await asyncio.Event().wait()
+
+
+def test_a_start_given_up_on_is_torn_down() -> None:
+    engine = _StuckEngine()
+    backend = LocalCollimateBackend(engine=engine, start_timeout_s=0.5)  # type: ignore[arg-type]
+    threads_before = {t.name for t in threading.enumerate()}
+    with pytest.raises(concurrent.futures.TimeoutError):
+        backend.start()
+    assert engine.log == ["starting", "engine closed"]
+    assert "collimate-local-backend" not in {t.name for t in threading.enumerate()} - threads_before
+    with pytest.raises(RuntimeError, match="not started"):
+        backend.base_url  # noqa: B018

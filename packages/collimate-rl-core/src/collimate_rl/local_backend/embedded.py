@@ -34,6 +34,9 @@ class LocalCollimateBackend:
     ``{id: table}`` (the earlier release's ``{"py": {"interpreter": ...}}``
     shape works); in-process tables replace built-ins of the same id.
     ``port=None`` with ``socket_path`` serves the unix socket only.
+    ``start_timeout_s`` bounds ``start()``; it is generous because a start
+    waits for each template's warm interpreter, which on a node saturated by
+    other work can take a minute or more.
     """
 
     def __init__(
@@ -52,7 +55,7 @@ class LocalCollimateBackend:
         use_plugins: bool = True,
         override_templates: bool = False,
         engine: Engine | None = None,
-        start_timeout_s: float = 60.0,
+        start_timeout_s: float = 180.0,
         api_keys: Sequence[str] = (),
         api_keys_file: str | Path | None = None,
         gateway: bool = True,
@@ -135,7 +138,10 @@ class LocalCollimateBackend:
             try:
                 server = started.result(timeout=self._start_timeout_s)
             except BaseException:
-                thread.join(timeout=10)
+                # A start given up on is cancelled, not left running: what it
+                # started so far (zygotes, sockets) is torn down with it.
+                loop.call_soon_threadsafe(_cancel_all, loop)
+                thread.join(timeout=30)
                 raise
             self._loop, self._thread, self._server = loop, thread, server
             atexit.register(self.stop)  # a forgotten backend still cleans up at exit
@@ -226,6 +232,11 @@ class LocalCollimateBackend:
         tb: TracebackType | None,
     ) -> None:
         await asyncio.get_running_loop().run_in_executor(None, self.stop)
+
+
+def _cancel_all(loop: asyncio.AbstractEventLoop) -> None:
+    for task in asyncio.all_tasks(loop):
+        task.cancel()
 
 
 async def _health(server: BackendServer) -> dict[str, Any]:

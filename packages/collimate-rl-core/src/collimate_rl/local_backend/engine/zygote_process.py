@@ -28,8 +28,9 @@ _SYS_PATHS: dict[str, list[str]] = {}
 # Root can renice a ready clone back up; without that, keep every process at one priority.
 BACKGROUND_NICE = 10 if os.geteuid() == 0 else 0
 #: How long a new zygote may take to say hello (its imports and preload done).
-#: It runs niced (BACKGROUND_NICE): on a node busy with execs it gets little
-#: CPU, and a slow start is not a failure. One that dies is seen at once
+#: It starts at normal priority (until it is ready, every clone of its
+#: template waits for it) but on a node saturated by other work its start
+#: is still slow, and that is not a failure. One that dies is seen at once
 #: (its channel closes); this only bounds one alive but stuck.
 HELLO_TIMEOUT_S = 120.0
 _HOMES: dict[str, list[str]] = {}
@@ -121,9 +122,6 @@ class ZygoteProcess:
             )
         finally:
             theirs.close()
-        if BACKGROUND_NICE:
-            # making clones is ahead-of-time work: it must not slow running execs
-            background(proc.pid)
         channel = Channel(ours)
         try:
             hello = await asyncio.wait_for(channel.recv(), HELLO_TIMEOUT_S)
@@ -133,6 +131,11 @@ class ZygoteProcess:
             await proc.wait()
             channel.close()
             raise ZygoteError(f"{python}: the warm interpreter did not start") from exc
+        # Only once it is ready: making clones ahead of time must not slow
+        # running execs, but its own start is on the path of everything that
+        # waits for this template. The idle class during the start starved
+        # it for minutes on a node kept busy by other processes.
+        background(proc.pid)
         zygote = cls(proc, channel)
         zygote.preload_failed = list(hello.get("preload_failed", []))
         zygote.python = python
