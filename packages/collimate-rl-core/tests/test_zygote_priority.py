@@ -37,13 +37,17 @@ def zygote_children() -> list[int]:
     return found
 
 
+def priority(pid: int) -> tuple[int, int]:
+    """(scheduling class, niceness)"""
+    return os.sched_getscheduler(pid), os.getpriority(os.PRIO_PROCESS, pid)
+
+
 def test_a_zygote_is_backgrounded_after_its_hello(monkeypatch: pytest.MonkeyPatch) -> None:
     seen_before_hello: list[tuple[int, int]] = []
     real_recv = Channel.recv
 
     async def recv(self: Channel) -> object:
-        for pid in zygote_children():
-            seen_before_hello.append((os.sched_getscheduler(pid), os.getpriority(os.PRIO_PROCESS, pid)))
+        seen_before_hello.extend(priority(pid) for pid in zygote_children())
         return await real_recv(self)
 
     monkeypatch.setattr(Channel, "recv", recv)
@@ -51,12 +55,10 @@ def test_a_zygote_is_backgrounded_after_its_hello(monkeypatch: pytest.MonkeyPatc
     async def scenario() -> tuple[int, int]:
         zygote = await ZygoteProcess.start(sys.executable, ())
         try:
-            pid = zygote.proc.pid
-            return os.sched_getscheduler(pid), os.getpriority(os.PRIO_PROCESS, pid)
+            return priority(zygote.proc.pid)
         finally:
             await zygote.close()
 
     after = asyncio.run(scenario())
-    mine = (os.sched_getscheduler(0), os.getpriority(os.PRIO_PROCESS, 0))
-    assert seen_before_hello and set(seen_before_hello) == {mine}
+    assert seen_before_hello and set(seen_before_hello) == {priority(os.getpid())}
     assert after == (os.SCHED_IDLE, zygote_process.BACKGROUND_NICE)
