@@ -48,7 +48,7 @@ from collections.abc import Mapping
 from pathlib import Path
 from typing import Any, Final, Literal
 
-from .grader import PARTS, WORKER_PART
+from .grader import PARTS, WORKER_PARTS
 
 __all__ = [
     "FORM_FOR_HOW",
@@ -198,7 +198,7 @@ _RUN_WORKER: Final = '\nif __name__ != "__collimate_preload__":\n    _worker_mai
 def worker_source() -> str:
     """The candidate's side (:mod:`.grader.worker`), shrunk, with its call:
     what the grader starts in a fresh interpreter."""
-    tree = ast.Module(body=_shrunk_parts((WORKER_PART,)), type_ignores=[])
+    tree = ast.Module(body=_shrunk_parts(WORKER_PARTS), type_ignores=[])
     return ast.unparse(ast.fix_missing_locations(tree)) + _RUN_WORKER
 
 

@@ -61,7 +61,7 @@ Why it looks the way it does:
 
 from __future__ import annotations
 
-__all__ = ["PARTS", "WORKER_PART"]
+__all__ = ["PARTS", "WORKER_PARTS"]
 
 #: The modules of the shipped program, in the order they are joined.
 PARTS = (
@@ -77,5 +77,5 @@ PARTS = (
     "entry",
 )
 
-#: The candidate's side, shipped on its own (see :mod:`.worker`).
-WORKER_PART = "worker"
+#: The candidate's side, shipped on its own (see :mod:`.worker`), in this order.
+WORKER_PARTS = ("separation", "worker")

@@ -88,8 +88,12 @@ def _worker_source() -> str:
     text = globals().get("_WORKER_SOURCE")
     if text:
         return str(text)
-    with open(os.path.join(os.path.dirname(os.path.abspath(__file__)), "worker.py")) as fh:
-        return fh.read() + '\nif __name__ != "__collimate_preload__":\n    _worker_main()\n'
+    here = os.path.dirname(os.path.abspath(__file__))
+    text = ""
+    for part in ("separation", "worker"):  # (``WORKER_PARTS``; their imports of each other dropped)
+        with open(os.path.join(here, part + ".py")) as fh:
+            text += "".join(line for line in fh if not line.startswith("from ."))
+    return text + '\nif __name__ != "__collimate_preload__":\n    _worker_main()\n'
 
 
 class _Spawner:

@@ -14,7 +14,7 @@ run the program on an input. Only plain builtin data crosses: anything else
 stays here and the grader gets a handle to it.
 
 Messages on every socket are a 4-byte big-endian length and a marshal dump.
-This module imports none of its siblings: it is shipped on its own.
+It is shipped on its own, with :mod:`.separation` only (``WORKER_PARTS``).
 """
 
 # The guest may run Python 3.8 with nothing imported beyond its preload:
@@ -25,6 +25,8 @@ from __future__ import annotations
 import marshal
 import os
 import sys
+
+from .separation import _w_separator
 
 TYPE_CHECKING = False
 if TYPE_CHECKING:  # pragma: no cover - typing only, never imported in the guest
@@ -98,8 +100,14 @@ def _worker_main() -> NoReturn:
             pass
 
     reaper = None
-    if boot.get("sweep"):  # a pack: many candidates will fork from here
-        reaper = _w_subreaper()
+    packed = bool(boot.get("sweep"))
+    # each candidate's process kept apart (see separation.py): required in a
+    # pack, where siblings share the exec; wherever it can be, alone
+    confine, unconfined = _w_separator(prove=packed)
+    if packed:  # a pack: many candidates will fork from here
+        reaper = _w_subreaper() or (
+            None if unconfined is None else "candidates cannot be kept apart: " + unconfined
+        )
         if boot.get("warm", True):
             _w_warm_up()
         if hasattr(gc, "freeze"):  # (no collection first: it costs a pack's start ~3 ms)
@@ -130,6 +138,8 @@ def _worker_main() -> NoReturn:
                     elif boot.get("state") is not None:
                         random.setstate(boot["state"])  # the exec's own seeded state
                     conn = _socket.socket(fileno=fd)
+                    if confine is not None and not confine(int(request[1])) and packed:
+                        os._exit(0)  # (not reached: the spawner proved it can confine)
                 except BaseException:
                     os._exit(0)
                 _serve(conn)

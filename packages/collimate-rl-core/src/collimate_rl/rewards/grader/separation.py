@@ -1,0 +1,201 @@
+"""Keeping a candidate's process apart from everything else in the guest.
+
+The candidates of a pack share one exec, and so one uid: the grader, the
+spawner and every candidate run as the clone's user. Under RL pressure a
+candidate gains as much from lowering its siblings' rewards (a GRPO
+advantage is relative to the group) or from stalling the step as from
+passing its tests. So each candidate's process, right after the spawner
+forked it and before its code arrives, is confined (:func:`_w_separator`):
+
+* a **Landlock domain of its own, scoped** (signals and abstract unix
+  sockets): it and what it forks cannot signal, stop, trace, read the
+  memory or the ``/proc`` fds and environment of any process outside it,
+  which is every other process of the guest: the spawner, the grader, the
+  siblings, and whatever they leave (the kernel's ptrace check, which
+  ``/proc/<pid>/mem``, ``process_vm_readv``, ``pidfd_getfd`` and ``kcmp``
+  go through, fails across Landlock domains);
+* a **seccomp filter** for what a same-uid process may do to another
+  without a ptrace check: set its rlimits (``prlimit64``), its priority,
+  scheduling class, CPUs or I/O class. These calls are refused unless they
+  name the caller (0 or its own pid); a call through another system-call
+  ABI kills the process (its numbers mean other calls);
+* the **first to go when memory runs out**: its ``oom_score_adj`` is 1000,
+  so the clone's OOM killer picks it (and its children) before the grader;
+* a **working directory of its own** (mode 0700, in the exec's), with
+  ``HOME`` and ``TMPDIR`` pointing there; the sweep between two candidates
+  removes it with everything else the candidate wrote.
+
+The spawner itself is made undumpable, so its ``/proc`` entries belong to
+root and no candidate can write them (``oom_score_adj``, say).
+
+All of it needs Linux with Landlock ABI 6 (kernel 6.12) and x86_64 for the
+filter; :func:`_w_separator` says why not elsewhere, and a pack then does
+not run (its candidates are graded alone, each in an exec of its own).
+"""
+
+# The guest may run Python 3.8 with nothing imported beyond its preload:
+# no zip(strict=), no contextlib, and %-formatting is as good as any.
+# ruff: noqa: UP031
+from __future__ import annotations
+
+import os
+import sys
+
+TYPE_CHECKING = False
+if TYPE_CHECKING:  # pragma: no cover - typing only, never imported in the guest
+    from collections.abc import Callable
+    from typing import Any
+
+_W_LANDLOCK_CREATE = 444  # landlock_create_ruleset (one number on every architecture)
+_W_LANDLOCK_RESTRICT = 446  # landlock_restrict_self
+_W_LANDLOCK_VERSION = 1  # LANDLOCK_CREATE_RULESET_VERSION
+_W_LANDLOCK_SCOPES = 3  # LANDLOCK_SCOPE_ABSTRACT_UNIX_SOCKET | LANDLOCK_SCOPE_SIGNAL
+_W_LANDLOCK_MIN_ABI = 6  # where scopes came in (Linux 6.12)
+
+_W_SECCOMP = 317  # seccomp(2) on x86_64
+_W_AUDIT_ARCH_X86_64 = 0xC000003E
+_W_X32_BIT = 0x40000000
+_W_RET_KILL = 0x80000000  # SECCOMP_RET_KILL_PROCESS
+_W_RET_EPERM = 0x00050001  # SECCOMP_RET_ERRNO | EPERM
+_W_RET_ALLOW = 0x7FFF0000
+
+# Calls on another process that need no ptrace access, only the same uid:
+# (number, index of the argument naming the process, the value the argument
+# before it must have, or None). prlimit64, sched_setparam,
+# sched_setscheduler, sched_setaffinity, sched_setattr; setpriority and
+# ioprio_set only with PRIO_PROCESS / IOPRIO_WHO_PROCESS (the others name
+# a group or a whole uid).
+_W_OWN_PROCESS_ONLY = (
+    (302, 0, None),
+    (142, 0, None),
+    (144, 0, None),
+    (203, 0, None),
+    (314, 0, None),
+    (141, 1, 0),
+    (251, 1, 1),
+)
+# Refused outright (the clone's own filter refuses them too, where there is one).
+_W_REFUSED = (101, 310, 311, 312, 438)  # ptrace, process_vm_readv/writev, kcmp, pidfd_getfd
+
+_W_OOM_WORST = b"1000"
+
+
+def _w_insn(code: int, jt: int, jf: int, k: int) -> bytes:
+    return (
+        code.to_bytes(2, "little") + bytes((jt, jf)) + (k & 0xFFFFFFFF).to_bytes(4, "little")
+    )
+
+
+def _w_filter(pid: int) -> bytes:
+    """The classic BPF program of the candidate's filter (see the module
+    docstring); ``pid``: the candidate's own, which it may name."""
+    ld, jeq, jge, ret = 0x20, 0x15, 0x35, 0x06
+    out = [
+        _w_insn(ld, 0, 0, 4),  # arch
+        _w_insn(jeq, 1, 0, _W_AUDIT_ARCH_X86_64),
+        _w_insn(ret, 0, 0, _W_RET_KILL),
+        _w_insn(ld, 0, 0, 0),  # nr
+        _w_insn(jge, 0, 1, _W_X32_BIT),
+        _w_insn(ret, 0, 0, _W_RET_KILL),
+    ]
+    for nr in _W_REFUSED:
+        out.append(_w_insn(jeq, 0, 1, nr))
+        out.append(_w_insn(ret, 0, 0, _W_RET_EPERM))
+    for nr, arg, before in _W_OWN_PROCESS_ONLY:
+        block = []
+        if before is not None:
+            block.append(_w_insn(ld, 0, 0, 16 + 8 * (arg - 1)))  # (low words: the kernel's ints)
+            block.append(_w_insn(jeq, 0, 3, before))  # (else: refused)
+        block.append(_w_insn(ld, 0, 0, 16 + 8 * arg))
+        block.append(_w_insn(jeq, 2, 0, 0))
+        block.append(_w_insn(jeq, 1, 0, pid))
+        block.append(_w_insn(ret, 0, 0, _W_RET_EPERM))
+        block.append(_w_insn(ret, 0, 0, _W_RET_ALLOW))
+        out.append(_w_insn(jeq, 0, len(block), nr))  # (else: over the block, which returns)
+        out.extend(block)
+    out.append(_w_insn(ret, 0, 0, _W_RET_ALLOW))
+    return b"".join(out)
+
+
+def _w_separator(prove: bool) -> tuple[Callable[[int], bool] | None, str | None]:
+    """``(confine, None)``, or ``(None, why)`` where candidates cannot be
+    kept apart here. ``confine(index)`` runs in a candidate's process right
+    after the fork: True once it is confined. Everything that can be made
+    ahead (the ruleset, the C calls) is made here, once per spawner.
+    ``prove``: confine a throwaway process first (a pack's spawner: one
+    fork per pack), so that no candidate's process is the first to fail."""
+    if not sys.platform.startswith("linux"):
+        return None, "not Linux"
+    if os.uname().machine != "x86_64":
+        return None, "no seccomp filter for %s" % os.uname().machine
+    try:
+        import ctypes
+
+        libc = ctypes.CDLL(None, use_errno=True)
+        syscall, prctl = libc.syscall, libc.prctl
+    except Exception as exc:  # a guest without ctypes
+        return None, "no ctypes: %s" % exc
+    abi = syscall(_W_LANDLOCK_CREATE, None, 0, _W_LANDLOCK_VERSION)
+    if abi < _W_LANDLOCK_MIN_ABI:
+        return None, "this kernel's Landlock (ABI %d) cannot scope signals (ABI 6, Linux 6.12)" % abi
+    attr = (0).to_bytes(16, "little") + _W_LANDLOCK_SCOPES.to_bytes(8, "little")
+    ruleset = syscall(_W_LANDLOCK_CREATE, attr, len(attr), 0)
+    if ruleset < 0:
+        return None, "landlock_create_ruleset failed (errno %d)" % ctypes.get_errno()
+    os.set_inheritable(ruleset, False)
+    if prctl(38, 1, 0, 0, 0) != 0:  # PR_SET_NO_NEW_PRIVS (needed for both; inherited)
+        return None, "cannot set no_new_privs (errno %d)" % ctypes.get_errno()
+    prctl(4, 0, 0, 0, 0)  # PR_SET_DUMPABLE 0: the spawner's /proc is root's
+
+    class _Prog(ctypes.Structure):
+        _fields_ = [("len", ctypes.c_ushort), ("filter", ctypes.c_char_p)]
+
+    home = os.getcwd()
+    environ = os.environ
+
+    def confine(index: int) -> bool:
+        pid = os.getpid()
+        if syscall(_W_LANDLOCK_RESTRICT, ruleset, 0) != 0:
+            return False
+        os.close(ruleset)
+        program = _w_filter(pid)
+        if syscall(_W_SECCOMP, 1, 0, ctypes.byref(_Prog(len(program) // 8, program))) != 0:
+            return False
+        # (forked from the undumpable spawner: dumpable again, so that its
+        # /proc/self is its own to read, and to nobody outside its domain)
+        prctl(4, 1, 0, 0, 0)
+        try:
+            fd = os.open("/proc/self/oom_score_adj", os.O_WRONLY)
+            try:
+                os.write(fd, _W_OOM_WORST)
+            finally:
+                os.close(fd)
+        except OSError:
+            pass
+        own = os.path.join(home, ".candidate-%d-%d" % (index, pid))
+        try:
+            os.mkdir(own, 0o700)
+            os.chdir(own)
+        except OSError:
+            return True  # (a read-only working directory: the exec's, swept as ever)
+        environ["HOME"] = environ["TMPDIR"] = own
+        return True
+
+    if not prove:
+        return confine, None
+    child = os.fork()
+    if child == 0:
+        ok = False
+        try:
+            ok = confine(0)
+            os.rmdir(os.getcwd())
+        except BaseException:
+            pass
+        os._exit(0 if ok else 1)
+    try:
+        status = os.waitpid(child, 0)[1]
+    except OSError:
+        status = -1
+    if status != 0:
+        return None, "a candidate's process could not be confined (status %d)" % status
+    return confine, None
