@@ -25,8 +25,11 @@ forked it and before its code arrives, is confined (:func:`_w_separator`):
   ``HOME`` and ``TMPDIR`` pointing there; the sweep between two candidates
   removes it with everything else the candidate wrote.
 
-The spawner itself is made undumpable, so its ``/proc`` entries belong to
-root and no candidate can write them (``oom_score_adj``, say).
+The spawner is in a Landlock domain of its own, in which the candidates'
+are nested: its ``kill(-1)`` between two candidates reaches everything the
+last one left, and nothing outside (the grader). It is made undumpable, so
+its ``/proc`` entries belong to root and no candidate can write them
+(``oom_score_adj``, say).
 
 All of it needs Linux with Landlock ABI 6 (kernel 6.12) and x86_64 for the
 filter; :func:`_w_separator` says why not elsewhere, and a pack then does
@@ -145,6 +148,11 @@ def _w_separator(prove: bool) -> tuple[Callable[[int], bool] | None, str | None]
     os.set_inheritable(ruleset, False)
     if prctl(38, 1, 0, 0, 0) != 0:  # PR_SET_NO_NEW_PRIVS (needed for both; inherited)
         return None, "cannot set no_new_privs (errno %d)" % ctypes.get_errno()
+    # The spawner in a domain of its own too: each candidate's is nested in
+    # it, so the spawner's kill(-1) reaches every process a candidate left
+    # and never the grader (``worker._w_kill_descendants``).
+    if syscall(_W_LANDLOCK_RESTRICT, ruleset, 0) != 0:
+        return None, "landlock_restrict_self failed (errno %d)" % ctypes.get_errno()
     prctl(4, 0, 0, 0, 0)  # PR_SET_DUMPABLE 0: the spawner's /proc is root's
 
     class _Prog(ctypes.Structure):

@@ -208,32 +208,32 @@ def _w_subreaper() -> str | None:
 
 
 def _w_kill_descendants() -> str | None:
-    """SIGKILL every process below the spawner until none is left (orphans
-    of a killed one come back to it, their subreaper)."""
-    try:
-        os.waitpid(-1, os.WNOHANG)
-    except ChildProcessError:
-        return None
-    listing = "/proc/self/task/%d/children" % os.getpid()
-    for _ in range(1000):
+    """SIGKILL every process below the spawner, in one pass, and reap them
+    all (orphans of a killed one come back to it, their subreaper).
+
+    ``kill(-1)`` reaches exactly those: the spawner is in a Landlock domain
+    of its own, each candidate in one nested in it (see ``separation.py``),
+    and a signal never leaves its sender's domain, so the grader (outside)
+    is spared. One pass is enough even for a fork bomb: a process with a
+    SIGKILL pending cannot complete a fork."""
+    import time
+
+    deadline = time.monotonic() + 5.0
+    while True:
         try:
-            with open(listing) as fh:
-                kids = [int(pid) for pid in fh.read().split()]
-        except OSError:
-            return "cannot list the processes left"
-        if not kids:
-            return None
-        for pid in kids:
+            os.kill(-1, 9)
+        except OSError:  # (nothing left to signal)
+            pass
+        while True:
             try:
-                os.kill(pid, 9)
-            except OSError:
-                pass
-        for pid in kids:
-            try:
-                os.waitpid(pid, 0)
-            except OSError:
-                pass
-    return "processes kept coming back"
+                pid = os.waitpid(-1, os.WNOHANG)[0]
+            except ChildProcessError:
+                return None
+            if pid == 0:
+                break
+        if time.monotonic() > deadline:
+            return "processes kept coming back"
+        time.sleep(0.0005)
 
 
 class _Candidate:
