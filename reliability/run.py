@@ -1,6 +1,6 @@
 """One command for the reliability proofs: the fault matrix, the hostile
-requests, the soak; one table; exit status 1 when a count that must be
-zero is not.
+requests, the soak, the soak with a hostile minority; one table; exit
+status 1 when a count that must be zero is not.
 
     python reliability/run.py            # the full run (10,000-grade soak)
     python reliability/run.py --short    # the CI form (a 500-grade soak)
@@ -15,6 +15,7 @@ import sys
 import time
 
 from hostile_run import HostileReport, run_hostile
+from hostile_soak import HOSTILE, HostileSoakReport, run_hostile_soak
 from soak import SoakReport, run_soak
 from table import Row, print_table
 
@@ -51,7 +52,12 @@ def run_matrix(*, long_delays: bool) -> tuple[list[Case], int, int]:
 
 
 def rows(
-    cases: list[Case], leaked: int, mismatch: int, hostile: HostileReport, soak: SoakReport
+    cases: list[Case],
+    leaked: int,
+    mismatch: int,
+    hostile: HostileReport,
+    soak: SoakReport,
+    minority: HostileSoakReport,
 ) -> list[Row]:
     infra_flagged = sum(c.infra_flagged for c in cases)
     return [
@@ -104,6 +110,43 @@ def rows(
         Row("hostile inputs tried", hostile.tried),
         Row("hostile inputs not contained", hostile.tried - hostile.contained, due_zero=True),
         Row("host paths exposed", hostile.exposed),
+        *minority_rows(minority),
+    ]
+
+
+def minority_rows(r: HostileSoakReport) -> list[Row]:
+    """The soak with one hostile candidate in ten (``hostile_soak.py``)."""
+    mixed, apart = r.mixed, r.slowdown_beyond_own
+    return [
+        Row(
+            "hostile-minority soak",
+            f"{mixed.grades} grades at concurrency {r.concurrency}, {mixed.hostile} hostile "
+            f"({len(HOSTILE)} kinds): {mixed.rate:.0f} grades/s against {r.clean.rate:.0f} clean "
+            f"({r.slowdown:.1f}x raw: the hostile ones' own time); {apart:.2f}x the time of its "
+            "honest and hostile parts graded apart (at most 2x)",
+            failed=apart > 2.0,
+        ),
+        Row("honest rewards wrong (hostile soak)", mixed.honest_wrong, due_zero=True),
+        Row("honest infra errors (hostile soak)", mixed.honest_infra, due_zero=True),
+        Row(
+            "hostile candidates rewarded",
+            mixed.hostile_rewarded + r.hostile_alone.hostile_rewarded,
+            due_zero=True,
+        ),
+        Row(
+            "untyped failures (hostile soak)",
+            mixed.untyped + r.hostile_alone.untyped,
+            due_zero=True,
+        ),
+        Row(
+            "processes, fds, RSS (hostile soak)",
+            f"{r.processes_clean_end} -> {r.processes_end} processes, {r.fds_clean_end} -> "
+            f"{r.fds_end} fds, {r.rss_clean_end_mib:.1f} -> {r.rss_end_mib:.1f} MiB "
+            f"from the clean pass's end ({'flat' if r.flat else 'GROWING'}); "
+            f"{mixed.hostile_infra} hostile graded as infra errors",
+            failed=not r.flat,
+        ),
+        Row("processes leaked (hostile soak)", r.processes_leaked, due_zero=True),
     ]
 
 
@@ -134,7 +177,9 @@ def main(argv: list[str] | None = None) -> int:
     print(f"soak: {grades} grades at concurrency {args.concurrency} ...", flush=True)
     # the short soak's 500 grades are some 80 requests (packs): fault more of them
     soak = run_soak(grades, args.concurrency, fault_rate=0.25 if args.short else 0.1)
-    table = rows(cases, leaked, mismatch, hostile, soak)
+    print(f"hostile-minority soak: {grades} grades, 1 in 10 hostile ...", flush=True)
+    minority = run_hostile_soak(grades, args.concurrency)
+    table = rows(cases, leaked, mismatch, hostile, soak, minority)
     print()
     ok = print_table(table, title=f"collimate-rl reliability ({'short' if args.short else 'full'})")
     print(f"\n{time.monotonic() - started:.0f} s")

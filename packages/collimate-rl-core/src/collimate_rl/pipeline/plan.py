@@ -18,10 +18,10 @@ candidates would remove its other execs' files) always grade alone.
 What a pack did not grade (see :func:`follow_up`): the candidates whose
 verdict blames the infrastructure go alone, so they meet a lone grade's
 failure semantics exactly; those without a verdict are re-packed, except
-the one the pack died on (its grader killed or stopped, its exec out of
-time), which goes alone. Every round takes at least one candidate out of
-packing (a verdict written, or the one it died on), so re-packing ends;
-a candidate in two packs that wrote no verdict at all, or re-packed
+the one the pack died on (its exec out of time, its grader gone), which
+goes alone. Every round takes at least one candidate out of packing (a
+verdict written, or the one it died on), so re-packing ends; a candidate
+in two packs that wrote no verdict at all, or re-packed
 :data:`MAX_REPACKS` times, goes alone. Nothing a candidate does
 turns packing off: only a guest that says it can never pack (a
 ``cannot pack: `` note) sends its target's candidates alone, and only that

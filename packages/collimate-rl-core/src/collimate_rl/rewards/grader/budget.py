@@ -20,6 +20,11 @@ _MAX_FAILURES = 10
 
 _MSG = 160
 
+#: What a candidate's process may take beyond its checks' own timeouts
+#: (its fork, its start, its answers on their way) before the grader stops
+#: waiting for it.
+_CHECK_SLACK_S = 0.5
+
 
 class _Abort(BaseException):
     """Raised by the interval timer: the current check ran out of time."""
@@ -57,6 +62,21 @@ class _Budget:
 
     def left(self) -> float:
         return self.deadline - time.monotonic()
+
+    def capped(self, checks: int) -> _Budget:
+        """This budget, ending no later than ``checks`` per-check timeouts
+        (and :data:`_CHECK_SLACK_S`) from now: each check is timed by the
+        candidate's own process, and one that cannot time itself (stopped,
+        its timer blocked) must not hold the grader for the exec's whole
+        budget. Itself when checks have no timeout of their own."""
+        if self.per_check is None:
+            return self
+        capped = object.__new__(_Budget)
+        capped.__dict__.update(self.__dict__)
+        capped.deadline = min(
+            self.deadline, time.monotonic() + checks * self.per_check + _CHECK_SLACK_S
+        )
+        return capped
 
     def guest_is_broken(self) -> bool:
         """What the candidate's process may blame (``worker._w_fault``): a

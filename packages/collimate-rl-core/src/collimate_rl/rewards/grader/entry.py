@@ -12,8 +12,10 @@ Order matters, and is the same for one candidate and for a pack:
 4. each candidate in turn: its process is forked from the spawner, its
    kind's grader runs (:mod:`.kinds`), its verdict is framed with its own
    nonce. In a pack, the guest is swept between two candidates
-   (:mod:`.sweep`); a candidate that kills or stops the spawner scores 0.0
-   and a new spawner takes the rest.
+   (:mod:`.sweep`). Each candidate's process is confined
+   (:mod:`.separation`): it cannot kill or stop the spawner or the grader.
+   Should the spawner die all the same, that candidate scores 0.0 and a
+   new spawner takes the rest.
 """
 
 # The guest may run Python 3.8 with nothing imported beyond its preload:

@@ -95,6 +95,8 @@ def _collect(conn: _Conn, budget: _Budget, requests: list[dict[str, Any]]) -> _R
     (or the process ends, or the budget does). The first load error stands."""
     results = _Results()
     requests[-1]["last"] = True
+    # each check timed, and the load (or the program's compile) too
+    budget = budget.capped(1 + sum(len(r.get("calls", r.get("inputs", ()))) for r in requests))
     try:
         for req in requests:
             conn.send(req, budget)
