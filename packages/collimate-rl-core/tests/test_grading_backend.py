@@ -388,7 +388,9 @@ def test_details_name_the_failure(grader: Grader) -> None:
         },
     ]
     killed = grader.grade(MISBEHAVING["kills_the_grader"][0], ADD)  # (its parent: the spawner)
-    assert "killed or stopped the process that started it" in killed.detail["load_error"]
+    assert {f["message"] for f in killed.detail["failed"]} == {  # refused: its own failure
+        "PermissionError: [Errno 1] Operation not permitted"
+    }
     flood = grader.grade(MISBEHAVING["floods_every_fd_it_has"][0], ADD)
     # (bytes on its socket: too many, or not a record)
     assert {f["message"] for f in flood.detail["failed"]} <= {

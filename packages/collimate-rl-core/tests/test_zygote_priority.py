@@ -45,9 +45,11 @@ def priority(pid: int) -> tuple[int, int]:
 def test_a_zygote_is_backgrounded_after_its_hello(monkeypatch: pytest.MonkeyPatch) -> None:
     seen_before_hello: list[tuple[int, int]] = []
     real_recv = Channel.recv
+    older = set(zygote_children())  # (other tests' backends in this process)
 
     async def recv(self: Channel) -> object:
-        seen_before_hello.extend(priority(pid) for pid in zygote_children())
+        new = [pid for pid in zygote_children() if pid not in older]
+        seen_before_hello.extend(priority(pid) for pid in new)
         return await real_recv(self)
 
     monkeypatch.setattr(Channel, "recv", recv)

@@ -138,9 +138,11 @@ class LocalCollimateBackend:
             try:
                 server = started.result(timeout=self._start_timeout_s)
             except BaseException:
-                # A start given up on is cancelled, not left running: what it
-                # started so far (zygotes, sockets) is torn down with it.
-                loop.call_soon_threadsafe(_cancel_all, loop)
+                if not started.done():
+                    # A start given up on is cancelled, not left running: what
+                    # it started so far (zygotes, sockets) is torn down with it.
+                    with _suppress_closed_loop():
+                        loop.call_soon_threadsafe(_cancel_all, loop)
                 thread.join(timeout=30)
                 raise
             self._loop, self._thread, self._server = loop, thread, server
