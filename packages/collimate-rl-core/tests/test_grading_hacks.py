@@ -8,7 +8,7 @@ grader's output, kill its parent. Every one must score 0.0 and never pass as
 an infrastructure failure (which would drop the sample instead of
 penalising it). The expected values are secrets the candidate cannot guess
 (``SECRET-`` and 16 random hex digits): the candidates that search for them
-in their process's memory (the heap, their frames, ``/proc/self/mem``) would
+in their process's memory (the heap, their frames, every anonymous mapping) would
 return them, so a 0.0 shows they found nothing.
 """
 
@@ -97,24 +97,24 @@ def _search():
 """
 
 FIND_IN_MEMORY = """
-import re
+import ctypes, re
 def _search():
+    # every anonymous region it can read, read in place (a candidate is
+    # undumpable: /proc/self/mem is closed to it, its memory is not)
     pattern = re.compile(rb'SEC' + rb'RET-([0-9a-f]{16})')
-    with open('/proc/self/maps') as maps, open('/proc/self/mem', 'rb', 0) as mem:
-        for line in maps:
-            span, perms = line.split()[:2]
-            if 'r' not in perms:
-                continue
-            start, end = (int(p, 16) for p in span.split('-'))
-            if end - start > 1 << 28:
-                continue
-            try:
-                mem.seek(start)
-                found = pattern.search(mem.read(end - start))
-            except (OSError, ValueError, OverflowError):
-                continue
-            if found:
-                return 'SEC' + 'RET-' + found.group(1).decode()
+    with open('/proc/self/maps') as maps:
+        lines = maps.readlines()
+    for line in lines:
+        fields = line.split()
+        span, perms = fields[:2]
+        if 'r' not in perms or (len(fields) > 5 and fields[5] not in ('[heap]', '[stack]')):
+            continue
+        start, end = (int(p, 16) for p in span.split('-'))
+        if end - start > 1 << 28:
+            continue
+        found = pattern.search(ctypes.string_at(start, end - start))
+        if found:
+            return 'SEC' + 'RET-' + found.group(1).decode()
     return 'nothing'
 """
 

@@ -192,9 +192,8 @@ def solve(i):
     ]
     out["other processes"] = others
     out["left by a sibling"] = sorted(
-        n for d in ("/tmp", "/dev/shm", "..", ".") for n in os.listdir(d) if "sibling" in n
+        n for d in ("/tmp", "/dev/shm", ".") for n in os.listdir(d) if "sibling" in n
     )
-    out["own working directory"] = os.path.basename(os.getcwd()).startswith(".candidate-")
     out["own signal"] = _outcome(lambda: os.kill(os.getpid(), 0))
     out["own nice"] = _outcome(lambda: os.setpriority(os.PRIO_PROCESS, 0, 1))
     return out
@@ -221,7 +220,6 @@ KEPT_APART = {
     },
     "other processes": [],
     "left by a sibling": [],
-    "own working directory": True,
     "own signal": "done",
     "own nice": "done",
 }

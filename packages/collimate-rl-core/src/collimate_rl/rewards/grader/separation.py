@@ -17,19 +17,22 @@ forked it and before its code arrives, is confined (:func:`_w_separator`):
 * a **seccomp filter** for what a same-uid process may do to another
   without a ptrace check: set its rlimits (``prlimit64``), its priority,
   scheduling class, CPUs or I/O class. These calls are refused unless they
-  name the caller (0 or its own pid); a call through another system-call
-  ABI kills the process (its numbers mean other calls);
+  name the caller as 0 (any pid is refused, its own too: one filter,
+  installed in the spawner, serves every candidate); a call through another
+  system-call ABI kills the process;
 * the **first to go when memory runs out**: its ``oom_score_adj`` is 1000,
   so the clone's OOM killer picks it (and its children) before the grader;
-* a **working directory of its own** (mode 0700, in the exec's), with
-  ``HOME`` and ``TMPDIR`` pointing there; the sweep between two candidates
-  removes it with everything else the candidate wrote.
+* **undumpable**: its ``/proc`` entries belong to root, so nothing of its
+  uid can write them (its ``oom_score_adj``, say) or read its memory
+  through them (itself included: ``/proc/self/mem`` is closed to it).
 
+Only the Landlock domain is made in the candidate's process (one system
+call after the fork); the rest is done once, to the spawner, and inherited.
 The spawner is in a Landlock domain of its own, in which the candidates'
 are nested: its ``kill(-1)`` between two candidates reaches everything the
-last one left, and nothing outside (the grader). It is made undumpable, so
-its ``/proc`` entries belong to root and no candidate can write them
-(``oom_score_adj``, say).
+last one left, and nothing outside (the grader). Each candidate works in
+the exec's working directory, and the sweep between two candidates
+removes whatever it wrote there and in the other writable places.
 
 All of it needs Linux with Landlock ABI 6 (kernel 6.12) and x86_64 for the
 filter; :func:`_w_separator` says why not elsewhere, and a pack then does
@@ -80,7 +83,6 @@ _W_OWN_PROCESS_ONLY = (
 _W_REFUSED = (101, 310, 311, 312, 438)  # ptrace, process_vm_readv/writev, kcmp, pidfd_getfd
 
 _W_OOM_WORST = b"1000"
-_W_PID_STAND_IN = 0xFFFFFFF0  # (no other constant of the filter has these bytes)
 
 
 def _w_insn(code: int, jt: int, jf: int, k: int) -> bytes:
@@ -89,9 +91,9 @@ def _w_insn(code: int, jt: int, jf: int, k: int) -> bytes:
     )
 
 
-def _w_filter(pid: int) -> bytes:
-    """The classic BPF program of the candidate's filter (see the module
-    docstring); ``pid``: the candidate's own, which it may name."""
+def _w_filter() -> bytes:
+    """The classic BPF program of the candidates' filter (see the module
+    docstring)."""
     ld, jeq, jge, ret = 0x20, 0x15, 0x35, 0x06
     out = [
         _w_insn(ld, 0, 0, 4),  # arch
@@ -108,10 +110,9 @@ def _w_filter(pid: int) -> bytes:
         block = []
         if before is not None:
             block.append(_w_insn(ld, 0, 0, 16 + 8 * (arg - 1)))  # (low words: the kernel's ints)
-            block.append(_w_insn(jeq, 0, 3, before))  # (else: refused)
+            block.append(_w_insn(jeq, 0, 2, before))  # (else: refused)
         block.append(_w_insn(ld, 0, 0, 16 + 8 * arg))
-        block.append(_w_insn(jeq, 2, 0, 0))
-        block.append(_w_insn(jeq, 1, 0, pid))
+        block.append(_w_insn(jeq, 1, 0, 0))
         block.append(_w_insn(ret, 0, 0, _W_RET_EPERM))
         block.append(_w_insn(ret, 0, 0, _W_RET_ALLOW))
         out.append(_w_insn(jeq, 0, len(block), nr))  # (else: over the block, which returns)
@@ -122,11 +123,13 @@ def _w_filter(pid: int) -> bytes:
 
 def _w_separator(prove: bool) -> tuple[Callable[[int], bool] | None, str | None]:
     """``(confine, None)``, or ``(None, why)`` where candidates cannot be
-    kept apart here. ``confine(index)`` runs in a candidate's process right
-    after the fork: True once it is confined. Everything that can be made
-    ahead (the ruleset, the C calls) is made here, once per spawner.
-    ``prove``: confine a throwaway process first (a pack's spawner: one
-    fork per pack), so that no candidate's process is the first to fail."""
+    kept apart here. Confines the spawner itself (the filter, undumpable,
+    ``oom_score_adj``: all inherited by every candidate's process, so they
+    cost a candidate nothing) and returns ``confine(index)``, which runs in
+    a candidate's process right after the fork and puts it in a Landlock
+    domain of its own: one system call. ``prove``: confine a throwaway
+    process first (a pack's spawner: one fork per pack), so that no
+    candidate's process is the first to fail."""
     if not sys.platform.startswith("linux"):
         return None, "not Linux"
     if os.uname().machine != "x86_64":
@@ -153,44 +156,27 @@ def _w_separator(prove: bool) -> tuple[Callable[[int], bool] | None, str | None]
     # and never the grader (``worker._w_kill_descendants``).
     if syscall(_W_LANDLOCK_RESTRICT, ruleset, 0) != 0:
         return None, "landlock_restrict_self failed (errno %d)" % ctypes.get_errno()
-    prctl(4, 0, 0, 0, 0)  # PR_SET_DUMPABLE 0: the spawner's /proc is root's
 
     class _Prog(ctypes.Structure):
         _fields_ = [("len", ctypes.c_ushort), ("filter", ctypes.c_char_p)]
 
-    home = os.getcwd()
-    environ = os.environ
-    # the filter with a stand-in pid, cut where the pid goes: a candidate's
-    # own is a join away (building it costs ~35 us, a join ~1 us)
-    stand_in = _W_PID_STAND_IN.to_bytes(4, "little")
-    filter_parts = _w_filter(_W_PID_STAND_IN).split(stand_in)
+    program = _w_filter()
+    if syscall(_W_SECCOMP, 1, 0, ctypes.byref(_Prog(len(program) // 8, program))) != 0:
+        return None, "cannot install a seccomp filter (errno %d)" % ctypes.get_errno()
+    prctl(4, 0, 0, 0, 0)  # PR_SET_DUMPABLE 0: its /proc, and its candidates', is root's
+    try:
+        fd = os.open("/proc/self/oom_score_adj", os.O_WRONLY)
+        try:
+            os.write(fd, _W_OOM_WORST)
+        finally:
+            os.close(fd)
+    except OSError:
+        pass
 
     def confine(index: int) -> bool:
-        pid = os.getpid()
         if syscall(_W_LANDLOCK_RESTRICT, ruleset, 0) != 0:
             return False
         os.close(ruleset)
-        program = pid.to_bytes(4, "little").join(filter_parts)
-        if syscall(_W_SECCOMP, 1, 0, ctypes.byref(_Prog(len(program) // 8, program))) != 0:
-            return False
-        # (forked from the undumpable spawner: dumpable again, so that its
-        # /proc/self is its own to read, and to nobody outside its domain)
-        prctl(4, 1, 0, 0, 0)
-        try:
-            fd = os.open("/proc/self/oom_score_adj", os.O_WRONLY)
-            try:
-                os.write(fd, _W_OOM_WORST)
-            finally:
-                os.close(fd)
-        except OSError:
-            pass
-        own = os.path.join(home, ".candidate-%d-%d" % (index, pid))
-        try:
-            os.mkdir(own, 0o700)
-            os.chdir(own)
-        except OSError:
-            return True  # (a read-only working directory: the exec's, swept as ever)
-        environ["HOME"] = environ["TMPDIR"] = own
         return True
 
     if not prove:
@@ -200,7 +186,6 @@ def _w_separator(prove: bool) -> tuple[Callable[[int], bool] | None, str | None]
         ok = False
         try:
             ok = confine(0)
-            os.rmdir(os.getcwd())
         except BaseException:
             pass
         os._exit(0 if ok else 1)
