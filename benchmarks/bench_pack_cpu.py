@@ -1,0 +1,137 @@
+"""CPU per graded candidate in a pack of 128, read from the guest's own
+processes (not a test).
+
+A local backend runs in this process (``run_slots=1``: one exec at a time,
+so ``pack="auto"`` makes one pack of the whole group); the documented call
+grades a 128-candidate ``PropertyReward(k=16)`` group. What the pack's
+processes cost (the grader, the spawner, every candidate's process, with
+whatever they left) is read from ``/proc/<pid>/stat`` of the server's
+descendants: each process's own CPU plus that of its children it reaped
+(``cutime``/``cstime``). A candidate's CPU reaches its spawner when it is
+reaped, the spawner's the grader's, the grader's its clone's, a closed
+clone's its zygote's, so the sum over the live descendants grows by
+exactly what the group cost the guest. Two figures per round:
+
+* **all in**: that growth over the group, divided by its 128 candidates
+  (the pack's fixed cost shared out: the exec's start, reading and
+  compiling the candidates, the clone's wipe after it);
+* **marginal**: the growth of a 128-candidate group less that of an
+  8-candidate one, over the 120 candidates between them.
+
+Medians of the rounds, with their spread. The target is 2.5 ms per
+candidate all in. (``schedstat`` of a candidate's process cannot be read:
+it lives about a millisecond; what it cost reaches ``cutime`` of its reaper.)
+
+    python benchmarks/bench_pack_cpu.py [--rounds 7] [--n 128]
+"""
+
+from __future__ import annotations
+
+import argparse
+import os
+import statistics
+import time
+
+from collimate_rl import CollimateClient, PropertyReward, grade_batch
+from collimate_rl.local_backend import LocalCollimateBackend
+
+TICK_S = 1.0 / os.sysconf("SC_CLK_TCK")
+SPEC = PropertyReward(
+    reference="    return sum(c in 'aeiouAEIOU' for c in x)",
+    generator="''.join(random.choice('abcdEIOUxyz') for _ in range(8))",
+    k=16,
+)
+VARIANTS = (
+    "def solve(x):\n    return sum(c in 'aeiouAEIOU' for c in x)\n",
+    "def solve(x):\n    return len(x) // 3\n",
+)
+
+
+def descendants(root: int) -> list[int]:
+    children: dict[int, list[int]] = {}
+    for entry in os.listdir("/proc"):
+        if not entry.isdigit():
+            continue
+        try:
+            with open(f"/proc/{entry}/stat") as fh:
+                ppid = int(fh.read().rsplit(")", 1)[1].split()[1])
+        except (OSError, IndexError, ValueError):
+            continue
+        children.setdefault(ppid, []).append(int(entry))
+    found, frontier = [], [root]
+    while frontier:
+        for kid in children.get(frontier.pop(), []):
+            found.append(kid)
+            frontier.append(kid)
+    return found
+
+
+def guest_cpu_s(root: int) -> float:
+    """Own and reaped children's CPU of every live descendant of ``root``."""
+    total = 0
+    for pid in descendants(root):
+        try:
+            with open(f"/proc/{pid}/stat") as fh:
+                fields = fh.read().rsplit(")", 1)[1].split()
+        except OSError:
+            continue
+        total += sum(int(fields[i]) for i in (11, 12, 13, 14))  # utime stime cutime cstime
+    return total * TICK_S
+
+
+def settle(client: CollimateClient) -> None:
+    """Until the server ran everything (a clone's wipe after an exec included)."""
+    deadline = time.monotonic() + 30
+    while time.monotonic() < deadline:
+        h = client.health()
+        if not h.get("inflight") and not h.get("running") and not h.get("queued"):
+            break
+        time.sleep(0.05)
+    time.sleep(0.5)
+
+
+def group_cost_s(client: CollimateClient, n: int, repeat: int) -> float:
+    """The guest CPU of ``repeat`` groups of ``n``, per group."""
+    candidates = [VARIANTS[i % 2] for i in range(n)]
+    settle(client)
+    before = guest_cpu_s(os.getpid())
+    for _ in range(repeat):
+        results = grade_batch(client, "py", candidates, SPEC)
+        assert all(r.raw.get("pack", {}).get("size") == n for r in results), "not one pack"
+        assert results[0].reward == 1.0 and not any(r.infra_error for r in results)
+    settle(client)
+    return (guest_cpu_s(os.getpid()) - before) / repeat
+
+
+def main() -> None:
+    ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    ap.add_argument("--rounds", type=int, default=7)
+    ap.add_argument("--n", type=int, default=128)
+    ap.add_argument("--repeat", type=int, default=8, help="groups per measurement")
+    args = ap.parse_args()
+    small = 8
+    all_in, marginal = [], []
+    with LocalCollimateBackend(run_slots=1) as backend, CollimateClient(backend.base_url) as c:
+        for _ in range(3):  # warm: twins wanted, clones made
+            grade_batch(c, "py", [VARIANTS[0]] * args.n, SPEC)
+        for r in range(args.rounds):
+            big = group_cost_s(c, args.n, args.repeat)
+            little = group_cost_s(c, small, args.repeat)
+            all_in.append(big / args.n * 1000)
+            marginal.append((big - little) / (args.n - small) * 1000)
+            print(
+                f"round {r + 1}: {big * 1000:.0f} ms a group of {args.n}, "
+                f"{little * 1000:.0f} ms a group of {small}: all in {all_in[-1]:.2f} ms, "
+                f"marginal {marginal[-1]:.2f} ms per candidate",
+                flush=True,
+            )
+    for name, values in (("all in", all_in), ("marginal", marginal)):
+        print(
+            f"CPU per candidate, {name}: median {statistics.median(values):.2f} ms "
+            f"(rounds {min(values):.2f} to {max(values):.2f})"
+        )
+    print("target: at most 2.5 ms all in")
+
+
+if __name__ == "__main__":
+    main()
