@@ -35,6 +35,8 @@ import time
 from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass, field
 
+from soak import wait_quiet
+
 from collimate_rl import CollimateClient, CollimateError, fresh_seed, grade
 from collimate_rl.rewards import StdioReward
 from collimate_rl.testing.procs import (
@@ -220,6 +222,12 @@ def run_pass(
     return report
 
 
+def settle(client: CollimateClient) -> None:
+    """Until the server is idle, and its closing clones are gone."""
+    wait_quiet(client)
+    time.sleep(0.5)
+
+
 def open_fds(pid: int) -> int:
     try:
         return len(os.listdir(f"/proc/{pid}/fd"))
@@ -235,33 +243,23 @@ def run_hostile_soak(grades: int, concurrency: int) -> HostileSoakReport:
         with CollimateClient(url, timeout=60) as client:
             run_pass(client, min(200, grades), concurrency, hostile=False)  # warm-up
             report.clean = run_pass(client, grades, concurrency, hostile=False)
-            _wait_quiet(client)
+            settle(client)
             report.processes_clean_end = len(descendants(server.pid))
             report.fds_clean_end = open_fds(server.pid)
             report.rss_clean_end_mib = rss_mib(server.pid)
             report.mixed = run_pass(client, grades, concurrency, hostile=True)
-            _wait_quiet(client)
+            settle(client)
             seen.update(descendants(server.pid))
             report.processes_end = len(descendants(server.pid))
             report.fds_end = open_fds(server.pid)
             report.rss_end_mib = rss_mib(server.pid)
             report.hostile_alone = run_pass(client, grades, concurrency, hostile=True, honest=False)
-            _wait_quiet(client)
+            settle(client)
     finally:
         stop_process(server)
     time.sleep(0.5)
     report.processes_leaked = still_alive(seen)
     return report
-
-
-def _wait_quiet(client: CollimateClient, limit_s: float = 60.0) -> None:
-    deadline = time.monotonic() + limit_s
-    while time.monotonic() < deadline:
-        h = client.health()
-        if not h.get("inflight") and not h.get("running") and not h.get("queued"):
-            time.sleep(0.5)  # (closing clones, reset in the background)
-            return
-        time.sleep(0.1)
 
 
 def main(argv: list[str] | None = None) -> int:

@@ -106,7 +106,7 @@ def run_soak(
             warm = min(200, max(20, grades // 20))
             with ThreadPoolExecutor(concurrency) as pool:
                 list(pool.map(one, range(warm)))
-            _wait_quiet(direct)
+            wait_quiet(direct)
             report.processes_baseline = len(descendants(server.pid))
             sampler = threading.Thread(target=sample, daemon=True)
             sampler.start()
@@ -117,7 +117,7 @@ def run_soak(
             stop_sampling.set()
             sampler.join()
             client.close()
-            _wait_quiet(direct)
+            wait_quiet(direct)
             stats = proxy.snapshot()
             report.faults_injected = sum(stats.injected.values())
             report.requests = sum(stats.seen.values())
@@ -163,7 +163,7 @@ def session_trip(client: CollimateClient, direct: CollimateClient) -> None:
                 direct.delete_session(sid)
 
 
-def _wait_quiet(direct: CollimateClient, limit_s: float = 60.0) -> None:
+def wait_quiet(direct: CollimateClient, limit_s: float = 60.0) -> None:
     deadline = time.monotonic() + limit_s
     while time.monotonic() < deadline:
         h = direct.health()
