@@ -49,7 +49,7 @@ from collimate_rl.testing.procs import (
 
 #: ``a + b`` from stdin; each test bounded (a looper costs 2 x this)
 SPEC = StdioReward(
-    [{"input": "3 4\n", "output": "7"}, {"input": "1 1\n", "output": "2"}], test_timeout=0.1
+    [{"input": "3 4\n", "output": "7"}, {"input": "1 1\n", "output": "2"}], test_timeout=0.25
 )
 TIMEOUT_S = 10
 HONEST = "a, b = map(int, input().split())\nprint(a + b)  # {n}\n"
@@ -125,6 +125,8 @@ class Pass:
     hostile_rewarded: int = 0  # a hostile candidate scored above 0.0
     hostile_infra: int = 0
     untyped: int = 0
+    #: why honest candidates lost reward (the first few), for the log
+    honest_wrong_details: list[str] = field(default_factory=list)
 
     @property
     def rate(self) -> float:
@@ -199,8 +201,9 @@ def run_pass(
         try:
             r = grade(client, "py", source, SPEC, seed=fresh_seed(), timeout_seconds=TIMEOUT_S)
             reward, infra = r.reward, r.infra_error
+            detail = str(r.detail)[:400]
         except CollimateError:
-            reward, infra = None, True
+            reward, infra, detail = None, True, ""
         except Exception:  # an untyped failure is a finding
             with lock:
                 report.untyped += 1
@@ -210,6 +213,8 @@ def run_pass(
                 report.honest += 1
                 report.honest_infra += infra
                 report.honest_wrong += not infra and reward != 1.0
+                if not infra and reward != 1.0 and len(report.honest_wrong_details) < 10:
+                    report.honest_wrong_details.append(detail)
             else:
                 report.hostile += 1
                 report.hostile_infra += infra

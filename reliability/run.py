@@ -188,6 +188,8 @@ def main(argv: list[str] | None = None) -> int:
             print(f"  not clean: {c.call} under {c.fault}: {c}", file=sys.stderr)
     for name in hostile.failures:
         print(f"  not contained: {name}", file=sys.stderr)
+    for detail in minority.mixed.honest_wrong_details:
+        print(f"  honest candidate not rewarded (hostile soak): {detail}", file=sys.stderr)
     return 0 if ok else 1
 
 
