@@ -102,8 +102,13 @@ def _worker_main() -> NoReturn:
     reaper = None
     packed = bool(boot.get("sweep"))
     # each candidate's process kept apart (see separation.py): required in a
-    # pack, where siblings share the exec; wherever it can be, alone
-    confine, unconfined = _w_separator(prove=packed)
+    # pack, where siblings share the exec; alone, where it is cheap (a fresh
+    # interpreter would import ctypes for it: ~5 ms, a quarter of its start)
+    confine, unconfined = (
+        _w_separator(prove=packed)
+        if packed or "ctypes" in sys.modules
+        else (None, "a lone candidate in a fresh interpreter")
+    )
     if packed:  # a pack: many candidates will fork from here
         reaper = _w_subreaper() or (
             None if unconfined is None else "candidates cannot be kept apart: " + unconfined
