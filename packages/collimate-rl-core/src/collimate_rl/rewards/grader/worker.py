@@ -105,7 +105,7 @@ def _worker_main() -> NoReturn:
     # pack, where siblings share the exec; alone, where it is cheap (a fresh
     # interpreter would import ctypes for it: ~5 ms, a quarter of its start)
     confine, unconfined = (
-        _w_separator(prove=packed)
+        _w_separator()
         if packed or "ctypes" in sys.modules
         else (None, "a lone candidate in a fresh interpreter")
     )
@@ -144,7 +144,7 @@ def _worker_main() -> NoReturn:
                         random.setstate(boot["state"])  # the exec's own seeded state
                     conn = _socket.socket(fileno=fd)
                     if confine is not None and not confine(int(request[1])) and packed:
-                        os._exit(0)  # (not reached: the spawner proved it can confine)
+                        os._exit(0)  # (see separation._w_separator: not expected)
                 except BaseException:
                     os._exit(0)
                 _serve(conn)
