@@ -14,6 +14,7 @@ import pytest
 from collimate_rl.local_backend.engine import ExecJob, ForkEngine, Limits, TemplateSpec, make_engine
 from collimate_rl.testing.engine import run_with_engine, started_engine
 from collimate_rl.testing.host import skip_unless_host_lacks_namespaces
+from collimate_rl.testing.procs import start_time
 
 SEED = "ab" * 32
 MODES = ["process", pytest.param("namespaces", marks=pytest.mark.namespaces)]
@@ -170,7 +171,8 @@ def test_engine_close_leaves_no_process_and_no_directory(mode: str) -> None:
         clone = await engine.open_clone(PY, egress=None)
         task = asyncio.ensure_future(clone.run(job(f"sleep {mark}", kind="command", timeout=60)))
         await wait_for_procs(mark)
-        seen["zygotes"] = [z.proc.pid for z in engine._zygotes.values()]
+        # (with its start: pid_max is 32768 here, a pid is soon another's)
+        seen["zygotes"] = [(z.proc.pid, start_time(z.proc.pid)) for z in engine._zygotes.values()]
         seen["state"] = engine._state_dir
         await engine.close()
         with contextlib.suppress(BaseException):
@@ -178,8 +180,8 @@ def test_engine_close_leaves_no_process_and_no_directory(mode: str) -> None:
 
     asyncio.run(main())
     assert procs_with(mark) == []
-    for pid in seen["zygotes"]:  # type: ignore[attr-defined]
-        assert not os.path.exists(f"/proc/{pid}")
+    for pid, start in seen["zygotes"]:  # type: ignore[attr-defined]
+        assert start_time(pid) != start
     assert not os.path.exists(str(seen["state"]))
     mine = {pid for pid in procs_with("_zygote.py") if _is_descendant(pid)}
     assert mine <= others, mine - others
@@ -282,3 +284,4 @@ def test_a_fork_bomb_is_contained_and_cleaned_up() -> None:
             await neighbour.close()
 
     run("namespaces", [bomb], body)
+

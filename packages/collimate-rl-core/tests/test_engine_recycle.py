@@ -12,6 +12,7 @@ import pytest
 from collimate_rl.local_backend.engine import ExecJob, ForkEngine, TemplateSpec
 from collimate_rl.local_backend.engine.fork_clone import ForkClone
 from collimate_rl.testing.engine import run_with_engine
+from collimate_rl.testing.procs import start_time
 
 pytestmark = pytest.mark.namespaces
 
@@ -127,7 +128,7 @@ def test_a_full_pool_closes_what_it_cannot_keep() -> None:
         clones = [await engine.open_clone(SH, egress=None) for _ in range(3)]
         # (a pid is the same process only with the same start: under load a
         # closed clone's pid is soon another process's, pid_max being 32768)
-        started = {c.pid: _start_of(c.pid) for c in clones}
+        started = {c.pid: start_time(c.pid) for c in clones}
         for clone in clones:
             await clone.release()
         kept = [c for c in clones if not c.closed]
@@ -135,7 +136,7 @@ def test_a_full_pool_closes_what_it_cannot_keep() -> None:
         for clone in clones:
             await clone.close()
         for pid, start in started.items():  # every process of a closed clone is gone
-            assert _start_of(pid) != start or _is_zombie(pid)
+            assert start_time(pid) != start or _is_zombie(pid)
         for clone in clones:
             assert clone.closed
 
@@ -151,14 +152,6 @@ def test_process_mode_never_reuses_a_clone() -> None:
 
     run_with_engine("process", [SH], body)
 
-
-def _start_of(pid: int) -> str | None:
-    """The start time of process ``pid`` (None if there is none)."""
-    try:
-        with open(f"/proc/{pid}/stat") as fh:
-            return fh.read().rsplit(")", 1)[1].split()[19]
-    except OSError:
-        return None
 
 
 def _is_zombie(pid: int) -> bool:

@@ -22,7 +22,14 @@ from pathlib import Path
 from ..client import CollimateClient
 from ..errors import CollimateError
 
-__all__ = ["descendants", "rss_mib", "serve_process", "still_alive", "stop_process"]
+__all__ = [
+    "descendants",
+    "rss_mib",
+    "serve_process",
+    "start_time",
+    "still_alive",
+    "stop_process",
+]
 
 
 def serve_process(*args: str, start_timeout_s: float = 60.0) -> tuple[subprocess.Popen[bytes], str]:
@@ -71,6 +78,14 @@ def _stat(pid: int) -> tuple[int, int] | None:
         return None
     fields = raw[raw.rindex(")") + 2 :].split()
     return int(fields[1]), int(fields[19])
+
+
+def start_time(pid: int) -> int | None:
+    """When ``pid`` started (clock ticks after boot), or None if there is no
+    such process. A pid and its start name one process: pids are reused,
+    soon where ``pid_max`` is small (32768 here)."""
+    found = _stat(pid)
+    return None if found is None else found[1]
 
 
 def descendants(root: int) -> dict[int, int]:
