@@ -52,6 +52,9 @@ SPEC = StdioReward(
     [{"input": "3 4\n", "output": "7"}, {"input": "1 1\n", "output": "2"}], test_timeout=0.25
 )
 TIMEOUT_S = 10
+#: processes of one idle clone (the clone, its standby exec, the standby's
+#: clean twin), and fds the server holds for it (at most as many)
+PER_CLONE = 3
 HONEST = "a, b = map(int, input().split())\nprint(a + b)  # {n}\n"
 
 _GRANDPARENT = (
@@ -144,6 +147,8 @@ class HostileSoakReport:
     processes_leaked: int = 0  # started by the server, alive after it stopped
     fds_clean_end: int = 0
     fds_end: int = 0
+    clones_clean_end: int = 0  # idle clones the server keeps warm
+    clones_end: int = 0
     rss_clean_end_mib: float = 0.0
     rss_end_mib: float = 0.0
 
@@ -162,11 +167,16 @@ class HostileSoakReport:
 
     @property
     def flat(self) -> bool:
-        """Processes, open files and memory back to the clean pass's end
-        (memory within 16 MiB or 15%: allocator noise)."""
+        """Processes, open files and memory back to the clean pass's end,
+        but for idle clones kept warm (up to 64 a template: a busier pass
+        may leave more; each is at most :data:`PER_CLONE` processes and as
+        many fds of the server), and memory within 16 MiB or 15%
+        (allocator noise)."""
+        warm = PER_CLONE * max(0, self.clones_end - self.clones_clean_end)
         return (
-            self.processes_end <= self.processes_clean_end
-            and self.fds_end <= self.fds_clean_end
+            # (+1 a clone: its standby's twin, forked once twins are wanted)
+            self.processes_end <= self.processes_clean_end + warm + self.clones_end
+            and self.fds_end <= self.fds_clean_end + warm
             and self.rss_end_mib - self.rss_clean_end_mib
             <= max(16.0, 0.15 * self.rss_clean_end_mib)
         )
@@ -233,6 +243,18 @@ def settle(client: CollimateClient) -> None:
     time.sleep(0.5)
 
 
+def clones(server: int) -> int:
+    """The server's clones (its warm pool and any in use)."""
+    count = 0
+    for pid in descendants(server):
+        try:
+            with open(f"/proc/{pid}/comm") as fh:
+                count += fh.read().strip() == "collimate-clone"
+        except OSError:
+            pass
+    return count
+
+
 def open_fds(pid: int) -> int:
     try:
         return len(os.listdir(f"/proc/{pid}/fd"))
@@ -250,12 +272,14 @@ def run_hostile_soak(grades: int, concurrency: int) -> HostileSoakReport:
             report.clean = run_pass(client, grades, concurrency, hostile=False)
             settle(client)
             report.processes_clean_end = len(descendants(server.pid))
+            report.clones_clean_end = clones(server.pid)
             report.fds_clean_end = open_fds(server.pid)
             report.rss_clean_end_mib = rss_mib(server.pid)
             report.mixed = run_pass(client, grades, concurrency, hostile=True)
             settle(client)
             seen.update(descendants(server.pid))
             report.processes_end = len(descendants(server.pid))
+            report.clones_end = clones(server.pid)
             report.fds_end = open_fds(server.pid)
             report.rss_end_mib = rss_mib(server.pid)
             report.hostile_alone = run_pass(client, grades, concurrency, hostile=True, honest=False)

@@ -141,7 +141,8 @@ def minority_rows(r: HostileSoakReport) -> list[Row]:
         Row(
             "processes, fds, RSS (hostile soak)",
             f"{r.processes_clean_end} -> {r.processes_end} processes, {r.fds_clean_end} -> "
-            f"{r.fds_end} fds, {r.rss_clean_end_mib:.1f} -> {r.rss_end_mib:.1f} MiB "
+            f"{r.fds_end} fds ({r.clones_clean_end} -> {r.clones_end} clones kept warm), "
+            f"{r.rss_clean_end_mib:.1f} -> {r.rss_end_mib:.1f} MiB "
             f"from the clean pass's end ({'flat' if r.flat else 'GROWING'}); "
             f"{mixed.hostile_infra} hostile graded as infra errors",
             failed=not r.flat,
