@@ -29,7 +29,7 @@ spawner = os.getpid()
 r, w = os.pipe()
 pid = os.fork()
 if pid == 0:
-    ok = confine(0)
+    ok = confine()
     out = {"confined": ok}
     def outcome(call):
         try:

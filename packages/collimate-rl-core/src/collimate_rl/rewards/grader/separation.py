@@ -121,11 +121,11 @@ def _w_filter() -> bytes:
     return b"".join(out)
 
 
-def _w_separator() -> tuple[Callable[[int], bool] | None, str | None]:
+def _w_separator() -> tuple[Callable[[], bool] | None, str | None]:
     """``(confine, None)``, or ``(None, why)`` where candidates cannot be
     kept apart here. Confines the spawner itself (the filter, undumpable,
     ``oom_score_adj``: all inherited by every candidate's process, so they
-    cost a candidate nothing) and returns ``confine(index)``, which runs in
+    cost a candidate nothing) and returns ``confine()``, which runs in
     a candidate's process right after the fork and puts it in a Landlock
     domain of its own: one system call.
 
@@ -180,7 +180,7 @@ def _w_separator() -> tuple[Callable[[int], bool] | None, str | None]:
     except OSError:
         pass
 
-    def confine(index: int) -> bool:
+    def confine() -> bool:
         if syscall(_W_LANDLOCK_RESTRICT, ruleset, 0) != 0:
             return False
         os.close(ruleset)
