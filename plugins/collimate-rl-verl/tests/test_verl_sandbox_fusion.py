@@ -73,10 +73,40 @@ def test_call_based_tests_through_verls_wrapper(
     assert results == [False, False]
 
 
+CPP_RIGHT = (
+    "#include <bits/stdc++.h>\nint main(){ long long a, b; std::cin >> a >> b;"
+    ' std::cout << a + b << "\\n"; }'
+)
+
+
+def test_a_right_and_a_wrong_cpp_answer(
+    verl_sandbox_fusion: ModuleType, backend: LocalCollimateBackend
+) -> None:
+    """verl's ``check_correctness(..., language="cpp")``: one ``/run_code``
+    per test case, the program compiled once (the server's cache)."""
+    results, meta = verl_sandbox_fusion.check_correctness(
+        f"{backend.base_url}/run_code", json.loads(TESTS), CPP_RIGHT, timeout=30, language="cpp"
+    )
+    assert results == [True, True], meta
+    assert [m["status"] for m in meta] == ["success", "success"]
+    assert all(m["compile_status"] == "Finished" for m in meta)
+    wrong = CPP_RIGHT.replace("a + b", "a * b")
+    results, meta = verl_sandbox_fusion.check_correctness(
+        f"{backend.base_url}/run_code", json.loads(TESTS), wrong, timeout=30, language="cpp"
+    )
+    assert results == [False, False]
+    assert [m["status"] for m in meta] == ["wrong_answer", "wrong_answer"]
+    broken = CPP_RIGHT.replace("a + b", "a + c")
+    results, meta = verl_sandbox_fusion.check_correctness(
+        f"{backend.base_url}/run_code", json.loads(TESTS), broken, timeout=30, language="cpp"
+    )
+    assert results == [-4, -4] and meta[0]["status"] == "compile_error"
+
+
 def test_a_language_we_cannot_run_is_verls_sandbox_error(
     verl_sandbox_fusion: ModuleType, backend: LocalCollimateBackend
 ) -> None:
     results, meta = verl_sandbox_fusion.check_correctness(
-        f"{backend.base_url}/run_code", json.loads(TESTS), "int main(){}", language="cpp"
+        f"{backend.base_url}/run_code", json.loads(TESTS), "<?php echo 1;", language="php"
     )
     assert results == [-1, -1] and meta[0]["status"] == "sandbox_error"

@@ -13,6 +13,7 @@ from typing import Any
 
 from ..plugins.markers import hookimpl
 from ..rewards.program import RUNTIME_MODULE, runtime_file
+from .toolchains import LANGUAGE_TEMPLATE, toolchain_trees
 
 
 def builtin_templates() -> tuple[Mapping[str, Any], ...]:
@@ -36,6 +37,19 @@ def builtin_templates() -> tuple[Mapping[str, Any], ...]:
             "preload": [grader],
         },
         {"id": "sh", "kind": "shell", "description": "POSIX shell"},
+        {
+            "id": LANGUAGE_TEMPLATE,
+            "kind": "python",
+            "description": "compilers and runtimes of the host (C++, Java, JavaScript, "
+            "TypeScript, Rust, Go), driven by a warm CPython",
+            "expose": list(toolchain_trees()),
+            # the same warm interpreter as "py" (one zygote for both)
+            "preload": [grader],
+            # the JVM, Go and Node reserve gigabytes of address space they
+            # never use: memory is bounded per clone (cgroup) and per run
+            # (its resident set, by the language runner), not by RLIMIT_AS
+            "limits": {"memory": "4GiB", "address_space": False},
+        },
     )
 
 

@@ -37,6 +37,8 @@ from pathlib import Path
 from typing import Any, Final
 
 from ..wire import MAX_EXEC_TIMEOUT_S
+from .compile_cache import Build
+from .language_runs import LanguageInfraError, LanguageRuns, LanguageUnavailable, RunRecord
 from .routing import Request, Response, Router
 from .service import BackendService
 from .wire_errors import WireError
@@ -57,13 +59,17 @@ LANGUAGES: Final = (
     "julia", "pytest", "junit", "kotlin_script", "jest", "verilog", "python_gpu",
     "lean", "swift", "racket",
 )  # fmt: skip
-#: The languages this backend runs.
-RUNNABLE_LANGUAGES: Final = ("python",)
+#: The languages this backend runs (where the host has their toolchains:
+#: see ``toolchains``; one that is missing is answered ``SandboxError``
+#: naming what to install).
+RUNNABLE_LANGUAGES: Final = ("python", "cpp", "java", "nodejs", "typescript", "rust", "go")
 #: Seconds the exec gets beyond ``run_timeout`` (writing files, forking, reading back).
 EXEC_MARGIN_S: Final = 10
 #: How long a request waits before trying again for an in-flight slot.
 _CAPACITY_RETRY_S: Final = 0.01
 _MARK: Final = "\x1ecollimate-sandbox-fusion "
+#: At most this much of a run's stdout is returned (as the python runner does).
+_OUTPUT_CAP: Final = 5 * 1024 * 1024
 #: The name the built-in python templates preload the runner as.
 RUNNER_MODULE: Final = "collimate_sandbox_fusion_runner"
 
@@ -226,11 +232,12 @@ def _answer(
     message: str = "",
     run_result: dict[str, Any] | None = None,
     files: dict[str, str] | None = None,
+    compile_result: dict[str, Any] | None = None,
 ) -> dict[str, Any]:
     return {
         "status": status,
         "message": message,
-        "compile_result": None,
+        "compile_result": compile_result,
         "run_result": run_result,
         "executor_pod_name": None,
         "files": files or {},
@@ -291,6 +298,75 @@ def response_from_output(output: str, exit_code: int) -> dict[str, Any]:
     return _answer("Success" if ok else "Failed", run_result=run_result, files=done["files"])
 
 
+def _compile_result(build: Build) -> dict[str, Any]:
+    return {
+        "status": "TimeLimitExceeded" if build.verdict == "time_limit" else "Finished",
+        "execution_time": build.wall,
+        "return_code": None if build.verdict == "time_limit" else build.return_code,
+        "stdout": "",
+        "stderr": _text(build.output),
+    }
+
+
+_LIMIT_NOTES: Final = {
+    "memory_limit": "memory limit exceeded",
+    "output_limit": "output limit exceeded",
+    "time_limit": "time limit exceeded",
+}
+
+
+def _run_result(record: RunRecord) -> dict[str, Any]:
+    """SandboxFusion's ``run_result``: a run killed by a signal returns
+    128 + its number, as the shell SandboxFusion runs programs with does."""
+    code = record.return_code
+    if code is None or code < 0:
+        code = 128 + (record.signal or 9)
+    stderr = record.stderr.decode("utf-8", errors="replace")
+    if record.limit in _LIMIT_NOTES:
+        stderr += f"\n{_LIMIT_NOTES[record.limit]} (peak memory {record.peak_rss >> 20} MiB)\n"
+    timed_out = record.limit == "time_limit"
+    return {
+        "status": "TimeLimitExceeded" if timed_out else "Finished",
+        "execution_time": record.wall,
+        "return_code": None if timed_out else code,
+        "stdout": record.stdout.decode("utf-8", errors="replace"),
+        "stderr": stderr,
+    }
+
+
+async def answer_compiled(languages: LanguageRuns, run: dict[str, Any]) -> dict[str, Any]:
+    """A ``/run_code`` in a language other than python: compiled once per
+    distinct program (the server's compile cache), then run."""
+    try:
+        tc = await languages.toolchain(run["language"])
+        build = await languages.build(tc, run["code"], run["files"], run["compile_timeout"])
+        compiled = _compile_result(build) if tc.compiled else None
+        if build.verdict != "ok":
+            return _answer("Failed", compile_result=compiled)
+        memory = run["memory_limit_MB"]
+        (record,) = await languages.run(
+            tc,
+            build,
+            run["code"],
+            [(run["stdin"] or "").encode()],
+            cpu_limit=run["run_timeout"],
+            memory_bytes=memory << 20 if memory > 0 else 0,
+            output_bytes=_OUTPUT_CAP,
+            files=run["files"],
+            fetch_files=run["fetch_files"],
+        )
+    except (LanguageUnavailable, LanguageInfraError) as exc:
+        return sandbox_error(str(exc))
+    result = _run_result(record)
+    ok = result["status"] == "Finished" and result["return_code"] == 0
+    return _answer(
+        "Success" if ok else "Failed",
+        run_result=result,
+        files=dict(record.files),
+        compile_result=compiled,
+    )
+
+
 def python_template(service: BackendService, preferred: str | None) -> str | None:
     """The template python runs in: ``preferred``, else ``py``, else the first
     python template the server has."""
@@ -347,6 +423,8 @@ def build_sandbox_fusion_router(
                     f"(it runs {', '.join(RUNNABLE_LANGUAGES)})"
                 ),
             )
+        if run["language"] != "python":
+            return Response(200, await answer_compiled(service.languages, run))
         template = python_template(service, template_id)
         if template is None:
             return Response(200, sandbox_error("this backend has no python template"))

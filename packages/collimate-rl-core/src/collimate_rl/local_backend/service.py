@@ -24,9 +24,11 @@ from .admission import Admission
 from .egress import EgressDecision, decide_egress
 from .engine.api import Clone, Engine, ExecJob, ExecOutcome, TemplateSpec
 from .exec_request import format_timeout, parse_exec_body
+from .language_runs import LanguageRuns
 from .run_queue import RunQueue
 from .session_env import parse_session_env
 from .sessions import Session, SessionStore, new_session_id
+from .toolchains import LANGUAGE_TEMPLATE
 from .wire_errors import WireError, bad_request
 
 log = logging.getLogger("collimate_rl.local_backend")
@@ -73,11 +75,15 @@ class BackendService:
         # told of every session destroyed (deleted, reaped, or at close):
         # the gateway's tenant index and usage meter follow sessions this way
         self.on_destroy: list[Callable[[Session], None]] = []
+        # compiles (cached) and runs in the languages of the host's toolchains
+        self.languages = LanguageRuns(self)
 
     # -- lifecycle ---------------------------------------------------------
 
     async def start(self) -> None:
         await self.engine.start(list(self.templates.values()))
+        if LANGUAGE_TEMPLATE in self.templates:
+            self.languages.start_probe()
         if self.session_ttl > 0:
             self._reaper = asyncio.create_task(self._reap_forever(), name="collimate-reaper")
 
@@ -139,6 +145,9 @@ class BackendService:
         confinement = getattr(self.engine, "confinement", None)
         if callable(confinement):
             out.update(confinement())
+        if LANGUAGE_TEMPLATE in self.templates:
+            out["languages"] = self.languages.describe()
+            out["compile_cache"] = self.languages.cache.describe()
         return out
 
     def template(self, template_id: Any) -> TemplateSpec:

@@ -22,6 +22,8 @@ file, a plugin's ``collimate_rl_local_templates`` hook, or the in-process
     output = "16MiB"
     cpus = 1.0                   # per clone CPU bandwidth where cgroups are in force
                                  # (default: none; a CPU cgroup costs each exec latency)
+    address_space = true         # memory also as each process's RLIMIT_AS (false for
+                                 # runtimes that reserve gigabytes: JVM, Go, Node)
 
     [[templates]]
     id = "web"
@@ -81,6 +83,7 @@ _LIMIT_KEYS = {
     "output": "output_bytes",
     "output_bytes": "output_bytes",
     "cpus": "cpus",
+    "address_space": "address_space",
 }
 _SIZE_RE = re.compile(r"^\s*(\d+(?:\.\d+)?)\s*([KMGT]?i?B?)?\s*$", re.IGNORECASE)
 
@@ -144,6 +147,10 @@ def _limits(raw: Any, *, where: str) -> Limits:
             if isinstance(value, bool) or not isinstance(value, (int, float)) or value <= 0:
                 raise TemplateConfigError(f"{what}: expected a positive number, got {value!r}")
             values[field_name] = float(value)
+        elif field_name == "address_space":
+            if not isinstance(value, bool):
+                raise TemplateConfigError(f"{what}: expected true or false, got {value!r}")
+            values[field_name] = value
         else:
             values[field_name] = _positive_int(value, what=what)
     return Limits(**values)

@@ -37,6 +37,12 @@ class Limits:
     file_size_bytes: int = 256 << 20
     output_bytes: int = 16 * 1024 * 1024
     cpus: float | None = None
+    #: ``memory_bytes`` also as each process's address-space limit
+    #: (``RLIMIT_AS``). Off for runtimes that reserve gigabytes they never
+    #: touch (the JVM, Go, Node): their memory is then bounded per clone by
+    #: the cgroup, where cgroups are in force, and per run by whoever runs
+    #: them (the language runner watches what a run really uses).
+    address_space: bool = True
 
 
 @dataclass(frozen=True)

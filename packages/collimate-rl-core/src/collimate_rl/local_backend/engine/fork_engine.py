@@ -595,6 +595,7 @@ def _limits_dict(limits: Limits) -> dict[str, Any]:
         "file_size_bytes": limits.file_size_bytes,
         "output_bytes": limits.output_bytes,
         "cpus": limits.cpus,
+        "address_space": limits.address_space,
     }
 
 

@@ -93,7 +93,8 @@ def prepare_child(
     if cpu:
         c = int(limits["cpu_seconds"])
         resource.setrlimit(resource.RLIMIT_CPU, (c, c + 1))
-    resource.setrlimit(resource.RLIMIT_AS, (limits["memory_bytes"],) * 2)
+    if limits.get("address_space", True):
+        resource.setrlimit(resource.RLIMIT_AS, (limits["memory_bytes"],) * 2)
     resource.setrlimit(resource.RLIMIT_FSIZE, (limits["file_size_bytes"],) * 2)
     resource.setrlimit(resource.RLIMIT_CORE, (0, 0))
     if enter:

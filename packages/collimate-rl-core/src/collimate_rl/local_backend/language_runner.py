@@ -1,0 +1,435 @@
+"""The program that compiles and runs code in one language, in one exec of
+the local backend's language template (see :mod:`.language_runs`).
+
+Never imported by the server: its source is sent as the exec's code, with
+one call ``_lr_main("<base64 of the request's JSON>")`` appended. It runs in
+a warm interpreter inside the clone's isolation and does one of two things:
+
+* ``compile``: write the source (and the request's files) into a fresh
+  directory, run the toolchain's compile command there, and answer the
+  compiler's verdict with what it built (every file under ``build/``);
+* ``run``: put a build back (or the source, for a language without a
+  compile step), then run the program once per input, each time in a fresh
+  process with only that input on fd 0, stdout and stderr each to a file of
+  their own, and answer one record per run.
+
+How a run is judged, so that a busy machine never turns a pass into a fail:
+
+* time is the CPU the run's process used (all its threads, and whatever
+  children it waited for), polled while it runs; ``RLIMIT_CPU`` one second
+  above is the kernel's backstop;
+* wall time is only a backstop, at ``wall_limit``. When it is reached the
+  run's own time is split: CPU, time spent waiting for a CPU (the
+  scheduler's run delay, ``/proc/<pid>/schedstat``) and the rest, sleeping.
+  Sleeping longer than the time limit is the program's doing (it waits on
+  nothing, or on input that will not come): ``time_limit``. Otherwise the
+  machine kept it from running: ``starved``, which the server answers as
+  its own failure, never as the program's;
+* memory is what the run really uses, its resident set (the JVM, Go and
+  Node reserve gigabytes of address space they never touch, so
+  ``RLIMIT_AS`` is not set), polled; a run past ``memory_bytes`` is killed
+  (``memory_limit``), and so is one the clone's memory quota killed;
+* stdout past ``output_bytes`` is cut by ``RLIMIT_FSIZE`` (``output_limit``);
+* the stack may grow as deep as the memory limit (deep recursion is common
+  in contest solutions).
+
+After every run, whatever the program started (children, daemons that left
+its process group) is killed: this process is their subreaper, so nothing
+outlives its run. The answer is one line per record on this exec's output,
+after a marker; the program cannot write such a line (its fds are its own
+files, and this process is not dumpable).
+"""
+
+# This file is sent as source to a bare interpreter: standard library only
+# (and no contextlib: a fresh interpreter would import it for this alone).
+# ruff: noqa: UP031, SIM105
+from __future__ import annotations
+
+import base64
+import json
+import os
+import signal
+import sys
+import time
+
+TYPE_CHECKING = False
+if TYPE_CHECKING:  # never at run time: the guest imports nothing it need not
+    from typing import Any
+
+MARK = "\x1ecollimate-language-runner "
+#: At most this much of a compiler's or a run's stderr is returned.
+STDERR_CAP = 64 * 1024
+#: How often a running process's CPU and memory are read (seconds).
+POLL_S = 0.01
+_PR_SET_CHILD_SUBREAPER = 36
+_PR_SET_DUMPABLE = 4
+_CLK_TCK = os.sysconf("SC_CLK_TCK")
+_PAGE = os.sysconf("SC_PAGE_SIZE")
+
+
+def _emit(record: dict[str, Any]) -> None:
+    os.write(1, (MARK + json.dumps(record) + "\n").encode())
+
+
+def _b64(data: bytes) -> str:
+    return base64.b64encode(data).decode()
+
+
+def _read(path: str, cap: int) -> bytes:
+    try:
+        with open(path, "rb") as fh:
+            return fh.read(cap)
+    except OSError:
+        return b""
+
+
+def _prctl(option: int, value: int) -> None:
+    try:
+        import ctypes
+
+        ctypes.CDLL(None, use_errno=True).prctl(option, value, 0, 0, 0)
+    except (OSError, AttributeError, ImportError):
+        pass
+
+
+def _write_files(root: str, files: dict[str, Any]) -> None:
+    """The request's files (base64), at paths the server checked stay
+    inside ``root``; executable when they were (``name`` ends with ``*``)."""
+    for name, content in files.items():
+        executable = name.endswith("*")
+        target = os.path.join(root, os.path.normpath(name.rstrip("*")))
+        os.makedirs(os.path.dirname(target), exist_ok=True)
+        with open(target, "wb") as fh:
+            fh.write(base64.b64decode(content))
+        if executable:
+            os.chmod(target, 0o755)
+
+
+def _collect(root: str) -> dict[str, Any]:
+    """Every file under ``root`` (a build), base64, relative names, ``*``
+    after the executable ones."""
+    found = {}
+    for top, _dirs, names in os.walk(root):
+        for name in names:
+            path = os.path.join(top, name)
+            rel = os.path.relpath(path, root)
+            mode = os.stat(path).st_mode
+            with open(path, "rb") as fh:
+                found[rel + ("*" if mode & 0o111 else "")] = _b64(fh.read())
+    return found
+
+
+def _expand(argv: list[str], paths: dict[str, Any]) -> list[str]:
+    return [a.format(**paths) for a in argv]
+
+
+def _environ(tc: dict[str, Any], paths: dict[str, Any]) -> dict[str, Any]:
+    """The toolchain's environment, ``{dir}`` and the like filled in; the
+    run's directory as home and temporary directory."""
+    env = {k: v.format(**paths) for k, v in tc["env"].items()}
+    env.update(HOME=paths["dir"], TMPDIR=paths["dir"])
+    return env
+
+
+def _size(path: str) -> int:
+    try:
+        return os.stat(path).st_size
+    except OSError:
+        return 0
+
+
+def _proc_cpu(pid: int) -> float:
+    """CPU seconds of ``pid`` (all threads, and children it waited for)."""
+    try:
+        with open("/proc/%d/stat" % pid, "rb") as fh:
+            fields = fh.read().rsplit(b")", 1)[1].split()
+    except (OSError, IndexError):
+        return -1.0
+    # after the name: state is 0, utime 11, stime 12, cutime 13, cstime 14
+    return sum(int(x) for x in fields[11:15]) / _CLK_TCK
+
+
+def _proc_rss(pid: int) -> int:
+    try:
+        with open("/proc/%d/statm" % pid, "rb") as fh:
+            return int(fh.read().split()[1]) * _PAGE
+    except (OSError, IndexError, ValueError):
+        return -1
+
+
+def _run_delay(pid: int) -> float:
+    """Seconds ``pid`` spent runnable but waiting for a CPU."""
+    try:
+        with open("/proc/%d/schedstat" % pid, "rb") as fh:
+            return int(fh.read().split()[1]) / 1e9
+    except (OSError, IndexError, ValueError):
+        return 0.0
+
+
+def _start(
+    argv: list[str], env: dict[str, str], cwd: str, io: tuple[str, ...], limits: dict[str, Any]
+) -> int:
+    pid = os.fork()
+    if pid:
+        return pid
+    try:
+        import resource
+
+        os.setpgid(0, 0)
+        for target, (path, flags) in enumerate(
+            (
+                (io[0], os.O_RDONLY),
+                (io[1], os.O_WRONLY | os.O_CREAT | os.O_TRUNC),
+                (io[2], os.O_WRONLY | os.O_CREAT | os.O_TRUNC),
+            )
+        ):
+            fd = os.open(path, flags, 0o600)
+            os.dup2(fd, target)
+            if fd != target:
+                os.close(fd)
+        os.closerange(3, 1 << 16)
+        os.chdir(cwd)
+        for sig in (signal.SIGPIPE, signal.SIGXFSZ, signal.SIGXCPU):
+            signal.signal(sig, signal.SIG_DFL)
+        for which, soft in (
+            (resource.RLIMIT_CPU, limits.get("cpu")),
+            (resource.RLIMIT_FSIZE, limits.get("fsize")),
+            (resource.RLIMIT_STACK, limits.get("stack")),
+        ):
+            if soft is None:
+                continue
+            hard = resource.getrlimit(which)[1]
+            if hard != resource.RLIM_INFINITY:
+                soft = min(soft, hard)
+            resource.setrlimit(which, (soft, hard if which != resource.RLIMIT_CPU else soft + 1))
+        os.execve(argv[0], argv, env)
+    except BaseException as exc:
+        try:
+            os.write(2, ("cannot start %s: %s\n" % (argv[0], exc)).encode())
+        except BaseException:
+            pass
+    os._exit(127)
+
+
+def _kill_leftovers() -> None:
+    """Kill every process this one is the parent of (its runs' children
+    and daemons were reparented here), until none is left."""
+    deadline = time.monotonic() + 5.0
+    while time.monotonic() < deadline:
+        kids: set[int] = set()
+        try:
+            for tid in os.listdir("/proc/self/task"):
+                with open("/proc/self/task/%s/children" % tid) as fh:
+                    kids.update(int(p) for p in fh.read().split())
+        except OSError:
+            pass
+        if not kids:
+            return
+        for pid in kids:
+            for kill in (os.killpg, os.kill):
+                try:
+                    kill(pid, signal.SIGKILL)
+                except OSError:
+                    pass
+        while True:
+            try:
+                pid, _ = os.waitpid(-1, os.WNOHANG)
+            except ChildProcessError:
+                break
+            if pid == 0:
+                time.sleep(0.001)
+                break
+
+
+def _watch(
+    pid: int, cpu_limit: float, wall_limit: float, memory: int, out: str = "", cap: int = 0
+) -> dict[str, Any]:
+    """Wait for ``pid``, enforcing the limits; its exit and what it used.
+    ``out`` reaching ``cap`` bytes ends it too (a runtime that ignores
+    ``SIGXFSZ``, as the JVM does, would write on, failing, forever)."""
+    started = time.monotonic()
+    cpu = 0.0
+    peak = 0
+    slept = 0.0
+    ended = None
+    killed = None
+    try:
+        pidfd = os.pidfd_open(pid)
+    except (AttributeError, OSError):
+        pidfd = None
+    import select
+
+    while ended is None:
+        if pidfd is not None:
+            select.select([pidfd], [], [], POLL_S)
+        else:
+            time.sleep(POLL_S)
+        got, status, usage = os.wait4(pid, os.WNOHANG)
+        if got:
+            ended = (status, usage)
+            break
+        now_cpu = _proc_cpu(pid)
+        rss = _proc_rss(pid)
+        cpu = max(cpu, now_cpu)
+        peak = max(peak, rss)
+        wall = time.monotonic() - started
+        if memory and rss > memory:
+            killed = "memory"
+        elif cap and _size(out) >= cap:
+            killed = "output"
+        elif cpu > cpu_limit:
+            killed = "cpu"
+        elif wall > wall_limit:
+            killed = "wall"
+            slept = wall - cpu - _run_delay(pid)
+        if killed:
+            try:
+                os.killpg(pid, signal.SIGKILL)
+            except OSError:
+                pass
+            try:
+                os.kill(pid, signal.SIGKILL)
+            except OSError:
+                pass
+            _got, status, usage = os.wait4(pid, 0)
+            ended = (status, usage)
+    if pidfd is not None:
+        os.close(pidfd)
+    status, usage = ended
+    wall = time.monotonic() - started
+    cpu = max(cpu, usage.ru_utime + usage.ru_stime)
+    peak = max(peak, usage.ru_maxrss * 1024)
+    return {
+        "status": status,
+        "cpu": cpu,
+        "wall": wall,
+        "peak_rss": peak,
+        "killed": killed,
+        "slept": slept,
+    }
+
+
+def _compile(req: dict[str, Any], root: str) -> None:
+    tc = req["toolchain"]
+    src = os.path.join(root, tc["source"])
+    build = os.path.join(root, "build")
+    os.makedirs(build)
+    _write_files(root, req["files"])
+    with open(src, "w", encoding="utf-8") as fh:
+        fh.write(req["source"])
+    paths = {"src": src, "build": build, "dir": root}
+    io = (os.devnull, os.path.join(root, ".compile.out"), os.path.join(root, ".compile.err"))
+    env = _environ(tc, paths)
+    cpu_limit = float(req["cpu_limit"])
+    limits = {"cpu": int(cpu_limit) + 1}
+    pid = _start(_expand(tc["compile"], paths), env, root, io, limits)
+    used = _watch(pid, cpu_limit, float(req["wall_limit"]), 0)
+    _kill_leftovers()
+    code = os.waitstatus_to_exitcode(used["status"])
+    if used["killed"] == "wall":
+        # a compiler waits on nothing (its input is /dev/null): a compile
+        # that ran out of wall time before CPU time was kept from running
+        verdict = "starved"
+    elif used["killed"] == "cpu" or code == -signal.SIGXCPU:
+        verdict = "time_limit"
+    elif code == 0:
+        verdict = "ok"
+    else:
+        verdict = "error"
+    out = _read(io[1], STDERR_CAP) + _read(io[2], STDERR_CAP)
+    record = {
+        "phase": "compiled",
+        "verdict": verdict,
+        "return_code": code,
+        "output": _b64(out[-STDERR_CAP:]),
+        "cpu": used["cpu"],
+        "wall": used["wall"],
+    }
+    if verdict == "ok":
+        record["build"] = _collect(build)
+    _emit(record)
+
+
+def _run(req: dict[str, Any], root: str) -> None:
+    tc = req["toolchain"]
+    build = os.path.join(root, "build")
+    os.makedirs(build)
+    _write_files(root, req["files"])
+    _write_files(build, req.get("build") or {})
+    src = os.path.join(root, tc["source"])
+    if req.get("source") is not None:
+        with open(src, "w", encoding="utf-8") as fh:
+            fh.write(req["source"])
+    paths = {"src": src, "build": build, "dir": root}
+    argv = _expand(tc["run"], paths)
+    env = _environ(tc, paths)
+    cpu_limit = float(req["cpu_limit"])
+    memory = int(req.get("memory_bytes") or 0)
+    output = int(req["output_bytes"])
+    limits = {"cpu": int(cpu_limit) + 1, "fsize": output, "stack": memory or None}
+    for i, stdin in enumerate(req["inputs"]):
+        io = tuple(os.path.join(root, ".run.%s" % n) for n in ("in", "out", "err"))
+        with open(io[0], "wb") as fh:
+            fh.write(base64.b64decode(stdin))
+        pid = _start(argv, env, root, io, limits)
+        used = _watch(pid, cpu_limit, float(req["wall_limit"]), memory, io[1], output)
+        _kill_leftovers()
+        code = os.waitstatus_to_exitcode(used["status"])
+        killed = _run_limit(used, code, cpu_limit, memory)
+        stdout = _read(io[1], output + 1)
+        if killed is None and len(stdout) > output:
+            killed = "output_limit"
+        files = {}
+        for name in req.get("fetch_files") or ():
+            target = os.path.join(root, os.path.normpath(name))
+            if os.path.isfile(target):
+                files[name] = _b64(_read(target, output))
+        _emit(
+            {
+                "phase": "run",
+                "index": i,
+                "limit": killed,
+                "return_code": None if killed else code,
+                "signal": -code if code < 0 else None,
+                "stdout": _b64(stdout[:output]),
+                "stderr": _b64(_read(io[2], STDERR_CAP)),
+                "cpu": used["cpu"],
+                "wall": used["wall"],
+                "peak_rss": used["peak_rss"],
+                "files": files,
+            }
+        )
+
+
+def _run_limit(used: dict[str, Any], code: int, cpu_limit: float, memory: int) -> str | None:
+    """The limit a run ended on, or None when it ended by itself."""
+    killed = used["killed"]
+    if killed == "output":
+        return "output_limit"
+    if killed == "memory" or (memory and used["peak_rss"] > memory):
+        return "memory_limit"
+    if killed == "cpu" or code == -signal.SIGXCPU:
+        return "time_limit"
+    if killed == "wall":
+        # asleep longer than its time limit: its doing; else the machine's
+        return "time_limit" if used["slept"] > cpu_limit else "starved"
+    if code == -signal.SIGXFSZ:
+        return "output_limit"
+    if code == -signal.SIGKILL and memory and used["peak_rss"] >= memory * 0.75:
+        return "memory_limit"  # the clone's memory quota killed it before a poll did
+    return None
+
+
+def _lr_main(blob: str) -> None:
+    req = json.loads(base64.b64decode(blob))
+    _prctl(_PR_SET_DUMPABLE, 0)
+    _prctl(_PR_SET_CHILD_SUBREAPER, 1)
+    signal.signal(signal.SIGCHLD, signal.SIG_DFL)
+    root = os.path.join(os.getcwd(), "lang-%d" % os.getpid())
+    os.mkdir(root, 0o700)
+    _emit({"phase": "started"})
+    if req["op"] == "compile":
+        _compile(req, root)
+    else:
+        _run(req, root)
+    sys.stdout.flush()

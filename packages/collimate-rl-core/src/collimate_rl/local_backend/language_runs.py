@@ -1,0 +1,338 @@
+"""Compiling and running programs in the languages of :mod:`.toolchains`.
+
+Both steps are execs of the language template (``lang``: a warm
+interpreter whose clones also see the toolchains, see
+``builtin_templates``) running :mod:`.language_runner`, so compilers and
+programs are confined exactly as Python code is. Builds go through the
+server's :class:`~.compile_cache.CompileCache`: one compile per distinct
+program, whatever the number of requests or tests.
+
+A step the machine kept from running (``starved``: out of wall time with
+CPU time to spare) is the server's failure, not the program's: it is tried
+again, and if it starves every time the caller gets
+:class:`LanguageInfraError`, never a verdict against the program.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import base64
+import contextlib
+import json
+import marshal
+import math
+import sys
+import threading
+from collections.abc import Mapping, Sequence
+from dataclasses import dataclass
+from functools import lru_cache
+from pathlib import Path
+from typing import TYPE_CHECKING, Any, Final
+
+from .compile_cache import Build, CompileCache, cache_key
+from .toolchains import (
+    LANGUAGE_TEMPLATE,
+    Found,
+    MissingToolchain,
+    Toolchain,
+    find_toolchains,
+    resolve_language,
+)
+from .wire_errors import WireError
+
+if TYPE_CHECKING:
+    from .service import BackendService
+
+#: The name the runner is loaded as in the guest.
+RUNNER_MODULE: Final = "collimate_language_runner"
+#: Wall time a step gets, as a multiple of its CPU limit (a backstop only:
+#: limits count CPU time), and at least this many seconds more.
+WALL_FACTOR: Final = 3.0
+WALL_EXTRA_S: Final = 2.0
+#: Seconds the exec gets beyond its steps' wall time (files, forks, answer).
+EXEC_MARGIN_S: Final = 10
+#: Tries of a step the machine starved before it is an infra error.
+STARVED_TRIES: Final = 3
+_MARK: Final = "\x1ecollimate-language-runner "
+_CAPACITY_RETRY_S: Final = 0.01
+
+
+class LanguageUnavailable(Exception):
+    """The language is unknown, or not installed on this host (the message
+    says what to install)."""
+
+
+class LanguageInfraError(Exception):
+    """The backend could not compile or run the program (never the
+    program's fault): starved every time, or the runner did not answer."""
+
+
+@dataclass(frozen=True)
+class RunRecord:
+    """One run of a program on one input."""
+
+    limit: str | None  # time_limit / memory_limit / output_limit, or None
+    return_code: int | None
+    signal: int | None
+    stdout: bytes
+    stderr: bytes
+    cpu: float
+    wall: float
+    peak_rss: int
+    files: Mapping[str, str]  # fetched files, base64
+
+
+#: A run whose runner stopped before reporting it: the program (or one
+#: before it in the same exec) stopped or killed the runner.
+_RUNNER_STOPPED: Final = {
+    "phase": "run",
+    "limit": None,
+    "return_code": None,
+    "signal": 9,
+    "stdout": "",
+    "stderr": base64.b64encode(b"the runner was stopped during this run").decode(),
+}
+
+
+@lru_cache(maxsize=1)
+def runner_source() -> str:
+    return Path(__file__).with_name("language_runner.py").read_text(encoding="utf-8")
+
+
+@lru_cache(maxsize=1)
+def _runner_block() -> str:
+    """The runner, loaded in the guest from bytecode compiled here when the
+    guest's interpreter is this one's version (else from source)."""
+    code = marshal.dumps(compile(runner_source(), RUNNER_MODULE, "exec"))
+    return (
+        "import sys, marshal\n"
+        f"_m = type(sys)({RUNNER_MODULE!r})\n"
+        f"if sys.implementation.cache_tag == {sys.implementation.cache_tag!r}:\n"
+        f"    _c = marshal.loads(bytes.fromhex({code.hex()!r}))\n"
+        "else:\n"
+        f"    _c = compile({runner_source()!r}, {RUNNER_MODULE!r}, 'exec')\n"
+        "exec(_c, _m.__dict__)\n"
+    )
+
+
+def wall_limit(cpu_limit: float) -> float:
+    return max(cpu_limit * WALL_FACTOR, cpu_limit + WALL_EXTRA_S)
+
+
+def _records(output: str) -> list[dict[str, Any]]:
+    found = []
+    for line in output.split("\n"):  # not splitlines(): the marker starts with \x1e
+        if line.startswith(_MARK):
+            try:
+                record = json.loads(line[len(_MARK) :])
+            except ValueError:
+                continue
+            if isinstance(record, dict):
+                found.append(record)
+    return found
+
+
+class LanguageRuns:
+    """Compiles (cached) and runs over one backend service."""
+
+    def __init__(self, service: BackendService, cache: CompileCache | None = None) -> None:
+        self.service = service
+        self.cache = cache if cache is not None else CompileCache()
+        self._found: dict[str, Found] | None = None
+        self._probe: asyncio.Future[dict[str, Found]] | None = None
+
+    # -- which languages -------------------------------------------------
+
+    def start_probe(self) -> None:
+        """Look for the toolchains in a thread (each asks a compiler for its
+        version: seconds on a busy host, kept off the server's start)."""
+        if self._probe is not None:
+            return
+        loop = asyncio.get_running_loop()
+        self._probe = loop.create_future()
+        probe = self._probe
+
+        def deliver(found: dict[str, Found] | BaseException) -> None:
+            if probe.done():
+                return
+            if isinstance(found, BaseException):
+                probe.set_exception(found)
+                probe.exception()
+            else:
+                self._found = found
+                probe.set_result(found)
+
+        def work() -> None:
+            try:
+                result: dict[str, Found] | BaseException = find_toolchains()
+            except Exception as exc:
+                result = exc
+            with contextlib.suppress(RuntimeError):  # the loop closed: nobody waits
+                loop.call_soon_threadsafe(deliver, result)
+
+        threading.Thread(target=work, name="collimate-toolchains", daemon=True).start()
+
+    async def found(self) -> dict[str, Found]:
+        if self._found is not None:
+            return self._found
+        self.start_probe()
+        assert self._probe is not None
+        return await asyncio.shield(self._probe)
+
+    def describe(self) -> dict[str, Any]:
+        """For ``/v1/health``: each language, found or not (``probing``
+        until the toolchains have been looked for)."""
+        if self._found is None:
+            return {"probing": True}
+        return {name: t.describe() for name, t in self._found.items()}
+
+    async def toolchain(self, language: str) -> Toolchain:
+        name = resolve_language(language)
+        if name is None:
+            raise LanguageUnavailable(f"unknown language {language!r}")
+        found = (await self.found())[name]
+        if isinstance(found, MissingToolchain):
+            raise LanguageUnavailable(found.message())
+        if LANGUAGE_TEMPLATE not in self.service.templates:
+            raise LanguageUnavailable(f"this backend has no {LANGUAGE_TEMPLATE!r} template")
+        return found
+
+    # -- steps -----------------------------------------------------------
+
+    async def build(
+        self, tc: Toolchain, source: str, files: Mapping[str, str], cpu_limit: float
+    ) -> Build:
+        """``source`` compiled (once per distinct program, see the cache).
+        ``files`` (relative name -> base64) are written beside it."""
+        key = cache_key(tc.language, tc.compiler, tc.compile or (), source, files)
+
+        async def compile_() -> Build:
+            for _ in range(STARVED_TRIES):
+                records = await self._step(
+                    {
+                        "op": "compile",
+                        "toolchain": tc.wire(),
+                        "source": source,
+                        "files": dict(files),
+                        "cpu_limit": cpu_limit,
+                        "wall_limit": wall_limit(cpu_limit),
+                    },
+                    wall_limit(cpu_limit),
+                    "compiled",
+                )
+                record = records[0]
+                build = Build(
+                    verdict=str(record["verdict"]),
+                    output=str(record.get("output", "")),
+                    files=dict(record.get("build") or {}),
+                    return_code=record.get("return_code"),
+                    cpu=float(record.get("cpu", 0.0)),
+                    wall=float(record.get("wall", 0.0)),
+                )
+                if build.verdict != "starved":
+                    return build
+            raise LanguageInfraError(
+                f"the {tc.language} compile was kept from running {STARVED_TRIES} times "
+                "(the machine is too busy)"
+            )
+
+        if not tc.compiled:
+            return Build("ok", "", {}, 0, 0.0, 0.0)
+        return await self.cache.get(key, compile_)
+
+    async def run(
+        self,
+        tc: Toolchain,
+        build: Build,
+        source: str,
+        inputs: Sequence[bytes],
+        *,
+        cpu_limit: float,
+        memory_bytes: int,
+        output_bytes: int,
+        files: Mapping[str, str] | None = None,
+        fetch_files: Sequence[str] = (),
+    ) -> list[RunRecord]:
+        """The program on each of ``inputs``, each in a fresh process (in
+        one exec). A run the machine starved is run again, alone."""
+        results: list[RunRecord | None] = [None] * len(inputs)
+        todo = list(range(len(inputs)))
+        for _ in range(STARVED_TRIES):
+            records = await self._step(
+                {
+                    "op": "run",
+                    "toolchain": tc.wire(),
+                    "build": dict(build.files),
+                    "source": None if tc.compiled else source,
+                    "files": dict(files or {}),
+                    "inputs": [base64.b64encode(inputs[i]).decode() for i in todo],
+                    "cpu_limit": cpu_limit,
+                    "wall_limit": wall_limit(cpu_limit),
+                    "memory_bytes": memory_bytes,
+                    "output_bytes": output_bytes,
+                    "fetch_files": list(fetch_files),
+                },
+                wall_limit(cpu_limit) * len(todo),
+                "run",
+            )
+            records += [_RUNNER_STOPPED] * (len(todo) - len(records))
+            again = []
+            for at, record in zip(todo, records, strict=True):
+                if record.get("limit") == "starved":
+                    again.append(at)
+                    continue
+                results[at] = RunRecord(
+                    limit=record.get("limit"),
+                    return_code=record.get("return_code"),
+                    signal=record.get("signal"),
+                    stdout=base64.b64decode(record.get("stdout", "")),
+                    stderr=base64.b64decode(record.get("stderr", "")),
+                    cpu=float(record.get("cpu", 0.0)),
+                    wall=float(record.get("wall", 0.0)),
+                    peak_rss=int(record.get("peak_rss", 0)),
+                    files=dict(record.get("files") or {}),
+                )
+            if not again:
+                return [r for r in results if r is not None]
+            todo = again
+        raise LanguageInfraError(
+            f"a {tc.language} run was kept from running {STARVED_TRIES} times "
+            "(the machine is too busy)"
+        )
+
+    async def _step(
+        self, request: dict[str, Any], wall_s: float, phase: str
+    ) -> list[dict[str, Any]]:
+        """One exec of the runner; its records of ``phase``."""
+        blob = base64.b64encode(json.dumps(request).encode()).decode()
+        body = {
+            "template_id": LANGUAGE_TEMPLATE,
+            "code": f"{_runner_block()}_m._lr_main({blob!r})\n",
+            "timeout_seconds": min(3600, math.ceil(wall_s) + EXEC_MARGIN_S),
+        }
+        while True:
+            try:
+                result = await self.service.exec_once(body)
+                break
+            except WireError as err:
+                if err.error_code != "at_capacity":
+                    raise LanguageInfraError(f"{err.error_code}: {err.message}") from err
+            await asyncio.sleep(_CAPACITY_RETRY_S)
+        records = _records(result["stdout"])
+        if not any(r.get("phase") == "started" for r in records):
+            tail = (result["stdout"] + result.get("stderr", ""))[-500:]
+            raise LanguageInfraError(
+                f"the language runner did not start (exit {result['exit_code']}): {tail}"
+            )
+        found = [r for r in records if r.get("phase") == phase]
+        if result["exit_code"] == -1 or (phase == "compiled" and not found):
+            # out of the exec's time (which covers every step's own wall
+            # limit): the runner itself was kept from running
+            tail = (result.get("stderr") or result["stdout"])[-500:]
+            raise LanguageInfraError(
+                f"the language runner stopped without its report (exit {result['exit_code']}): "
+                f"{tail}"
+            )
+        # a run that stopped its runner (it may signal it: same uid) ends
+        # the exec early: that run and those after it are its failures
+        return found

@@ -1,0 +1,452 @@
+"""The languages the local backend compiles and runs, found on the host.
+
+Each :class:`Toolchain` says how a contest judge builds and runs a program
+in its language (the flags are the judges', see ``docs/languages.md``):
+the compile command (None for a language run from source), the run
+command, the environment both get and the source file's name. ``{src}``,
+``{build}`` and ``{dir}`` in a command are the source file, the build
+directory and the run's directory inside the clone. :func:`toolchain_trees`
+names the host trees a clone must see for them to work (a rustup toolchain
+lives under ``/root``, which clones do not otherwise see).
+
+:func:`find_toolchains` looks for each on the host once, with its version
+(part of every compile-cache key: a new compiler never serves an old
+build). A language that is not installed is a :class:`MissingToolchain`
+that names what to install, which is what a request for it is told.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import json
+import os
+import shutil
+import subprocess
+from collections.abc import Mapping
+from dataclasses import dataclass, field
+from functools import lru_cache
+from pathlib import Path
+from typing import Any, Final
+
+#: The built-in template compiles and runs happen in.
+LANGUAGE_TEMPLATE: Final = "lang"
+#: Where a compiled program is started from, and what its processes see.
+_PATH: Final = "/usr/local/bin:/usr/bin:/bin"
+#: The names SandboxFusion (and so verl) gives the languages, to ours.
+ALIASES: Final = {
+    "cpp": "cpp",
+    "c++": "cpp",
+    "java": "java",
+    "nodejs": "javascript",
+    "javascript": "javascript",
+    "js": "javascript",
+    "typescript": "typescript",
+    "ts": "typescript",
+    "rust": "rust",
+    "rs": "rust",
+    "go": "go",
+    "golang": "go",
+}
+#: Our languages, in the order they are listed.
+LANGUAGES: Final = ("cpp", "java", "javascript", "typescript", "rust", "go")
+
+
+@dataclass(frozen=True)
+class Toolchain:
+    """How one language is built and run on this host."""
+
+    language: str
+    compiler: str  # what it is, with its version: "g++ 12.2.0"
+    source: str  # the source file's name: "main.cpp", "Main.java"
+    run: tuple[str, ...]
+    compile: tuple[str, ...] | None = None
+    env: Mapping[str, str] = field(default_factory=dict)
+
+    @property
+    def compiled(self) -> bool:
+        return self.compile is not None
+
+    def describe(self) -> dict[str, Any]:
+        """What ``/v1/health`` and the banner say of it."""
+        return {
+            "available": True,
+            "compiler": self.compiler,
+            "compile": " ".join(self.compile) if self.compile else None,
+            "run": " ".join(self.run),
+        }
+
+    def wire(self) -> dict[str, Any]:
+        """What the in-clone runner needs of it (see ``language_runner``)."""
+        return {
+            "source": self.source,
+            "compile": list(self.compile or ()),
+            "run": list(self.run),
+            "env": dict(self.env),
+        }
+
+
+@dataclass(frozen=True)
+class MissingToolchain:
+    """A language this host cannot build or run, and what would fix that."""
+
+    language: str
+    install: str
+
+    def describe(self) -> dict[str, Any]:
+        return {"available": False, "install": self.install}
+
+    def message(self) -> str:
+        return f"language {self.language!r} is not installed on this backend's host: {self.install}"
+
+
+Found = Toolchain | MissingToolchain
+
+
+def resolve_language(name: str) -> str | None:
+    """Our name for ``name`` (SandboxFusion's included), or None."""
+    return ALIASES.get(name.strip().lower()) if isinstance(name, str) else None
+
+
+def _version(argv: list[str], line: int = 0) -> str:
+    try:
+        out = subprocess.run(
+            argv, capture_output=True, text=True, timeout=60, stdin=subprocess.DEVNULL
+        )
+    except (OSError, subprocess.SubprocessError):
+        return "unknown"
+    text = (out.stdout or out.stderr).strip().splitlines()
+    return text[line].strip() if len(text) > line else "unknown"
+
+
+def _cpp() -> Found:
+    gxx = shutil.which("g++")
+    if gxx is None:
+        return MissingToolchain("cpp", "install g++ (Debian: apt-get install g++)")
+    version = _version([gxx, "-dumpfullversion"])
+    return Toolchain(
+        "cpp",
+        f"g++ {version}",
+        "main.cpp",
+        run=("{build}/main",),
+        # as open-r1's Codeforces judge (and Codeforces) compile; -s: the
+        # build, kept and sent to every run, carries no symbols
+        compile=(
+            os.path.realpath(gxx),
+            "-std=c++17",
+            "-O2",
+            "-pipe",
+            "-DONLINE_JUDGE",
+            "-s",
+            "{src}",
+            "-o",
+            "{build}/main",
+        ),
+        env={"PATH": _PATH, "LANG": "C.UTF-8"},
+    )
+
+
+def _java() -> Found:
+    javac, java = shutil.which("javac"), shutil.which("java")
+    if javac is None or java is None:
+        return MissingToolchain(
+            "java", "install a JDK 17 or later (Debian: apt-get install openjdk-17-jdk-headless)"
+        )
+    javac, java = os.path.realpath(javac), os.path.realpath(java)
+    home = os.path.dirname(os.path.dirname(javac))
+    version = _version([javac, "-version"])
+    return Toolchain(
+        "java",
+        version,
+        "Main.java",
+        compile=(
+            javac,
+            "-encoding",
+            "UTF-8",
+            "-J-XX:+UseSerialGC",
+            "-J-Xshare:auto",
+            "-d",
+            "{build}",
+            "{src}",
+        ),
+        run=(java, "-XX:+UseSerialGC", "-Xss256m", "-ea", "-cp", "{build}", "Main"),
+        env={"PATH": _PATH, "LANG": "C.UTF-8", "JAVA_HOME": home},
+    )
+
+
+def _javascript() -> Found:
+    node = shutil.which("node")
+    if node is None:
+        return MissingToolchain("javascript", "install Node.js (Debian: apt-get install nodejs)")
+    version = _version([node, "--version"])
+    return Toolchain(
+        "javascript",
+        f"node {version}",
+        "main.js",
+        run=(os.path.realpath(node), "{src}"),
+        env={"PATH": _PATH, "LANG": "C.UTF-8"},
+    )
+
+
+def _npm_root() -> str | None:
+    npm = shutil.which("npm")
+    if npm is None:
+        return None
+    try:
+        out = subprocess.run(
+            [npm, "root", "-g"],
+            capture_output=True,
+            text=True,
+            timeout=60,
+            stdin=subprocess.DEVNULL,
+        )
+    except (OSError, subprocess.SubprocessError):
+        return None
+    root = out.stdout.strip()
+    return root if out.returncode == 0 and os.path.isdir(root) else None
+
+
+#: Where ``npm install -g`` puts packages on Debian (and most Linux hosts).
+_GLOBAL_NODE_MODULES: Final = ("/usr/local/lib/node_modules", "/usr/lib/node_modules")
+
+
+def _node_module_roots(with_npm: bool) -> list[str]:
+    """Where typescript may be installed: ``COLLIMATE_NODE_MODULES``, the
+    usual global roots, and (``with_npm``: it costs a process) npm's own."""
+    roots = [os.environ.get("COLLIMATE_NODE_MODULES") or "", *_GLOBAL_NODE_MODULES]
+    if with_npm:
+        roots.append(_npm_root() or "")
+    return [r for r in roots if r and os.path.isdir(r)]
+
+
+def _typescript() -> Found:
+    node = shutil.which("node")
+    install = "install Node.js and then: npm install -g typescript @types/node"
+    if node is None:
+        return MissingToolchain("typescript", install)
+    for root in _node_module_roots(with_npm=True):
+        tsc = os.path.join(root, "typescript", "lib", "tsc.js")
+        types = os.path.join(root, "@types")
+        if os.path.isfile(tsc) and os.path.isdir(os.path.join(types, "node")):
+            break
+    else:
+        return MissingToolchain("typescript", install)
+    node = os.path.realpath(node)
+    version = _version([node, tsc, "--version"])
+    return Toolchain(
+        "typescript",
+        f"tsc {version.removeprefix('Version ')} on node {_version([node, '--version'])}",
+        "main.ts",
+        compile=(
+            node,
+            tsc,
+            "--target",
+            "es2020",
+            "--module",
+            "commonjs",
+            "--typeRoots",
+            types,
+            "--types",
+            "node",
+            "--outDir",
+            "{build}",
+            "{src}",
+        ),
+        run=(node, "{build}/main.js"),
+        env={"PATH": _PATH, "LANG": "C.UTF-8"},
+    )
+
+
+def _rust() -> Found:
+    rustc = shutil.which("rustc")
+    install = "install rustc (Debian: apt-get install rustc, or rustup)"
+    if rustc is None:
+        return MissingToolchain("rust", install)
+    # rustup's rustc is a proxy reading ~/.rustup: run the toolchain's own
+    sysroot = _version([rustc, "--print", "sysroot"])
+    real = os.path.join(sysroot, "bin", "rustc")
+    if not os.path.isfile(real):
+        return MissingToolchain("rust", install)
+    version = _version([real, "--version"])
+    return Toolchain(
+        "rust",
+        version,
+        "main.rs",
+        compile=(
+            real,
+            "--edition",
+            "2021",
+            "-O",
+            "-C",
+            "strip=symbols",
+            "-o",
+            "{build}/main",
+            "{src}",
+        ),
+        run=("{build}/main",),
+        env={"PATH": _PATH, "LANG": "C.UTF-8"},
+    )
+
+
+def _go() -> Found:
+    go = shutil.which("go")
+    if go is None:
+        return MissingToolchain("go", "install Go (Debian: apt-get install golang-go)")
+    go = os.path.realpath(go)
+    goroot = _version([go, "env", "GOROOT"])
+    version = _version([go, "version"])
+    return Toolchain(
+        "go",
+        version,
+        "main.go",
+        compile=(go, "build", "-ldflags=-s -w", "-o", "{build}/main", "{src}"),
+        run=("{build}/main",),
+        # no module mode, no proxy: a build never reaches for the network
+        env={
+            "PATH": _PATH,
+            "LANG": "C.UTF-8",
+            "GOROOT": goroot,
+            "GO111MODULE": "off",
+            "GOPROXY": "off",
+            "GOTOOLCHAIN": "local",
+            "CGO_ENABLED": "0",
+            "GOCACHE": "{dir}/.gocache",
+            "GOPATH": "{dir}/.gopath",
+        },
+    )
+
+
+def _outside_usr(path: str | None, up: int) -> list[str]:
+    """``path`` resolved, ``up`` levels up, unless clones see it anyway."""
+    if path is None:
+        return []
+    tree = os.path.realpath(path)
+    for _ in range(up):
+        tree = os.path.dirname(tree)
+    return [] if tree.startswith("/usr/") or not os.path.isdir(tree) else [tree]
+
+
+def toolchain_trees() -> tuple[str, ...]:
+    """Host trees the language template's clones must see for the
+    toolchains to work, beyond the system dirs every clone sees (cheap: no
+    process started, so it can run at every server start)."""
+    trees: list[str] = []
+    rustc = shutil.which("rustc")
+    if rustc is not None and os.path.basename(os.path.realpath(rustc)) == "rustup":
+        home = os.environ.get("RUSTUP_HOME") or os.path.expanduser("~/.rustup")
+        trees += _outside_usr(os.path.join(home, "toolchains", "x"), 1)
+    else:
+        trees += _outside_usr(rustc, 2)
+    for tool in ("javac", "go", "node"):
+        trees += _outside_usr(shutil.which(tool), 2)
+    modules = os.environ.get("COLLIMATE_NODE_MODULES")
+    if modules:
+        trees += _outside_usr(os.path.join(modules, "x"), 1)
+    return tuple(dict.fromkeys(trees))
+
+
+_FINDERS: Final = {
+    "cpp": _cpp,
+    "java": _java,
+    "javascript": _javascript,
+    "typescript": _typescript,
+    "rust": _rust,
+    "go": _go,
+}
+
+
+def _fingerprint() -> str:
+    """What the probe's outcome depends on, cheaply (paths and stats, no
+    process): the tools on PATH, where they lead, the typescript install,
+    rustup's home, and this module's own source."""
+    parts: list[Any] = [_source_hash()]
+    for tool in ("g++", "javac", "java", "node", "npm", "rustc", "go"):
+        found = shutil.which(tool)
+        if found is None:
+            parts.append([tool, None])
+            continue
+        real = os.path.realpath(found)
+        st = os.stat(real)
+        parts.append([tool, found, real, st.st_mtime_ns, st.st_size])
+    for root in _node_module_roots(with_npm=False):
+        for sub in ("typescript/package.json", "@types/node/package.json"):
+            path = os.path.join(root, sub)
+            parts.append([path, os.stat(path).st_mtime_ns if os.path.exists(path) else None])
+    rustup = os.environ.get("RUSTUP_HOME") or os.path.expanduser("~/.rustup")
+    settings = os.path.join(rustup, "settings.toml")
+    parts.append([settings, os.stat(settings).st_mtime_ns if os.path.exists(settings) else None])
+    parts.append(os.environ.get("PATH", ""))
+    blob = json.dumps(parts, sort_keys=True).encode()
+    return hashlib.sha256(blob).hexdigest()[:24]
+
+
+@lru_cache(maxsize=1)
+def _source_hash() -> str:
+    return hashlib.sha256(Path(__file__).read_bytes()).hexdigest()[:16]
+
+
+def _cache_file(fingerprint: str) -> Path:
+    base = os.environ.get("XDG_CACHE_HOME") or os.path.expanduser("~/.cache")
+    return Path(base) / "collimate-rl" / f"toolchains-{fingerprint}.json"
+
+
+def _load(path: Path) -> dict[str, Found] | None:
+    try:
+        raw = json.loads(path.read_text(encoding="utf-8"))
+        found: dict[str, Found] = {}
+        for name in LANGUAGES:
+            entry = raw[name]
+            if entry.get("missing"):
+                found[name] = MissingToolchain(name, entry["install"])
+            else:
+                compile_ = entry["compile"]
+                found[name] = Toolchain(
+                    name,
+                    entry["compiler"],
+                    entry["source"],
+                    tuple(entry["run"]),
+                    tuple(compile_) if compile_ is not None else None,
+                    dict(entry["env"]),
+                )
+        return found
+    except (OSError, ValueError, KeyError, TypeError, AttributeError):
+        return None
+
+
+def _save(path: Path, found: dict[str, Found]) -> None:
+    raw: dict[str, Any] = {}
+    for name, t in found.items():
+        if isinstance(t, MissingToolchain):
+            raw[name] = {"missing": True, "install": t.install}
+        else:
+            raw[name] = {
+                "compiler": t.compiler,
+                "source": t.source,
+                "run": list(t.run),
+                "compile": list(t.compile) if t.compile is not None else None,
+                "env": dict(t.env),
+            }
+    try:
+        path.parent.mkdir(parents=True, exist_ok=True)
+        tmp = path.with_suffix(f".{os.getpid()}.tmp")
+        tmp.write_text(json.dumps(raw, indent=1), encoding="utf-8")
+        os.replace(tmp, path)
+    except OSError:
+        pass  # (a read-only home: probed again next time)
+
+
+@lru_cache(maxsize=1)
+def find_toolchains() -> dict[str, Found]:
+    """Every language, found or missing. Asking each compiler its version
+    takes seconds (a JVM starts for javac), so the outcome is kept on disk
+    under a fingerprint of the tools (their paths and file stats): probed
+    once per machine and toolchain change, not once per server."""
+    path = _cache_file(_fingerprint())
+    found = _load(path)
+    if found is None:
+        found = {name: _FINDERS[name]() for name in LANGUAGES}
+        _save(path, found)
+    return found
+
+
+def available() -> dict[str, Toolchain]:
+    return {n: t for n, t in find_toolchains().items() if isinstance(t, Toolchain)}

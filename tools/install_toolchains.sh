@@ -1,0 +1,34 @@
+#!/usr/bin/env bash
+# Install the compilers and runtimes the local backend's languages use,
+# where they are missing: g++, a JDK, Node.js, rustc and Go from Debian's
+# packages, TypeScript (with Node's type definitions) from npm. Idempotent;
+# run as root (apt-get, npm -g). The tests of every language need them; in
+# CI (CI=true) a missing one fails its tests instead of skipping them.
+#
+#   bash tools/install_toolchains.sh
+set -euo pipefail
+
+say() { printf '[toolchains] %s\n' "$*"; }
+
+apt_packages=()
+command -v g++ >/dev/null 2>&1 || apt_packages+=(g++)
+command -v javac >/dev/null 2>&1 || apt_packages+=(openjdk-17-jdk-headless)
+command -v node >/dev/null 2>&1 || apt_packages+=(nodejs npm)
+command -v npm >/dev/null 2>&1 || apt_packages+=(npm)
+command -v rustc >/dev/null 2>&1 || apt_packages+=(rustc)
+command -v go >/dev/null 2>&1 || apt_packages+=(golang-go)
+if ((${#apt_packages[@]})); then
+  say "apt-get install ${apt_packages[*]}"
+  apt-get update -qq >/dev/null
+  DEBIAN_FRONTEND=noninteractive apt-get install -y -qq "${apt_packages[@]}" >/dev/null
+fi
+
+npm_root=$(npm root -g)
+if [[ ! -f "$npm_root/typescript/lib/tsc.js" || ! -d "$npm_root/@types/node" ]]; then
+  say "npm install -g typescript@5 @types/node@20"
+  npm install -g --silent --no-fund --no-audit typescript@5 @types/node@20 >/dev/null
+fi
+
+say "g++ $(g++ -dumpfullversion), $(javac -version 2>&1), node $(node --version)," \
+  "$(rustc --version | cut -d' ' -f1-2), $(go version | cut -d' ' -f3)," \
+  "tsc $(node "$npm_root/typescript/lib/tsc.js" --version | cut -d' ' -f2)"
