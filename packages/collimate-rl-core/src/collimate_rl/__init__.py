@@ -39,6 +39,7 @@ from .seeds import DET_SEED, fresh_seed, group_seeds, is_valid_seed, seed_from_k
 from .rewards import (
     AssertReward,
     CallReward,
+    ContestReward,
     GuestReward,
     PropertyReward,
     PytestReward,
@@ -118,6 +119,7 @@ __all__ = [
     "PytestReward",
     "CallReward",
     "StdinStdoutReward",
+    "ContestReward",
     "candidate_program",
     "extract_code",
     "normalize_value",

@@ -11,7 +11,7 @@ from __future__ import annotations
 
 import random
 import time
-from collections.abc import Callable, Mapping
+from collections.abc import Callable, Mapping, Sequence
 from typing import Any
 
 from .._transport import daemon as routes
@@ -119,6 +119,24 @@ class CollimateClient(DaemonClientBase):
     def delete_session(self, session_id: str) -> dict[str, Any]:
         """``{deleted, session_id}``; never raises because it was already gone."""
         result: dict[str, Any] = self._http.send(routes.delete_session(session_id))
+        return result
+
+    # judging
+    def judge(
+        self,
+        problems: Sequence[Mapping[str, Any]],
+        candidates: Sequence[Mapping[str, Any]],
+    ) -> dict[str, Any]:
+        """Programs judged like a contest by the server (``POST /v1/judge``):
+        ``problems`` (``language``, ``tests`` of ``{input, output}``,
+        ``time_limit`` in CPU seconds, ``memory_limit_mb``, ``compare``,
+        ``checker``, ``scoring``), ``candidates`` (``{problem, source}``).
+        Answers one result per candidate (``reward``, ``verdict``, per-test
+        ``tests``, ``compile``; or ``infra_error``) and the server's
+        ``compile_cache`` counters. :class:`~collimate_rl.ContestReward`
+        is how ``grade`` sends it."""
+        call = routes.judge(problems, candidates, self.timeout)
+        result: dict[str, Any] = self._http.send(call)
         return result
 
     # execs

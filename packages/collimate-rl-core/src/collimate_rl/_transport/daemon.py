@@ -31,6 +31,7 @@ __all__ = [
     "delete_session",
     "get_session",
     "health",
+    "judge",
     "list_sessions",
 ]
 
@@ -85,6 +86,26 @@ def delete_session(session_id: str) -> Call:
     return delete(
         f"/v1/sessions/{_seg(session_id)}",
         if_missing={"deleted": False, "session_id": session_id},
+    )
+
+
+#: How long a judge request may take to answer at least: a group's compiles
+#: and tests, on a busy machine.
+JUDGE_READ_TIMEOUT_S = 900.0
+
+
+def judge(
+    problems: Sequence[Mapping[str, Any]],
+    candidates: Sequence[Mapping[str, Any]],
+    client_timeout: float,
+) -> Call:
+    # idempotent: judging changes nothing on the server (a rerun finds the
+    # builds in its compile cache)
+    return post(
+        "/v1/judge",
+        {"problems": [dict(p) for p in problems], "candidates": [dict(c) for c in candidates]},
+        idempotent=True,
+        read_timeout=max(client_timeout, JUDGE_READ_TIMEOUT_S),
     )
 
 

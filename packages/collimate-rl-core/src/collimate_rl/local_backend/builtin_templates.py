@@ -48,7 +48,9 @@ def builtin_templates() -> tuple[Mapping[str, Any], ...]:
             # the JVM, Go and Node reserve gigabytes of address space they
             # never use: memory is bounded per clone (cgroup) and per run
             # (its resident set, by the language runner), not by RLIMIT_AS
-            "limits": {"memory": "4GiB", "address_space": False},
+            # (output: a judge's exec returns each test's output, which a
+            # checker then reads; it may be megabytes a test)
+            "limits": {"memory": "4GiB", "address_space": False, "output": "256MiB"},
         },
     )
 

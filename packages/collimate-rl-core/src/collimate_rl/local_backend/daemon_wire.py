@@ -12,6 +12,7 @@ from collections.abc import Callable
 from typing import Any
 
 from .exec_request import EXEC_FIELDS, check_fields
+from .judging import judge_body
 from .routing import Request, Response, Router
 from .service import BackendService
 from .wire_errors import WireError
@@ -64,6 +65,9 @@ def build_daemon_router(service: BackendService, *, on_drain: Callable[[], None]
     async def exec_once(req: Request, _p: dict[str, str]) -> Response:
         return Response(200, await service.exec_once(_body(req, EXEC_FIELDS, "an exec")))
 
+    async def judge(req: Request, _p: dict[str, str]) -> Response:
+        return Response(200, await judge_body(service.languages, req.json()))
+
     async def drain(req: Request, _p: dict[str, str]) -> Response:
         if not req.is_local:
             raise WireError(
@@ -73,6 +77,7 @@ def build_daemon_router(service: BackendService, *, on_drain: Callable[[], None]
         return Response(202, {"status": "draining", "inflight": service.admission.inflight})
 
     router.add("GET", "/v1/health", health)
+    router.add("POST", "/v1/judge", judge)
     router.add("GET", "/v1/sessions", list_sessions)
     router.add("POST", "/v1/sessions", create_session)
     router.add("GET", "/v1/sessions/{id}", get_session)

@@ -367,11 +367,17 @@ def _run(req: dict[str, Any], root: str) -> None:
     memory = int(req.get("memory_bytes") or 0)
     output = int(req["output_bytes"])
     limits = {"cpu": int(cpu_limit) + 1, "fsize": output, "stack": memory or None}
-    for i, stdin in enumerate(req["inputs"]):
+    for i, item in enumerate(req["inputs"]):
+        # stdin alone (base64), or {"stdin", "files", "args"}: a checker's
+        # input, output and answer as files, named after its command
+        if isinstance(item, str):
+            item = {"stdin": item}
+        _write_files(root, item.get("files") or {})
         io = tuple(os.path.join(root, ".run.%s" % n) for n in ("in", "out", "err"))
         with open(io[0], "wb") as fh:
-            fh.write(base64.b64decode(stdin))
-        pid = _start(argv, env, root, io, limits)
+            fh.write(base64.b64decode(item["stdin"]))
+        extra = [os.path.join(root, os.path.normpath(a)) for a in item.get("args") or ()]
+        pid = _start(argv + extra, env, root, io, limits)
         used = _watch(pid, cpu_limit, float(req["wall_limit"]), memory, io[1], output)
         _kill_leftovers()
         code = os.waitstatus_to_exitcode(used["status"])
@@ -379,6 +385,7 @@ def _run(req: dict[str, Any], root: str) -> None:
         stdout = _read(io[1], output + 1)
         if killed is None and len(stdout) > output:
             killed = "output_limit"
+        stdout = stdout[:output]
         files = {}
         for name in req.get("fetch_files") or ():
             target = os.path.join(root, os.path.normpath(name))
@@ -391,7 +398,12 @@ def _run(req: dict[str, Any], root: str) -> None:
                 "limit": killed,
                 "return_code": None if killed else code,
                 "signal": -code if code < 0 else None,
-                "stdout": _b64(stdout[:output]),
+                # all of it only up to ``return_stdout``: past that its
+                # digests are enough to compare it (the exec's own output is
+                # bounded, and a test's right output may be megabytes)
+                "stdout": _b64(stdout[: int(req.get("return_stdout", output))]),
+                "stdout_size": len(stdout),
+                "digests": digests(stdout),
                 "stderr": _b64(_read(io[2], STDERR_CAP)),
                 "cpu": used["cpu"],
                 "wall": used["wall"],
@@ -399,6 +411,27 @@ def _run(req: dict[str, Any], root: str) -> None:
                 "files": files,
             }
         )
+
+
+def normal_lines(data: bytes) -> bytes:
+    """Output as ``lines`` compares it: CRLF as LF, each line's trailing
+    whitespace and the trailing empty lines dropped (``judging.py`` has the
+    same rule for the expected output: keep the two alike)."""
+    lines = [line.rstrip() for line in data.replace(b"\r\n", b"\n").split(b"\n")]
+    while lines and not lines[-1]:
+        lines.pop()
+    return b"\n".join(lines)
+
+
+def digests(data: bytes) -> dict[str, str]:
+    """SHA-256 of the output as each comparison sees it."""
+    import hashlib
+
+    return {
+        "exact": hashlib.sha256(data).hexdigest(),
+        "lines": hashlib.sha256(normal_lines(data)).hexdigest(),
+        "tokens": hashlib.sha256(b" ".join(data.split())).hexdigest(),
+    }
 
 
 def _run_limit(used: dict[str, Any], code: int, cpu_limit: float, memory: int) -> str | None:

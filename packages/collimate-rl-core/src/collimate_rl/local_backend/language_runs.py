@@ -24,7 +24,7 @@ import math
 import sys
 import threading
 from collections.abc import Mapping, Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from functools import lru_cache
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, Final
@@ -68,6 +68,23 @@ class LanguageInfraError(Exception):
 
 
 @dataclass(frozen=True)
+class RunInput:
+    """One run's input beyond stdin: files written into its directory
+    first, and arguments (names of files there) after its command."""
+
+    stdin: bytes
+    files: Mapping[str, str] = field(default_factory=dict)  # name -> base64
+    args: Sequence[str] = ()
+
+    def wire(self) -> dict[str, Any]:
+        return {
+            "stdin": base64.b64encode(self.stdin).decode(),
+            "files": dict(self.files),
+            "args": list(self.args),
+        }
+
+
+@dataclass(frozen=True)
 class RunRecord:
     """One run of a program on one input."""
 
@@ -80,6 +97,9 @@ class RunRecord:
     wall: float
     peak_rss: int
     files: Mapping[str, str]  # fetched files, base64
+    #: the whole stdout's size and digests (``stdout`` may be only its start)
+    stdout_size: int = 0
+    digests: Mapping[str, str] = field(default_factory=dict)
 
 
 #: A run whose runner stopped before reporting it: the program (or one
@@ -113,6 +133,10 @@ def _runner_block() -> str:
         f"    _c = compile({runner_source()!r}, {RUNNER_MODULE!r}, 'exec')\n"
         "exec(_c, _m.__dict__)\n"
     )
+
+
+def _input_wire(item: bytes | RunInput) -> str | dict[str, Any]:
+    return item.wire() if isinstance(item, RunInput) else base64.b64encode(item).decode()
 
 
 def wall_limit(cpu_limit: float) -> float:
@@ -245,13 +269,14 @@ class LanguageRuns:
         tc: Toolchain,
         build: Build,
         source: str,
-        inputs: Sequence[bytes],
+        inputs: Sequence[bytes | RunInput],
         *,
         cpu_limit: float,
         memory_bytes: int,
         output_bytes: int,
         files: Mapping[str, str] | None = None,
         fetch_files: Sequence[str] = (),
+        return_stdout: int | None = None,
     ) -> list[RunRecord]:
         """The program on each of ``inputs``, each in a fresh process (in
         one exec). A run the machine starved is run again, alone."""
@@ -265,12 +290,13 @@ class LanguageRuns:
                     "build": dict(build.files),
                     "source": None if tc.compiled else source,
                     "files": dict(files or {}),
-                    "inputs": [base64.b64encode(inputs[i]).decode() for i in todo],
+                    "inputs": [_input_wire(inputs[i]) for i in todo],
                     "cpu_limit": cpu_limit,
                     "wall_limit": wall_limit(cpu_limit),
                     "memory_bytes": memory_bytes,
                     "output_bytes": output_bytes,
                     "fetch_files": list(fetch_files),
+                    "return_stdout": output_bytes if return_stdout is None else return_stdout,
                 },
                 wall_limit(cpu_limit) * len(todo),
                 "run",
@@ -291,6 +317,8 @@ class LanguageRuns:
                     wall=float(record.get("wall", 0.0)),
                     peak_rss=int(record.get("peak_rss", 0)),
                     files=dict(record.get("files") or {}),
+                    stdout_size=int(record.get("stdout_size", 0)),
+                    digests=dict(record.get("digests") or {}),
                 )
             if not again:
                 return [r for r in results if r is not None]

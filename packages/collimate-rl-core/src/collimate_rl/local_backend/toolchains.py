@@ -22,6 +22,7 @@ import json
 import os
 import shutil
 import subprocess
+import sys
 from collections.abc import Mapping
 from dataclasses import dataclass, field
 from functools import lru_cache
@@ -46,9 +47,12 @@ ALIASES: Final = {
     "rs": "rust",
     "go": "go",
     "golang": "go",
+    "python": "python",
+    "python3": "python",
+    "py": "python",
 }
 #: Our languages, in the order they are listed.
-LANGUAGES: Final = ("cpp", "java", "javascript", "typescript", "rust", "go")
+LANGUAGES: Final = ("cpp", "java", "javascript", "typescript", "rust", "go", "python")
 
 
 @dataclass(frozen=True)
@@ -344,6 +348,20 @@ def toolchain_trees() -> tuple[str, ...]:
     return tuple(dict.fromkeys(trees))
 
 
+def _python() -> Found:
+    """The server's own interpreter (every clone sees it): for programs and
+    checkers judged like the other languages (open-r1's checkers are
+    Python)."""
+    exe = os.path.realpath(sys.executable)
+    return Toolchain(
+        "python",
+        f"CPython {sys.version.split()[0]}",
+        "main.py",
+        run=(exe, "-I", "{src}"),
+        env={"PATH": _PATH, "LANG": "C.UTF-8", "PYTHONDONTWRITEBYTECODE": "1"},
+    )
+
+
 _FINDERS: Final = {
     "cpp": _cpp,
     "java": _java,
@@ -351,6 +369,7 @@ _FINDERS: Final = {
     "typescript": _typescript,
     "rust": _rust,
     "go": _go,
+    "python": _python,
 }
 
 
@@ -375,6 +394,7 @@ def _fingerprint() -> str:
     settings = os.path.join(rustup, "settings.toml")
     parts.append([settings, os.stat(settings).st_mtime_ns if os.path.exists(settings) else None])
     parts.append(os.environ.get("PATH", ""))
+    parts.append(os.path.realpath(sys.executable))
     blob = json.dumps(parts, sort_keys=True).encode()
     return hashlib.sha256(blob).hexdigest()[:24]
 

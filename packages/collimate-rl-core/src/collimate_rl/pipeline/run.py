@@ -20,14 +20,15 @@ from typing import Any
 from .._async.admission import admitted_async
 from .._sync.admission import admitted
 from ..errors import CollimateError
+from ..rewards.contest import ContestReward
 from ..rewards.program import build_runtime, runtime_built
 from ..rewards.spec import GuestReward
 from .admission import gate_for
 from .execs import prepare_grade, prepare_pack
 from .forms import runtime_forms
-from .plan import Job, Unit, follow_up, singles
+from .plan import Job, Unit, follow_up, judged, singles
 from .read import asked_again_in_full, read_pack_answer, result_from_response
-from .result import Graded, as_outcome
+from .result import Graded, GradeResult, as_outcome
 from .targets import facts, facts_async, unpackable
 
 __all__ = ["Report", "Route", "run_unit", "run_unit_async", "unit_steps"]
@@ -60,9 +61,56 @@ class Report:
 def unit_steps(key: tuple[str, str], route: Route, unit: Unit) -> Steps:
     """The steps of grading ``unit``; ``key`` names the target (endpoint,
     template or session) for what is learnt about it."""
+    if judged(unit):
+        return (yield from _judge_steps(unit))
     if unit.packed:
         return (yield from _pack_steps(key, route, unit))
     return (yield from _alone_steps(key, route, unit.jobs[0]))
+
+
+#: The key of a step's request that makes it a judge request, not an exec.
+_JUDGE = "__judge__"
+
+
+def _judge_steps(unit: Unit) -> Steps:
+    """One ``/v1/judge`` request for the unit's candidates (each judged on
+    its own by the server); a backend error is each candidate's, as a lone
+    grade's would be."""
+    problems: list[dict[str, Any]] = []
+    seen: dict[int, int] = {}
+    candidates = []
+    for job in unit.jobs:
+        spec = job.spec
+        assert isinstance(spec, ContestReward)
+        if id(spec) not in seen:
+            seen[id(spec)] = len(problems)
+            problems.append(spec.problem())
+        candidates.append({"problem": seen[id(spec)], "source": job.candidate})
+    try:
+        answer = yield {_JUDGE: {"problems": problems, "candidates": candidates}}
+        results = answer["results"]
+        if not isinstance(results, list) or len(results) != len(unit.jobs):
+            raise CollimateError("the judge answered a result per candidate it was not sent")
+    except Exception as exc:
+        return Report([(job, exc) for job in unit.jobs])
+    finished: list[tuple[Job, Graded]] = []
+    for job, entry in zip(unit.jobs, results, strict=True):
+        spec = job.spec
+        assert isinstance(spec, ContestReward)
+        outcome = spec.judged(entry)
+        infra = outcome.verdict == "infra_error"
+        result = GradeResult(
+            reward=0.0 if infra else outcome.reward,
+            seed=job.seed,
+            raw={"judge": entry, "compile_cache": answer.get("compile_cache")},
+            infra_error=infra,
+            verdict=outcome.verdict,
+            detail=outcome.detail,
+            index=job.index,
+            error=outcome.infra_message,
+        )
+        finished.append((job, as_outcome(result)))
+    return Report(finished)
 
 
 def _alone_steps(key: tuple[str, str], route: Route, job: Job) -> Steps:
@@ -117,6 +165,17 @@ def _pack_steps(key: tuple[str, str], route: Route, unit: Unit) -> Steps:
 
 
 def _exec(client: Any, route: Route, request: Mapping[str, Any]) -> Any:
+    if _JUDGE in request:
+        judge = getattr(client, "judge", None)
+        if judge is None:
+            raise CollimateError(
+                f"{type(client).__name__} cannot judge programs: ContestReward needs a "
+                "backend serving POST /v1/judge (the local backend's daemon wire, "
+                "CollimateClient)",
+                None,
+                "judge_unsupported",
+            )
+        return judge(**request[_JUDGE])
     if route.session_id is not None:
         return client.session_exec(route.session_id, **request)
     return client.exec_once(route.template_id, **request)

@@ -18,6 +18,7 @@ from __future__ import annotations
 
 from typing import TYPE_CHECKING, Any
 
+from .contest import ContestReward
 from .dataset_kinds import AssertReward, CallReward, PytestReward, StdinStdoutReward
 from .extract import candidate_program, extract_code, prompt_code
 from .kinds import PropertyReward, StdioReward, UnitTestReward
@@ -51,6 +52,7 @@ __all__ = [
     "REWARD_LINE_PREFIX",
     "AssertReward",
     "CallReward",
+    "ContestReward",
     "PytestReward",
     "StdinStdoutReward",
     "VERDICT_MARKER",

@@ -45,7 +45,8 @@ JAVA = {
     " for (int j = 0; j < b.length; j += 4096) b[j] = 1; l.add(b); }"
     " System.out.println(l.size()); } }",
     "flood": "public class Main { public static void main(String[] x) {"
-    ' while (true) System.out.println("xxxxxxxxxxxxxxxx"); } }',
+    " byte[] b = new byte[1 << 16]; java.util.Arrays.fill(b, (byte) 'x');"
+    " while (true) System.out.write(b, 0, b.length); } }",
     "deep": "public class Main { static int f(int n) { return n == 0 ? 0 : f(n - 1) + 1; }"
     " public static void main(String[] x) { System.out.println(f(1000000)); } }",
 }
@@ -90,7 +91,7 @@ RUST = {
     "memory": "fn main() { let mut v: Vec<Vec<u8>> = Vec::new();"
     ' for _ in 0..512 { v.push(vec![1u8; 1 << 20]); } println!("{}", v.len()); }',
     "flood": "use std::io::Write;\nfn main() { let mut o = std::io::stdout().lock();"
-    ' loop { o.write_all(b"xxxxxxxxxxxxxxxx\\n").unwrap(); } }',
+    " let b = [b'x'; 1 << 16]; loop { o.write_all(&b).unwrap(); } }",
     "deep": "fn f(n: u64) -> u64 { if n == 0 { 0 } else { std::hint::black_box(f(n - 1)) + 1 } }\n"
     'fn main() { println!("{}", f(1_000_000)); }',
 }
@@ -110,6 +111,8 @@ GO = {
     "deep": 'package main\nimport "fmt"\nfunc f(n int) int { if n == 0 { return 0 };'
     " return f(n-1) + 1 }\nfunc main() { fmt.Println(f(1000000)) }",
 }
+#: The right program in Python (judged like the others by ``/v1/judge``).
+PYTHON_SUM = "a, b = map(int, input().split())\nprint(a + b)\n"
 #: SandboxFusion's name for each language, and its programs.
 PROGRAMS = {
     "cpp": CPP,
@@ -126,6 +129,7 @@ OURS = {
     "typescript": "typescript",
     "rust": "rust",
     "go": "go",
+    "python": "python",
 }
 
 

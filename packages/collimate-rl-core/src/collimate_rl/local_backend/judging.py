@@ -1,0 +1,451 @@
+"""``POST /v1/judge``: a group of programs judged like a contest.
+
+The body names the problems (their tests, limits, how outputs compare, an
+optional checker) and the candidates (each a source for one problem)::
+
+    {"problems": [{"language": "cpp", "tests": [{"input": "1 2\\n", "output": "3\\n"}],
+                   "time_limit": 2, "memory_limit_mb": 256, "compare": "tokens",
+                   "checker": null, "scoring": "fraction"}],
+     "candidates": [{"problem": 0, "source": "..."}]}
+
+Each distinct source is compiled once (the server's compile cache: a group
+of identical candidates, or the same candidate resubmitted, costs one
+compile), compiles run side by side up to the run slots, and each
+candidate's tests run in an exec of its own (a clone per candidate: what a
+candidate does cannot reach its siblings), one fresh process per test with
+only that test's input.
+
+The expected outputs never enter a sandbox: outputs are compared here, in
+the server, after the program's processes are gone. A checker (for
+problems with many right answers) runs sandboxed too, in an exec of its
+own, given the input, the program's output and the expected answer as
+files: testlib's protocol (``checker input output answer``: exit 0
+accepted, 1 wrong answer, 2 presentation error, 7 points with the score on
+its output) or open-r1's (``checker input answer output``, accepted when it
+prints ``1`` or ``100``). A checker that fails (crashes, exits 3, answers
+nonsense) is the judge's failure: the candidate gets an infra error, never
+a 0.0.
+
+Verdicts per test: ``accepted``, ``wrong_answer``, ``runtime_error``,
+``time_limit``, ``memory_limit``, ``output_limit``; ``compile_error`` for
+every test of a program that did not compile (a compile out of CPU time
+included). The reward is the fraction of tests accepted, or 1.0 only if
+all are (``scoring: "all"``).
+"""
+
+from __future__ import annotations
+
+import asyncio
+import base64
+import hashlib
+import math
+import re
+from collections.abc import Mapping, Sequence
+from dataclasses import dataclass
+from typing import Any, Final
+
+from .language_runs import (
+    LanguageInfraError,
+    LanguageRuns,
+    LanguageUnavailable,
+    RunInput,
+    RunRecord,
+)
+from .toolchains import Toolchain, resolve_language
+from .wire_errors import bad_request
+
+__all__ = ["COMPARES", "JudgeProblem", "compare_output", "judge_body", "parse_judge_body"]
+
+#: How a program's output is compared with the expected one.
+COMPARES: Final = ("exact", "lines", "tokens", "float")
+#: Limits a request may ask for.
+MAX_TIME_LIMIT_S: Final = 60.0
+MAX_MEMORY_MB: Final = 4096
+MAX_TESTS: Final = 1000
+MAX_CANDIDATES: Final = 512
+#: Bytes a run may print (past it: ``output_limit``). Outputs compared
+#: exactly, by lines or by tokens are compared by their digests (taken in
+#: the clone once the program is gone), so only their start comes back.
+OUTPUT_LIMIT: Final = 64 * 1024 * 1024
+#: What comes back of each such output (for the detail of a wrong answer).
+OUTPUT_SHOWN: Final = 4096
+#: Bytes a run may print when its output itself must come back (a checker
+#: reads it; floats are compared one by one).
+OUTPUT_LIMIT_READ: Final = 8 * 1024 * 1024
+#: CPU seconds a compile may use.
+COMPILE_CPU_S: Final = 30.0
+#: CPU seconds a checker may use on one test.
+CHECKER_CPU_S: Final = 10.0
+#: Checker protocols.
+CHECKERS: Final = ("testlib", "openr1")
+_NUMBER: Final = re.compile(r"^[+-]?(\d+\.?\d*|\.\d+)([eE][+-]?\d+)?$")
+
+
+@dataclass(frozen=True)
+class Checker:
+    protocol: str
+    language: str
+    source: str
+
+
+@dataclass(frozen=True)
+class JudgeProblem:
+    language: str
+    inputs: tuple[bytes, ...]
+    outputs: tuple[bytes, ...]
+    time_limit: float
+    memory_limit_mb: int
+    compare: str
+    float_tol: float
+    scoring: str
+    checker: Checker | None
+
+
+def _text(value: Any, what: str) -> bytes:
+    if not isinstance(value, str):
+        raise bad_request(f"{what} must be a string")
+    return value.encode("utf-8", "surrogatepass")
+
+
+def _number(raw: Mapping[str, Any], key: str, default: float, top: float, what: str) -> float:
+    value = raw.get(key, default)
+    if isinstance(value, bool) or not isinstance(value, (int, float)) or not math.isfinite(value):
+        raise bad_request(f"{what}.{key} must be a number")
+    if not 0 < value <= top:
+        raise bad_request(f"{what}.{key} must be in (0, {top:g}]")
+    return float(value)
+
+
+def _checker(raw: Any, what: str) -> Checker | None:
+    if raw is None:
+        return None
+    if not isinstance(raw, Mapping):
+        raise bad_request(f"{what}.checker must be an object or null")
+    protocol = raw.get("protocol", "testlib")
+    if protocol not in CHECKERS:
+        raise bad_request(f"{what}.checker.protocol must be one of {list(CHECKERS)}")
+    language = raw.get("language", "cpp")
+    if not isinstance(language, str) or resolve_language(language) is None:
+        raise bad_request(f"{what}.checker.language: unknown language {language!r}")
+    source = raw.get("source")
+    if not isinstance(source, str) or not source.strip():
+        raise bad_request(f"{what}.checker.source must be the checker's source")
+    return Checker(protocol, language, source)
+
+
+def _problem(raw: Any, i: int) -> JudgeProblem:
+    what = f"problems[{i}]"
+    if not isinstance(raw, Mapping):
+        raise bad_request(f"{what} must be an object")
+    language = raw.get("language")
+    if not isinstance(language, str) or resolve_language(language) is None:
+        raise bad_request(f"{what}.language: unknown language {language!r}")
+    tests = raw.get("tests")
+    if not isinstance(tests, list) or not tests:
+        raise bad_request(f"{what}.tests must be a non-empty list of {{input, output}}")
+    if len(tests) > MAX_TESTS:
+        raise bad_request(f"{what}: at most {MAX_TESTS} tests")
+    inputs, outputs = [], []
+    for j, test in enumerate(tests):
+        if not isinstance(test, Mapping):
+            raise bad_request(f"{what}.tests[{j}] must be an object with input and output")
+        inputs.append(_text(test.get("input", ""), f"{what}.tests[{j}].input"))
+        outputs.append(_text(test.get("output"), f"{what}.tests[{j}].output"))
+    compare = raw.get("compare", "tokens")
+    if compare not in COMPARES:
+        raise bad_request(f"{what}.compare must be one of {list(COMPARES)}")
+    scoring = raw.get("scoring", "fraction")
+    if scoring not in ("fraction", "all"):
+        raise bad_request(f"{what}.scoring must be 'fraction' or 'all'")
+    memory = raw.get("memory_limit_mb", 256)
+    if isinstance(memory, bool) or not isinstance(memory, int) or not 0 < memory <= MAX_MEMORY_MB:
+        raise bad_request(f"{what}.memory_limit_mb must be an integer in (0, {MAX_MEMORY_MB}]")
+    return JudgeProblem(
+        language=language,
+        inputs=tuple(inputs),
+        outputs=tuple(outputs),
+        time_limit=_number(raw, "time_limit", 2.0, MAX_TIME_LIMIT_S, what),
+        memory_limit_mb=memory,
+        compare=compare,
+        float_tol=_number(raw, "float_tol", 1e-6, 1.0, what),
+        scoring=scoring,
+        checker=_checker(raw.get("checker"), what),
+    )
+
+
+def parse_judge_body(body: Any) -> tuple[list[JudgeProblem], list[tuple[int, str]]]:
+    """The problems and the candidates (problem index, source) of a body,
+    or a 400 naming what is wrong."""
+    if not isinstance(body, Mapping):
+        raise bad_request("a judge request is a JSON object")
+    unknown = sorted(set(body) - {"problems", "candidates"})
+    if unknown:
+        raise bad_request(f"unknown field(s) {unknown} in a judge request")
+    problems_raw, candidates_raw = body.get("problems"), body.get("candidates")
+    if not isinstance(problems_raw, list) or not problems_raw:
+        raise bad_request("problems must be a non-empty list")
+    if not isinstance(candidates_raw, list) or not candidates_raw:
+        raise bad_request("candidates must be a non-empty list")
+    if len(candidates_raw) > MAX_CANDIDATES:
+        raise bad_request(f"at most {MAX_CANDIDATES} candidates a request")
+    problems = [_problem(p, i) for i, p in enumerate(problems_raw)]
+    candidates = []
+    for i, c in enumerate(candidates_raw):
+        if not isinstance(c, Mapping):
+            raise bad_request(f"candidates[{i}] must be an object with problem and source")
+        p = c.get("problem", 0)
+        if isinstance(p, bool) or not isinstance(p, int) or not 0 <= p < len(problems):
+            raise bad_request(f"candidates[{i}].problem must index problems")
+        source = c.get("source")
+        if not isinstance(source, str):
+            raise bad_request(f"candidates[{i}].source must be a string")
+        candidates.append((p, source))
+    return problems, candidates
+
+
+# -- comparing ----------------------------------------------------------------
+
+
+def _lines(data: bytes) -> list[bytes]:
+    lines = [line.rstrip() for line in data.replace(b"\r\n", b"\n").split(b"\n")]
+    while lines and not lines[-1]:
+        lines.pop()
+    return lines
+
+
+def _float_equal(a: bytes, b: bytes, tol: float) -> bool:
+    if a == b:
+        return True
+    sa, sb = a.decode("ascii", "replace"), b.decode("ascii", "replace")
+    if not (_NUMBER.match(sa) and _NUMBER.match(sb)):
+        return False
+    x, y = float(sa), float(sb)
+    return math.isfinite(x) and abs(x - y) <= tol * max(1.0, abs(y))
+
+
+def compare_output(got: bytes, expected: bytes, how: str, tol: float = 1e-6) -> bool:
+    """``exact``: byte for byte; ``lines``: line by line, trailing spaces
+    and trailing empty lines ignored; ``tokens``: the same words (any
+    whitespace between), as most contest checkers compare; ``float``:
+    tokens, numbers equal within ``tol`` (absolute, or relative to the
+    expected value when it is above 1)."""
+    if how == "exact":
+        return got == expected
+    if how == "lines":
+        return _lines(got) == _lines(expected)
+    a, b = got.split(), expected.split()
+    if how == "tokens":
+        return a == b
+    return len(a) == len(b) and all(_float_equal(x, y, tol) for x, y in zip(a, b, strict=True))
+
+
+def normal_lines(data: bytes) -> bytes:
+    """Output as ``lines`` compares it (``language_runner.normal_lines``
+    digests the program's output by the same rule)."""
+    return b"\n".join(_lines(data))
+
+
+def expected_digest(expected: bytes, how: str) -> str:
+    """The digest the runner takes of a run's output, of the expected one."""
+    if how == "lines":
+        data = normal_lines(expected)
+    elif how == "tokens":
+        data = b" ".join(expected.split())
+    else:
+        data = expected
+    return hashlib.sha256(data).hexdigest()
+
+
+def _matches(record: RunRecord, expected: bytes, problem: JudgeProblem) -> bool:
+    if problem.compare != "float" and record.digests:
+        return record.digests.get(problem.compare) == expected_digest(expected, problem.compare)
+    return compare_output(record.stdout, expected, problem.compare, problem.float_tol)
+
+
+# -- judging ------------------------------------------------------------------
+
+
+class _JudgeFailed(Exception):
+    """The judge itself failed for one candidate (its checker, say)."""
+
+
+def _run_verdict(record: RunRecord) -> str | None:
+    """The verdict of a run that did not end well, or None."""
+    if record.limit is not None:
+        return record.limit
+    if record.return_code != 0:
+        return "runtime_error"
+    return None
+
+
+async def _check(
+    languages: LanguageRuns,
+    problem: JudgeProblem,
+    records: Sequence[RunRecord],
+    pending: list[int],
+) -> dict[int, tuple[str, float]]:
+    """The checker's verdict (and points) on each test in ``pending``."""
+    checker = problem.checker
+    assert checker is not None
+    tc = await languages.toolchain(checker.language)
+    build = await languages.build(tc, checker.source, {}, COMPILE_CPU_S)
+    if build.verdict != "ok":
+        raise _JudgeFailed(f"the checker did not compile: {_b64_text(build.output)[-300:]}")
+    b64 = _b64
+    if checker.protocol == "testlib":  # checker input output answer
+        order = ("input", "output", "answer")
+    else:  # open-r1: checker input correct_output solution_output
+        order = ("input", "answer", "output")
+    runs = []
+    for i in pending:
+        files = {
+            "input": b64(problem.inputs[i]),
+            "output": b64(records[i].stdout),
+            "answer": b64(problem.outputs[i]),
+        }
+        runs.append(RunInput(b"", files, order))
+    results = await languages.run(
+        tc,
+        build,
+        checker.source,
+        runs,
+        cpu_limit=CHECKER_CPU_S,
+        memory_bytes=1 << 30,
+        output_bytes=1 << 20,
+    )
+    verdicts: dict[int, tuple[str, float]] = {}
+    for i, record in zip(pending, results, strict=True):
+        verdicts[i] = _checker_verdict(checker.protocol, record)
+    return verdicts
+
+
+def _checker_verdict(protocol: str, record: RunRecord) -> tuple[str, float]:
+    if record.limit is not None:
+        raise _JudgeFailed(f"the checker hit its {record.limit}")
+    code = record.return_code
+    said = (record.stdout + b"\n" + record.stderr).decode("utf-8", "replace").strip()
+    if protocol == "openr1":
+        if code != 0:
+            raise _JudgeFailed(f"the checker failed (exit {code}): {said[-300:]}")
+        first = record.stdout.strip().split(b"\n")[0].strip() if record.stdout.strip() else b""
+        return ("accepted", 1.0) if first in (b"1", b"100") else ("wrong_answer", 0.0)
+    if code == 0:
+        return "accepted", 1.0
+    if code in (1, 2):  # wrong answer, presentation error
+        return "wrong_answer", 0.0
+    if code == 7:  # points: the score is the first number testlib printed
+        found = re.search(r"[-+]?\d*\.?\d+(?:[eE][-+]?\d+)?", said)
+        points = float(found.group()) if found else 0.0
+        if not 0.0 <= points <= 1.0:
+            points = points / 100.0 if 0.0 <= points <= 100.0 else 0.0
+        return ("accepted" if points >= 1.0 else "wrong_answer"), points
+    raise _JudgeFailed(f"the checker failed (exit {code}): {said[-300:]}")
+
+
+def _b64(data: bytes) -> str:
+    return base64.b64encode(data).decode()
+
+
+def _b64_text(data: str) -> str:
+    return base64.b64decode(data).decode("utf-8", "replace")
+
+
+async def _judge_one(
+    languages: LanguageRuns, problem: JudgeProblem, tc: Toolchain, source: str
+) -> dict[str, Any]:
+    build = await languages.build(tc, source, {}, COMPILE_CPU_S)
+    compiled = {"verdict": build.verdict, "output": _b64_text(build.output)[-4000:],
+                "cpu": build.cpu}  # fmt: skip
+    total = len(problem.inputs)
+    if build.verdict != "ok":
+        return _summary(problem, ["compile_error"] * total, [0.0] * total, compiled, [])
+    reads = problem.checker is not None or problem.compare == "float"
+    records = await languages.run(
+        tc,
+        build,
+        source,
+        problem.inputs,
+        cpu_limit=problem.time_limit,
+        memory_bytes=problem.memory_limit_mb << 20,
+        output_bytes=OUTPUT_LIMIT_READ if reads else OUTPUT_LIMIT,
+        return_stdout=None if reads else OUTPUT_SHOWN,
+    )
+    verdicts: list[str] = []
+    points: list[float] = []
+    to_check: list[int] = []
+    for i, record in enumerate(records):
+        bad = _run_verdict(record)
+        if bad is not None:
+            verdicts.append(bad)
+            points.append(0.0)
+        elif problem.checker is not None:
+            verdicts.append("")
+            points.append(0.0)
+            to_check.append(i)
+        else:
+            ok = _matches(record, problem.outputs[i], problem)
+            verdicts.append("accepted" if ok else "wrong_answer")
+            points.append(1.0 if ok else 0.0)
+    if to_check:
+        for i, (verdict, score) in (await _check(languages, problem, records, to_check)).items():
+            verdicts[i], points[i] = verdict, score
+    return _summary(problem, verdicts, points, compiled, records)
+
+
+def _summary(
+    problem: JudgeProblem,
+    verdicts: list[str],
+    points: list[float],
+    compiled: dict[str, Any],
+    records: Sequence[RunRecord],
+) -> dict[str, Any]:
+    total = len(verdicts)
+    passed = sum(1 for v in verdicts if v == "accepted")
+    all_or_none = 1.0 if passed == total else 0.0
+    reward = all_or_none if problem.scoring == "all" else sum(points) / total
+    first_bad = next((v for v in verdicts if v != "accepted"), "accepted")
+    tests = []
+    for i, verdict in enumerate(verdicts):
+        entry: dict[str, Any] = {"verdict": verdict}
+        if i < len(records):
+            r = records[i]
+            entry.update(cpu=round(r.cpu, 4), wall=round(r.wall, 4), peak_rss=r.peak_rss)
+            if verdict == "runtime_error":
+                entry.update(return_code=r.return_code, signal=r.signal,
+                             stderr=r.stderr[-500:].decode("utf-8", "replace"))  # fmt: skip
+        tests.append(entry)
+    return {
+        "reward": reward,
+        "verdict": first_bad,
+        "passed": passed,
+        "total": total,
+        "compile": compiled,
+        "tests": tests,
+    }
+
+
+async def judge_body(languages: LanguageRuns, body: Any) -> dict[str, Any]:
+    """The answer to a ``/v1/judge`` body: one result per candidate, each
+    ``{"reward", "verdict", "passed", "total", "compile", "tests"}`` or
+    ``{"infra_error": why}``, and the compile cache's counters."""
+    problems, candidates = parse_judge_body(body)
+    toolchains: dict[str, Toolchain | str] = {}
+    for problem in problems:
+        if problem.language not in toolchains:
+            try:
+                toolchains[problem.language] = await languages.toolchain(problem.language)
+            except LanguageUnavailable as exc:
+                toolchains[problem.language] = str(exc)
+
+    async def one(p: int, source: str) -> dict[str, Any]:
+        problem = problems[p]
+        tc = toolchains[problem.language]
+        if isinstance(tc, str):
+            return {"infra_error": tc}
+        try:
+            return await _judge_one(languages, problem, tc, source)
+        except (LanguageInfraError, LanguageUnavailable, _JudgeFailed) as exc:
+            return {"infra_error": str(exc)}
+
+    results = await asyncio.gather(*(one(p, s) for p, s in candidates))
+    return {"results": list(results), "compile_cache": languages.cache.describe()}

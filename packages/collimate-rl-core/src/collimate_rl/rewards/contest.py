@@ -1,0 +1,144 @@
+"""``ContestReward``: a program in C++, Java, JavaScript, TypeScript, Rust,
+Go (or Python) judged like a contest, by the server.
+
+Unlike the Python graders, nothing of this reward runs as an exec program:
+``grade`` sends the candidates of a group, with their problem's tests, to
+the backend's ``/v1/judge``, which compiles each distinct program once (its
+compile cache), runs each test in a fresh process with only that test's
+input, and compares the outputs itself, outside every sandbox: a candidate
+never has the expected outputs, a checker or a sibling within reach.
+
+``tests`` are ``{"input", "output"}`` objects or ``(input, output)``
+pairs (strings). ``time_limit`` is CPU seconds per test (a busy machine
+does not turn a pass into a time limit), ``memory_limit_mb`` the memory a
+run really uses, ``compare`` how outputs compare (``tokens``: the same
+words, as most contest checkers do; ``lines``: line by line, trailing
+spaces ignored, as open-r1; ``exact``; ``float`` with ``float_tol``).
+``checker``: ``{"source", "language", "protocol"}`` for problems with many
+right answers (``protocol`` ``testlib``: ``checker input output answer``,
+exit 0 accepted; ``openr1``: ``checker input answer output``, prints 1 or
+100 when accepted). ``scoring``: ``fraction`` of tests accepted, or ``all``.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping, Sequence
+from typing import Any, Final
+
+from .spec import SCORINGS, Outcome, RewardSpec
+
+__all__ = ["COMPARES", "ContestReward"]
+
+#: How outputs compare (see the module's docstring).
+COMPARES: Final = ("tokens", "lines", "exact", "float")
+_PROTOCOLS: Final = ("testlib", "openr1")
+
+
+def _test(test: Any, i: int) -> dict[str, str]:
+    if isinstance(test, Mapping):
+        inp, out = test.get("input", ""), test.get("output")
+    elif isinstance(test, (list, tuple)) and len(test) == 2:
+        inp, out = test
+    else:
+        raise ValueError(f"test #{i} must be {{'input', 'output'}} or an (input, output) pair")
+    if not isinstance(inp, str) or not isinstance(out, str):
+        raise ValueError(f"test #{i}: input and output must be strings")
+    return {"input": inp, "output": out}
+
+
+class ContestReward(RewardSpec):
+    """A program judged like a contest on ``tests`` (see the module)."""
+
+    interpreter = "judge"
+
+    def __init__(
+        self,
+        tests: Sequence[Mapping[str, str] | Sequence[str]],
+        *,
+        language: str = "cpp",
+        time_limit: float = 2.0,
+        memory_limit_mb: int = 256,
+        compare: str = "tokens",
+        float_tol: float = 1e-6,
+        checker: Mapping[str, str] | None = None,
+        scoring: str = "fraction",
+    ) -> None:
+        if isinstance(tests, (str, bytes)) or not tests:
+            raise ValueError("ContestReward needs a non-empty list of tests")
+        if not isinstance(language, str) or not language.strip():
+            raise ValueError("language must name the candidates' language, e.g. 'cpp'")
+        if isinstance(time_limit, bool) or not isinstance(time_limit, (int, float)):
+            raise ValueError("time_limit must be a number of CPU seconds")
+        if not 0 < time_limit <= 60:
+            raise ValueError(f"time_limit must be in (0, 60] CPU seconds, got {time_limit!r}")
+        if isinstance(memory_limit_mb, bool) or not isinstance(memory_limit_mb, int):
+            raise ValueError("memory_limit_mb must be an integer")
+        if not 0 < memory_limit_mb <= 4096:
+            raise ValueError(f"memory_limit_mb must be in (0, 4096], got {memory_limit_mb!r}")
+        if compare not in COMPARES:
+            raise ValueError(f"compare must be one of {list(COMPARES)}, got {compare!r}")
+        if scoring not in SCORINGS:
+            raise ValueError(f"scoring must be one of {list(SCORINGS)}, got {scoring!r}")
+        if checker is not None:
+            if not isinstance(checker, Mapping) or not isinstance(checker.get("source"), str):
+                raise ValueError("checker must be {'source', 'language', 'protocol'}")
+            if checker.get("protocol", "testlib") not in _PROTOCOLS:
+                raise ValueError(f"checker protocol must be one of {list(_PROTOCOLS)}")
+        self.tests = [_test(t, i) for i, t in enumerate(tests)]
+        self.language = language.strip()
+        self.time_limit = float(time_limit)
+        self.memory_limit_mb = memory_limit_mb
+        self.compare = compare
+        self.float_tol = float(float_tol)
+        self.checker = dict(checker) if checker is not None else None
+        self.scoring = scoring
+
+    def __repr__(self) -> str:
+        return (
+            f"ContestReward({len(self.tests)} tests, language={self.language!r}, "
+            f"time_limit={self.time_limit:g}, memory_limit_mb={self.memory_limit_mb}, "
+            f"compare={self.compare!r}{', checker' if self.checker else ''})"
+        )
+
+    def build(self, candidate_path: str) -> str:
+        raise TypeError(
+            "ContestReward is judged by the server (POST /v1/judge), not built into an "
+            "exec program: grade it with grade() / grade_batch()"
+        )
+
+    def problem(self) -> dict[str, Any]:
+        """This reward's problem, as ``/v1/judge`` takes it."""
+        return {
+            "language": self.language,
+            "tests": self.tests,
+            "time_limit": self.time_limit,
+            "memory_limit_mb": self.memory_limit_mb,
+            "compare": self.compare,
+            "float_tol": self.float_tol,
+            "checker": self.checker,
+            "scoring": self.scoring,
+        }
+
+    def judged(self, entry: Mapping[str, Any]) -> Outcome:
+        """The outcome of one candidate as ``/v1/judge`` answered it."""
+        if "infra_error" in entry:
+            return Outcome(0.0, "infra_error", infra_message=str(entry["infra_error"]))
+        reward = float(entry["reward"])
+        tests = entry.get("tests") or []
+        failed = [
+            {"index": i, "reason": t.get("verdict"), "message": str(t.get("stderr") or "")[:300]}
+            for i, t in enumerate(tests)
+            if t.get("verdict") != "accepted"
+        ]
+        detail: dict[str, Any] = {
+            "passed": int(entry.get("passed", 0)),
+            "total": int(entry.get("total", len(tests))),
+            "failed_indices": [f["index"] for f in failed],
+            "failed": failed[:5],
+            "verdicts": [t.get("verdict") for t in tests],
+            "judge_verdict": entry.get("verdict"),
+        }
+        compiled = entry.get("compile") or {}
+        if compiled.get("verdict") not in (None, "ok"):
+            detail["load_error"] = f"compile_error: {str(compiled.get('output', ''))[-500:]}"
+        return Outcome(reward, "passed" if reward >= 1.0 else "failed", detail)

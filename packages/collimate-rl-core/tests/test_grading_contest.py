@@ -1,0 +1,128 @@
+"""``ContestReward`` through ``grade`` and ``grade_batch``, on a real local
+backend: verdicts and detail, a group judged in one request, a training
+step mixing languages and Python graders, infra errors kept apart from
+rewards, and what a client that cannot judge says."""
+
+from __future__ import annotations
+
+import asyncio
+from collections.abc import Iterator
+
+import pytest
+
+from collimate_rl import (
+    AsyncCollimateClient,
+    CollimateClient,
+    CollimateError,
+    ContestReward,
+    GatewayClient,
+    UnitTestReward,
+    grade,
+    grade_async,
+    grade_batch,
+)
+from collimate_rl.local_backend import LocalCollimateBackend
+from collimate_rl.testing.programs import CPP, JAVA, PYTHON_SUM, need
+
+TESTS = [(f"{i} {3 * i}\n", f"{4 * i}\n") for i in range(10)]
+
+
+@pytest.fixture(scope="module")
+def backend() -> Iterator[LocalCollimateBackend]:
+    with LocalCollimateBackend() as b:
+        yield b
+
+
+@pytest.fixture(scope="module")
+def client(backend: LocalCollimateBackend) -> Iterator[CollimateClient]:
+    with CollimateClient(backend.base_url, timeout=600) as c:
+        yield c
+
+
+def test_grade_reads_the_judges_verdicts(client: CollimateClient) -> None:
+    need("cpp")
+    spec = ContestReward(TESTS, language="cpp", time_limit=1)
+    right = grade(client, "py", CPP["right"], spec)
+    assert (right.reward, right.verdict, right.infra_error) == (1.0, "passed", False)
+    assert right.detail["passed"] == right.detail["total"] == 10
+    wrong = grade(client, "py", CPP["wrong"], spec)
+    assert wrong.reward == pytest.approx(0.1) and wrong.verdict == "failed"
+    assert wrong.detail["failed"][0]["reason"] == "wrong_answer"
+    assert "1/10 tests passed" in wrong.explain()
+    broken = grade(client, "py", CPP["compile_error"], spec)
+    assert broken.reward == 0.0 and "compile_error" in broken.detail["load_error"]
+
+
+def test_a_group_goes_in_one_judge_request_compiled_once(client: CollimateClient) -> None:
+    need("cpp")
+    spec = ContestReward(TESTS, language="cpp", time_limit=1)
+    source = CPP["right"] + "\n// grade_batch group\n"
+    before = client.health()["compile_cache"]
+    results = grade_batch(client, "py", [source] * 16 + [CPP["wrong"]], spec)
+    assert [r.reward for r in results] == [1.0] * 16 + [pytest.approx(0.1)]
+    assert [r.index for r in results] == list(range(17))
+    after = client.health()["compile_cache"]
+    assert after["compiles"] - before["compiles"] <= 2  # the new source, and the wrong one once
+
+
+def test_a_step_mixing_languages_and_python_graders(client: CollimateClient) -> None:
+    need("cpp")
+    need("java")
+    cpp = ContestReward(TESTS, language="cpp")
+    java = ContestReward(TESTS, language="java", time_limit=3)
+    py = UnitTestReward([{"input": [2, 3], "output": 5}], entry="add")
+    candidates = [CPP["right"], JAVA["right"], "def add(a, b):\n    return a + b\n",
+                  JAVA["wrong"], "def add(a, b):\n    return a - b\n", PYTHON_SUM]  # fmt: skip
+    py_sum = ContestReward(TESTS, language="python")
+    results = grade_batch(client, "py", candidates, [cpp, java, py, java, py, py_sum])
+    assert [r.reward for r in results] == [1.0, 1.0, 1.0, pytest.approx(0.1), 0.0, 1.0]
+
+
+def test_async_grade(backend: LocalCollimateBackend) -> None:
+    need("cpp")
+
+    async def main() -> float:
+        async with AsyncCollimateClient(backend.base_url, timeout=600) as c:
+            spec = ContestReward(TESTS, language="cpp")
+            return (await grade_async(c, "py", CPP["right"], spec)).reward
+
+    assert asyncio.run(main()) == 1.0
+
+
+def test_a_language_the_host_lacks_is_an_infra_error_not_a_zero(client: CollimateClient) -> None:
+    spec = ContestReward(TESTS, language="kotlin")
+    with pytest.raises(CollimateError) as caught:
+        grade(client, "py", "fun main() {}", spec)
+    assert "kotlin" in str(caught.value)
+    (flagged,) = grade_batch(client, "py", ["fun main() {}"], spec, on_infra_error="zero")
+    assert flagged.infra_error and flagged.verdict == "infra_error" and flagged.reward == 0.0
+
+
+def test_a_client_that_cannot_judge_says_so() -> None:
+    spec = ContestReward(TESTS, language="cpp")
+    gateway = GatewayClient("col_demo_" + "x" * 24, "http://127.0.0.1:9")
+    with pytest.raises(CollimateError, match="cannot judge"):
+        grade(gateway, "py", CPP["right"], spec)
+
+
+@pytest.mark.parametrize(
+    ("kwargs", "says"),
+    [
+        ({"tests": []}, "non-empty"),
+        ({"tests": [("1", 2)]}, "strings"),
+        ({"time_limit": 0}, "time_limit"),
+        ({"memory_limit_mb": 1 << 20}, "memory_limit_mb"),
+        ({"compare": "fuzzy"}, "compare"),
+        ({"scoring": "best"}, "scoring"),
+        ({"checker": {"source": "x", "protocol": "magic"}}, "protocol"),
+    ],
+)
+def test_a_bad_spec_is_refused_when_made(kwargs: dict[str, object], says: str) -> None:
+    args: dict[str, object] = {"tests": TESTS, **kwargs}
+    with pytest.raises(ValueError, match=says):
+        ContestReward(**args)  # type: ignore[arg-type]
+
+
+def test_build_says_the_server_judges() -> None:
+    with pytest.raises(TypeError, match="judged by the server"):
+        ContestReward(TESTS).build("/tmp/x")
