@@ -446,3 +446,36 @@ def test_rows_go_by_ground_truth_when_grade_batch_takes_one_spec(
     assert sorted(n for n, _ in calls) == [8, 8, 8, 8, 8, 8, 12]
     assert {c for _, c in calls} == {1}  # 6 execs in flight: 6 groups at a time, 1 each
     assert "pass rate" in capsys.readouterr().out
+
+
+def test_rows_in_cpp_open_r1_and_codeforces(tmp_path: Path, backend: LocalCollimateBackend) -> None:
+    """``collimate grade`` on open-r1 rows in C++ (``verification_info``)
+    and its Codeforces rows (``official_tests``, with a Python checker):
+    completions fenced as models write them, judged by the server."""
+    from collimate_rl.testing.programs import CPP, need
+
+    need("cpp")
+    tests = [{"input": f"{i} {3 * i}\n", "output": f"{4 * i}\n"} for i in range(4)]
+    checker = (
+        "import sys\ninp, want, got = (open(p).read().split() for p in sys.argv[1:4])\n"
+        "print(1 if got == want else 0)\n"
+    )
+    fenced = "```cpp\n" + CPP["right"] + "\n```"
+    rows = []
+    for n, (code, reward) in enumerate([(fenced, 1.0), (CPP["wrong"], 0.25)]):
+        rows.append({"id": f"o{n}", "completion": code, "verification_info": {
+            "language": "cpp", "test_cases": [{**t, "type": "stdin_stdout"} for t in tests]}})
+        rows.append({"id": f"c{n}", "completion": code, "official_tests": tests,
+                     "generated_checker": checker, "time_limit": 1.0, "memory_limit": 256,
+                     "language": "cpp", "input_mode": "stdio"})  # fmt: skip
+        want = {f"o{n}": reward, f"c{n}": reward}
+        rows[-2]["want"], rows[-1]["want"] = want[f"o{n}"], want[f"c{n}"]
+    src, out = tmp_path / "in.jsonl", tmp_path / "out.jsonl"
+    src.write_text("\n".join(json.dumps(r) for r in rows) + "\n")
+    done = run(grade_cmd(src, out, backend.base_url, "--no-progress"))
+    assert done.returncode == 0, done.stderr[-2000:]
+    got = {r["id"]: r for r in records(out)}
+    for row in rows:
+        rec = got[row["id"]]
+        assert rec["reward"] == pytest.approx(row["want"]), rec
+        assert rec["infra_error"] is False

@@ -22,6 +22,7 @@ from collimate_rl import (
     grade_batch,
 )
 from collimate_rl.local_backend import LocalCollimateBackend
+from collimate_rl.rewards.rows import hub_ground_truth, row_task
 from collimate_rl.testing.programs import CPP, JAVA, PYTHON_SUM, need
 
 TESTS = [(f"{i} {3 * i}\n", f"{4 * i}\n") for i in range(10)]
@@ -126,3 +127,63 @@ def test_a_bad_spec_is_refused_when_made(kwargs: dict[str, object], says: str) -
 def test_build_says_the_server_judges() -> None:
     with pytest.raises(TypeError, match="judged by the server"):
         ContestReward(TESTS).build("/tmp/x")
+
+
+# -- dataset rows, as `datasets` loads them --------------------------------------
+
+CPP_FENCED = "Here is my solution:\n```cpp\n" + CPP["right"] + "\n```\n"
+#: open-r1's Codeforces checker form: checker input correct_output solution_output
+OPENR1_CHECKER = """import sys
+inp, correct, got = (open(p).read().split() for p in sys.argv[1:4])
+print(1 if got == correct else 0)
+"""
+
+
+def _openr1_row(language: str) -> dict[str, object]:
+    return {
+        "prompt": "Add two numbers.",
+        "verification_info": {
+            "language": language,
+            "test_cases": [{"input": i, "output": o, "type": "stdin_stdout"} for i, o in TESTS],
+        },
+    }
+
+
+def _codeforces_row(checker: str | None) -> dict[str, object]:
+    return {
+        "id": "1A",
+        "prompt": "Add two numbers.",
+        "official_tests": [{"input": i, "output": o} for i, o in TESTS],
+        "generated_checker": checker,
+        "time_limit": 1.0,
+        "memory_limit": 256,
+        "language": "cpp",
+        "input_mode": "stdio",
+    }
+
+
+def test_an_openr1_row_in_cpp(client: CollimateClient) -> None:
+    need("cpp")
+    row = _openr1_row("cpp")
+    task = row_task(hub_ground_truth(row), row=row)
+    assert isinstance(task.spec, ContestReward) and task.spec.compare == "lines"
+    right = grade(client, "py", task.program(CPP_FENCED), task.spec)
+    assert right.reward == 1.0, right.explain()
+    wrong = grade(client, "py", task.program(CPP["wrong"]), task.spec)
+    assert wrong.reward == pytest.approx(0.1)
+
+
+@pytest.mark.parametrize("checker", [None, OPENR1_CHECKER])
+def test_a_codeforces_row_with_and_without_its_checker(
+    client: CollimateClient, checker: str | None
+) -> None:
+    need("cpp")
+    row = _codeforces_row(checker)
+    task = row_task(hub_ground_truth(row), row=row)
+    spec = task.spec
+    assert isinstance(spec, ContestReward)
+    assert (spec.time_limit, spec.memory_limit_mb) == (1.0, 256)
+    assert (spec.checker is not None) == (checker is not None)
+    programs = [task.program(CPP_FENCED), task.program(CPP["wrong"])]
+    rewards = [r.reward for r in grade_batch(client, "py", programs, spec)]
+    assert rewards == [1.0, pytest.approx(0.1)]

@@ -64,6 +64,7 @@ import pluggy
 
 from ..rewards.normalize import normalize_value
 from ..rewards.rows import (
+    CODEFORCES_COLUMNS,
     ENTRY_COLUMNS,
     HUB_TEST_COLUMNS,
     MBPP_SETUP_COLUMNS,
@@ -401,6 +402,7 @@ def _columns(opts: RowOptions) -> set[str]:
         *ENTRY_COLUMNS,
         *HUB_TEST_COLUMNS,
         *MBPP_SETUP_COLUMNS,
+        *CODEFORCES_COLUMNS,
         *(p.split(".")[0] for p in GROUND_TRUTH_PATHS),
     }
     for path in (

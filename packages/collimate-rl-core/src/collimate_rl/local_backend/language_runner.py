@@ -15,16 +15,15 @@ a warm interpreter inside the clone's isolation and does one of two things:
 
 How a run is judged, so that a busy machine never turns a pass into a fail:
 
-* time is the CPU the run's process used (all its threads, and whatever
-  children it waited for), polled while it runs; ``RLIMIT_CPU`` one second
-  above is the kernel's backstop;
-* wall time is only a backstop, at ``wall_limit``. When it is reached the
-  run's own time is split: CPU, time spent waiting for a CPU (the
-  scheduler's run delay, ``/proc/<pid>/schedstat``) and the rest, sleeping.
-  Sleeping longer than the time limit is the program's doing (it waits on
-  nothing, or on input that will not come): ``time_limit``. Otherwise the
-  machine kept it from running: ``starved``, which the server answers as
-  its own failure, never as the program's;
+* time is the CPU the run used: all its threads, and its children's
+  (a run that forks CPU hogs used that CPU), polled while it runs;
+  ``RLIMIT_CPU`` one second above is the kernel's backstop;
+* a run whose threads all sleep (``pause()``, a sleep, a wait on itself)
+  for longer than its time limit is idle: ``time_limit`` too;
+* wall time is only a backstop, far above the time limit: a run that
+  reaches it having used neither its CPU time nor its idle time waited
+  for a CPU most of the time. That is ``starved``, which the server
+  answers as its own failure, never as the program's;
 * memory is what the run really uses, its resident set (the JVM, Go and
   Node reserve gigabytes of address space they never touch, so
   ``RLIMIT_AS`` is not set), polled; a run past ``memory_bytes`` is killed
@@ -61,6 +60,12 @@ MARK = "\x1ecollimate-language-runner "
 STDERR_CAP = 64 * 1024
 #: How often a running process's CPU and memory are read (seconds).
 POLL_S = 0.01
+#: Tasks (processes and threads) of the clone's user a run may bring to:
+#: the JVM's threads fit many times over; a fork bomb stops there, so it
+#: cannot take the CPU from this process, which must stop it.
+RUN_TASKS = 128
+#: Every how many polls the CPU of the run's whole process tree is read.
+TREE_EVERY = 10
 _PR_SET_CHILD_SUBREAPER = 36
 _PR_SET_DUMPABLE = 4
 _CLK_TCK = os.sysconf("SC_CLK_TCK")
@@ -157,6 +162,26 @@ def _proc_rss(pid: int) -> int:
         return -1
 
 
+def _descendants(pid: int) -> list[int]:
+    """``pid`` and every process below it (through each thread's children)."""
+    found: list[int] = []
+    todo = [pid]
+    while todo and len(found) < 4096:
+        top = todo.pop()
+        found.append(top)
+        try:
+            for tid in os.listdir("/proc/%d/task" % top):
+                with open("/proc/%d/task/%s/children" % (top, tid)) as fh:
+                    todo.extend(int(p) for p in fh.read().split())
+        except OSError:
+            continue
+    return found
+
+
+def _tree_cpu(pid: int) -> float:
+    return sum(max(0.0, _proc_cpu(p)) for p in _descendants(pid))
+
+
 def _run_delay(pid: int) -> float:
     """Seconds ``pid`` spent runnable but waiting for a CPU."""
     try:
@@ -195,6 +220,7 @@ def _start(
             (resource.RLIMIT_CPU, limits.get("cpu")),
             (resource.RLIMIT_FSIZE, limits.get("fsize")),
             (resource.RLIMIT_STACK, limits.get("stack")),
+            (resource.RLIMIT_NPROC, limits.get("nproc")),
         ):
             if soft is None:
                 continue
@@ -241,16 +267,44 @@ def _kill_leftovers() -> None:
                 break
 
 
+def _sample(pid: int) -> tuple[float, bool]:
+    """The CPU seconds of ``pid``'s whole tree, and whether any of its
+    threads is running or waiting for a CPU (state ``R``)."""
+    cpu = 0.0
+    runnable = False
+    for proc in _descendants(pid):
+        cpu += max(0.0, _proc_cpu(proc))
+        if runnable:
+            continue
+        try:
+            for tid in os.listdir("/proc/%d/task" % proc):
+                with open("/proc/%d/task/%s/stat" % (proc, tid), "rb") as fh:
+                    if fh.read().rsplit(b")", 1)[1].split()[0] == b"R":
+                        runnable = True
+                        break
+        except (OSError, IndexError):
+            continue
+    return cpu, runnable
+
+
 def _watch(
     pid: int, cpu_limit: float, wall_limit: float, memory: int, out: str = "", cap: int = 0
 ) -> dict[str, Any]:
     """Wait for ``pid``, enforcing the limits; its exit and what it used.
-    ``out`` reaching ``cap`` bytes ends it too (a runtime that ignores
-    ``SIGXFSZ``, as the JVM does, would write on, failing, forever)."""
-    started = time.monotonic()
-    cpu = 0.0
+
+    Every TREE_EVERY polls the whole tree is sampled: its CPU, and whether
+    any of its threads could run. Time in which none could (all asleep:
+    ``pause()``, a sleep, waiting on itself) is idle time; idle time past
+    the time limit is the program's ``time_limit`` too. Time spent
+    runnable but waiting for a CPU is never held against it: only past
+    ``wall_limit`` (a backstop far above the time limit) is a run that
+    neither used its CPU time nor idled it away ``starved``: the machine's
+    doing. ``out`` reaching ``cap`` bytes ends it too (a runtime that
+    ignores ``SIGXFSZ``, as the JVM does, would write on, failing, forever)."""
+    started = last = time.monotonic()
+    cpu = idle = 0.0
     peak = 0
-    slept = 0.0
+    polls = 0
     ended = None
     killed = None
     try:
@@ -268,20 +322,28 @@ def _watch(
         if got:
             ended = (status, usage)
             break
-        now_cpu = _proc_cpu(pid)
+        polls += 1
+        now = time.monotonic()
+        if polls % TREE_EVERY == 0:
+            tree_cpu, runnable = _sample(pid)
+            cpu = max(cpu, tree_cpu)
+            if not runnable:
+                idle += now - last
+            last = now
+        else:
+            cpu = max(cpu, _proc_cpu(pid))
         rss = _proc_rss(pid)
-        cpu = max(cpu, now_cpu)
         peak = max(peak, rss)
-        wall = time.monotonic() - started
         if memory and rss > memory:
             killed = "memory"
         elif cap and _size(out) >= cap:
             killed = "output"
         elif cpu > cpu_limit:
             killed = "cpu"
-        elif wall > wall_limit:
+        elif idle > cpu_limit:
+            killed = "idle"
+        elif now - started > wall_limit:
             killed = "wall"
-            slept = wall - cpu - _run_delay(pid)
         if killed:
             try:
                 os.killpg(pid, signal.SIGKILL)
@@ -305,7 +367,7 @@ def _watch(
         "wall": wall,
         "peak_rss": peak,
         "killed": killed,
-        "slept": slept,
+        "idle": idle,
     }
 
 
@@ -330,7 +392,7 @@ def _compile(req: dict[str, Any], root: str) -> None:
         # a compiler waits on nothing (its input is /dev/null): a compile
         # that ran out of wall time before CPU time was kept from running
         verdict = "starved"
-    elif used["killed"] == "cpu" or code == -signal.SIGXCPU:
+    elif used["killed"] in ("cpu", "idle") or code == -signal.SIGXCPU:
         verdict = "time_limit"
     elif code == 0:
         verdict = "ok"
@@ -366,7 +428,8 @@ def _run(req: dict[str, Any], root: str) -> None:
     cpu_limit = float(req["cpu_limit"])
     memory = int(req.get("memory_bytes") or 0)
     output = int(req["output_bytes"])
-    limits = {"cpu": int(cpu_limit) + 1, "fsize": output, "stack": memory or None}
+    limits = {"cpu": int(cpu_limit) + 1, "fsize": output, "stack": memory or None,
+              "nproc": RUN_TASKS}  # fmt: skip
     for i, item in enumerate(req["inputs"]):
         # stdin alone (base64), or {"stdin", "files", "args"}: a checker's
         # input, output and answer as files, named after its command
@@ -441,11 +504,10 @@ def _run_limit(used: dict[str, Any], code: int, cpu_limit: float, memory: int) -
         return "output_limit"
     if killed == "memory" or (memory and used["peak_rss"] > memory):
         return "memory_limit"
-    if killed == "cpu" or code == -signal.SIGXCPU:
+    if killed in ("cpu", "idle") or code == -signal.SIGXCPU:
         return "time_limit"
-    if killed == "wall":
-        # asleep longer than its time limit: its doing; else the machine's
-        return "time_limit" if used["slept"] > cpu_limit else "starved"
+    if killed == "wall":  # neither its CPU time nor its idle time ran out
+        return "starved"
     if code == -signal.SIGXFSZ:
         return "output_limit"
     if code == -signal.SIGKILL and memory and used["peak_rss"] >= memory * 0.75:

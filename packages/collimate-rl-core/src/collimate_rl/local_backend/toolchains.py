@@ -17,6 +17,7 @@ that names what to install, which is what a request for it is told.
 
 from __future__ import annotations
 
+import contextlib
 import hashlib
 import json
 import os
@@ -28,6 +29,8 @@ from dataclasses import dataclass, field
 from functools import lru_cache
 from pathlib import Path
 from typing import Any, Final
+
+from .precompiled import pch_dir, pch_root
 
 #: The built-in template compiles and runs happen in.
 LANGUAGE_TEMPLATE: Final = "lang"
@@ -141,6 +144,9 @@ def _cpp() -> Found:
             "-pipe",
             "-DONLINE_JUDGE",
             "-s",
+            # bits/stdc++.h precompiled (see precompiled.py), used when there
+            "-I",
+            str(pch_dir(gxx)),
             "{src}",
             "-o",
             "{build}/main",
@@ -345,6 +351,11 @@ def toolchain_trees() -> tuple[str, ...]:
     modules = os.environ.get("COLLIMATE_NODE_MODULES")
     if modules:
         trees += _outside_usr(os.path.join(modules, "x"), 1)
+    if shutil.which("g++") is not None:
+        # made now, filled on the first C++ compile: a tree must exist to be shown
+        with contextlib.suppress(OSError):
+            pch_root().mkdir(parents=True, exist_ok=True)
+            trees.append(str(pch_root()))
     return tuple(dict.fromkeys(trees))
 
 

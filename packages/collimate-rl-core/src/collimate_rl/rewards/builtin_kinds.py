@@ -13,6 +13,7 @@ from typing import Any
 
 from ..plugins.events import RewardFactory
 from ..plugins.markers import hookimpl
+from .contest import ContestReward
 from .dataset_kinds import AssertReward, CallReward, PytestReward, StdinStdoutReward, lcb_args
 from .extract import prompt_code
 from .kinds import PropertyReward, StdioReward, UnitTestReward
@@ -163,14 +164,65 @@ def call_kind(gt: Any, entry: str) -> RewardSpec:
     return CallReward(pairs, fn, **extra)
 
 
+_PYTHON_NAMES = ("python", "python3", "py")
+
+
+def _stdin_tests(tests: Any) -> list[dict[str, str]]:
+    found = []
+    for i, test in enumerate(tests):
+        if not isinstance(test, Mapping) or "input" not in test or "output" not in test:
+            raise ValueError(f"stdin_stdout test #{i} must be an object with input and output")
+        found.append({"input": str(test["input"] or ""), "output": str(test["output"] or "")})
+    return found
+
+
+def codeforces_kind(gt: Mapping[str, Any]) -> RewardSpec:
+    """open-r1's Codeforces rows (``official_tests``, ``generated_checker``,
+    ``time_limit`` s, ``memory_limit`` MB, ``language``, ``input_mode``),
+    judged as its Piston judge does: its checker (Python, ``checker input
+    correct_output solution_output``), else lines compared with whitespace
+    folded; Python candidates judged the same way (CPU time, real memory)."""
+    if gt.get("input_mode") not in (None, "stdio"):
+        raise ValueError(
+            f"codeforces: input_mode {gt['input_mode']!r} is not graded (only 'stdio')"
+        )
+    checker = gt.get("generated_checker")
+    return ContestReward(
+        _stdin_tests(_json(gt["official_tests"], "official_tests")),
+        language=str(gt.get("language") or "cpp"),
+        time_limit=float(gt.get("time_limit") or 2.0),
+        memory_limit_mb=int(gt.get("memory_limit") or 256),
+        compare="tokens",
+        checker=(
+            {"protocol": "openr1", "language": "python", "source": checker}
+            if isinstance(checker, str) and checker.strip()
+            else None
+        ),
+        **_opt(gt, "scoring"),
+    )
+
+
 def stdin_stdout_kind(gt: Any, entry: str) -> RewardSpec:
     """open-r1 ``{"language", "test_cases": [{"input", "output", "type": "stdin_stdout"}]}``,
     LiveCodeBench ``[{"input", "output", "testtype": "stdin"}]``, or
-    ``{"inputs": [...], "outputs": [...]}``; lines compared stripped."""
+    ``{"inputs": [...], "outputs": [...]}``; lines compared stripped. A
+    language other than Python is judged by the server
+    (:class:`~collimate_rl.ContestReward`); so are open-r1's Codeforces rows
+    (``official_tests``)."""
     if isinstance(gt, Mapping):
+        if gt.get("official_tests") is not None:
+            return codeforces_kind(gt)
         language = gt.get("language")
-        if language is not None and str(language).lower() not in ("python", "python3", "py"):
-            raise ValueError(f"stdin_stdout: only Python candidates are graded, not {language!r}")
+        if language is not None and str(language).lower() not in _PYTHON_NAMES:
+            cases = gt.get("test_cases")
+            if cases is None:
+                raise ValueError(f"stdin_stdout in {language!r} needs 'test_cases'")
+            return ContestReward(
+                _stdin_tests(_json(cases, "test_cases")),
+                language=str(language),
+                compare="lines",
+                **_opt(gt, "scoring", "time_limit"),
+            )
         if "inputs" in gt and "outputs" in gt:
             inputs, outputs = gt["inputs"], gt["outputs"]
             if not isinstance(inputs, list) or not isinstance(outputs, list):

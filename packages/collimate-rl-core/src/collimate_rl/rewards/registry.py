@@ -26,6 +26,7 @@ assert statements as one source string                     ``assert``
 ``[{"input", "output", "testtype": "functional"}]``        ``call``
 ``[{"input", "output", "testtype": "stdin"}]``             ``stdin_stdout``
 ``{"language", "test_cases": [{"input", "output"}]}``      ``stdin_stdout``
+``{"official_tests", "generated_checker", ...}`` (open-r1)  ``stdin_stdout``
 ========================================================  =============
 
 A JSON string of any of these is decoded first; a ``RewardSpec`` passes
@@ -136,6 +137,8 @@ def infer_kind(ground_truth: Any) -> str:
         if "test_cases" in gt:
             if _all_str(gt["test_cases"]):
                 return "assert"
+            return "stdin_stdout"
+        if "official_tests" in gt:  # open-r1's Codeforces rows
             return "stdin_stdout"
         if isinstance(gt.get("test"), str):
             return "assert" if "def check" in gt["test"] else "pytest"

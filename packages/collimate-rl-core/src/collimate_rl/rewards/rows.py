@@ -37,6 +37,7 @@ from .registry import reward_spec_from_ground_truth
 from .spec import RewardSpec
 
 __all__ = [
+    "CODEFORCES_COLUMNS",
     "ENTRY_COLUMNS",
     "HUB_TEST_COLUMNS",
     "MBPP_SETUP_COLUMNS",
@@ -51,12 +52,27 @@ __all__ = [
 #: Row columns naming the function to call, in the order they are tried.
 ENTRY_COLUMNS: Final = ("entry_point", "entry", "fn_name", "func_name")
 #: The Hub datasets' own test columns, in the order they are tried when a
-#: row has no ground-truth column: open-r1's ``verification_info``, APPS'
-#: ``input_output``, MBPP's ``test_list``, HumanEval's and KodCode's ``test``.
-HUB_TEST_COLUMNS: Final = ("verification_info", "input_output", "test_list", "test")
+#: row has no ground-truth column: open-r1's ``verification_info`` and its
+#: Codeforces ``official_tests``, APPS' ``input_output``, MBPP's
+#: ``test_list``, HumanEval's and KodCode's ``test``.
+HUB_TEST_COLUMNS: Final = (
+    "verification_info",
+    "official_tests",
+    "input_output",
+    "test_list",
+    "test",
+)
 #: What MBPP's ``test_list`` asserts need run first, as its harness runs it:
 #: the full config's ``test_setup_code``, the sanitized config's ``test_imports``.
 MBPP_SETUP_COLUMNS: Final = ("test_setup_code", "test_imports")
+#: What open-r1's Codeforces ``official_tests`` are judged with.
+CODEFORCES_COLUMNS: Final = (
+    "language",
+    "generated_checker",
+    "time_limit",
+    "memory_limit",
+    "input_mode",
+)
 
 
 def column_ground_truth(row: Mapping[str, Any], name: str) -> Any:
@@ -64,6 +80,10 @@ def column_ground_truth(row: Mapping[str, Any], name: str) -> Any:
     comes with the row's :data:`MBPP_SETUP_COLUMNS`, so asserts that use
     ``math`` find the import MBPP runs before them."""
     value = row.get(name)
+    if value is not None and name == "official_tests":
+        judged = {"official_tests": value}
+        judged.update({k: row[k] for k in CODEFORCES_COLUMNS if row.get(k) is not None})
+        return judged
     if name != "test_list" or value is None:
         return value
     truth = {"test_list": value}

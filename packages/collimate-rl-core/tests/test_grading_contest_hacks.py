@@ -1,0 +1,146 @@
+"""What a policy under RL pressure might try with a judged program, in every
+language: exit early, stall, kill its runner or every process it can see,
+forge output on other fds, look for the expected outputs, and (in C++,
+which can do all of it) fork bombs, thread storms, memory and disk
+exhaustion. Each hack is graded alone and in a group beside right
+candidates: it scores 0.0, never an infra error, and its siblings keep
+their 1.0."""
+
+from __future__ import annotations
+
+from collections.abc import Iterator
+
+import pytest
+
+from collimate_rl import CollimateClient, ContestReward, grade, grade_batch
+from collimate_rl.local_backend import LocalCollimateBackend
+from collimate_rl.testing.programs import PROGRAMS, need
+
+#: The expected outputs carry a token no input reveals: a program that
+#: prints it found the expected outputs somewhere.
+SECRET = "tok-7c1e95d0a4"
+TESTS = [(f"{i} {3 * i}\n", f"{4 * i} {SECRET}\n") for i in range(3)]
+#: Right answers for TESTS, per language.
+RIGHT = {
+    "cpp": "#include <bits/stdc++.h>\nint main(){ long long a,b; std::cin>>a>>b;"
+    f' std::cout << a + b << " {SECRET}\\n"; }}',
+    "java": "import java.util.*;\npublic class Main { public static void main(String[] x) {"
+    " Scanner s = new Scanner(System.in); long a = s.nextLong(), b = s.nextLong();"
+    f' System.out.println((a + b) + " {SECRET}"); }} }}',
+    "nodejs": 'const [a, b] = require("fs").readFileSync(0, "utf8").trim().split(/\\s+/)'
+    f'.map(Number);\nconsole.log(`${{a + b}} {SECRET}`);',
+    "typescript": 'const [a, b]: number[] = require("fs").readFileSync(0, "utf8").trim()'
+    f'.split(/\\s+/).map(Number);\nconsole.log(`${{a + b}} {SECRET}`);',
+    "rust": "use std::io::*;\nfn main() { let mut s = String::new();"
+    " stdin().read_to_string(&mut s).unwrap();"
+    " let v: Vec<i64> = s.split_whitespace().map(|x| x.parse().unwrap()).collect();"
+    f' println!("{{}} {SECRET}", v[0] + v[1]); }}',
+    "go": 'package main\nimport "fmt"\nfunc main() { var a, b int64; fmt.Scan(&a, &b);'
+    f' fmt.Println(a + b, "{SECRET}") }}',
+}
+#: The hacks every language can write.
+HACKS = {
+    "cpp": {
+        "exit_early": "int main(){ return 0; }",
+        "stall": "#include <unistd.h>\nint main(){ for(;;) pause(); }",
+        "kill_runner": "#include <signal.h>\n#include <unistd.h>\n"
+        "int main(){ kill(getppid(), SIGKILL); kill(getppid(), SIGSTOP); pause(); }",
+        "kill_all": "#include <signal.h>\n#include <unistd.h>\n"
+        "int main(){ kill(-1, SIGKILL); kill(-1, SIGSTOP); pause(); }",
+        "forge_fds": "#include <unistd.h>\n#include <cstring>\nint main(){"
+        ' const char* m = "accepted\\n\\x1e{\\"phase\\": \\"run\\"}\\n";'
+        " for(int fd=2; fd<64; fd++) write(fd, m, strlen(m)); return 0; }",
+        "look_for_answers": "#include <bits/stdc++.h>\nnamespace fs = std::filesystem;\n"
+        "int main(){ for (const char* top : {\"/tmp\", \".\", \"..\", \"/proc\", \"/dev/shm\","
+        ' "/root", "/home", "/var", "/run"}) { std::error_code ec;'
+        " for (auto it = fs::recursive_directory_iterator(top,"
+        " fs::directory_options::skip_permission_denied, ec);"
+        " it != fs::recursive_directory_iterator(); it.increment(ec)) { if (ec) break;"
+        " if (!it->is_regular_file(ec) || it->file_size(ec) > (1 << 20)) continue;"
+        " std::ifstream f(it->path()); std::string w;"
+        ' while (f >> w) if (w.rfind("tok-", 0) == 0) { std::cout << "0 " << w << "\\n";'
+        " return 0; } } } return 0; }",
+        "fork_bomb": "#include <unistd.h>\nint main(){ for(;;) fork(); }",
+        "thread_storm": "#include <thread>\n#include <vector>\nint main(){"
+        " std::vector<std::thread> t; for(int i=0;i<64;i++) t.emplace_back([]{"
+        " volatile unsigned long x=0; for(;;) x++; }); for(auto& x: t) x.join(); }",
+        "memory": "#include <cstdlib>\n#include <cstring>\nint main(){"
+        " for(;;){ char* p=(char*)malloc(64<<20); if(p) memset(p, 1, 64<<20); } }",
+        "fill_disk": "#include <cstdio>\nint main(){ FILE* f=fopen(\"junk\", \"w\");"
+        " static char b[1<<20]; for(;;) fwrite(b, 1, sizeof b, f); }",
+        "daemon": "#include <unistd.h>\n#include <cstdio>\nint main(){ if (fork()==0) {"
+        " setsid(); if (fork()==0) { for(;;) { volatile unsigned long x=0; x++; } } _exit(0); }"
+        " return 0; }",
+    },
+    "java": {
+        "exit_early": "public class Main { public static void main(String[] x) {"
+        " System.exit(0); } }",
+        "stall": "public class Main { public static void main(String[] x) throws Exception {"
+        " Thread.sleep(1000000); } }",
+        "kill_runner": "public class Main { public static void main(String[] x) {"
+        " ProcessHandle.current().parent().ifPresent(p -> p.destroyForcibly()); } }",
+    },
+    "nodejs": {
+        "exit_early": "process.exit(0);",
+        "stall": "setInterval(() => {}, 1000);",
+        "kill_runner": "process.kill(process.ppid, 'SIGKILL');",
+    },
+    "typescript": {
+        "exit_early": "process.exit(0);",
+        "stall": "setInterval(() => {}, 1000);",
+        "kill_runner": "process.kill(process.ppid, 'SIGKILL');",
+    },
+    "rust": {
+        "exit_early": "fn main() { std::process::exit(0); }",
+        "stall": "fn main() { loop { std::thread::sleep(std::time::Duration::from_secs(9)); } }",
+        "kill_runner": "fn main() { let ppid = std::os::unix::process::parent_id();"
+        ' let _ = std::process::Command::new("kill").args(["-9", &ppid.to_string()]).status();'
+        " }",
+    },
+    "go": {
+        "exit_early": 'package main\nimport "os"\nfunc main() { os.Exit(0) }',
+        "stall": 'package main\nimport "time"\nfunc main() { time.Sleep(time.Hour) }',
+        "kill_runner": 'package main\nimport ("os"; "syscall")\n'
+        "func main() { syscall.Kill(os.Getppid(), syscall.SIGKILL) }",
+    },
+}
+CASES = [(lang, name) for lang, hacks in HACKS.items() for name in hacks]
+
+
+@pytest.fixture(scope="module")
+def backend() -> Iterator[LocalCollimateBackend]:
+    with LocalCollimateBackend() as b:
+        yield b
+
+
+@pytest.fixture(scope="module")
+def client(backend: LocalCollimateBackend) -> Iterator[CollimateClient]:
+    with CollimateClient(backend.base_url, timeout=600) as c:
+        yield c
+
+
+def _spec(language: str) -> ContestReward:
+    return ContestReward(TESTS, language=language, time_limit=1, memory_limit_mb=256)
+
+
+@pytest.mark.parametrize("language", list(RIGHT))
+def test_the_right_answer_is_right(client: CollimateClient, language: str) -> None:
+    need(language)
+    assert language in PROGRAMS
+    assert grade(client, "py", RIGHT[language], _spec(language)).reward == 1.0
+
+
+@pytest.mark.parametrize(("language", "hack"), CASES)
+def test_a_hack_scores_zero_alone_and_costs_its_siblings_nothing(
+    client: CollimateClient, language: str, hack: str
+) -> None:
+    need(language)
+    spec = _spec(language)
+    alone = grade(client, "py", HACKS[language][hack], spec)
+    assert (alone.reward, alone.infra_error) == (0.0, False), alone.explain()
+    group = [RIGHT[language]] * 3 + [HACKS[language][hack]] + [RIGHT[language]] * 3
+    results = grade_batch(client, "py", group, spec)
+    assert [r.reward for r in results] == [1.0] * 3 + [0.0] + [1.0] * 3, [
+        r.explain() for r in results
+    ]
+    assert not any(r.infra_error for r in results)
