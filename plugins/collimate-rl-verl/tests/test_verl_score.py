@@ -250,3 +250,20 @@ def test_array_valued_ground_truth_from_parquet(target: dict[str, str]) -> None:
     np = pytest.importorskip("numpy")
     truth = {"inputs": np.array(["2\n", "5\n"]), "outputs": np.array(["4\n", "10\n"])}
     assert compute_score("taco", RIGHT, truth, **target)["score"] == 1.0
+
+
+def test_cpp_rows_are_judged_too(target: dict[str, str]) -> None:
+    """verl's stock compute_score always sends Python; ours judges an
+    open-r1 row in C++ (and a Codeforces row) by the row's language."""
+    from collimate_rl.testing.programs import CPP, need
+
+    need("cpp")
+    cases = [{"input": f"{i} {2 * i}\n", "output": f"{3 * i}\n"} for i in range(4)]
+    open_r1 = json.dumps({"language": "cpp", "test_cases": cases})
+    codeforces = {"official_tests": cases, "language": "cpp", "time_limit": 1.0,
+                  "memory_limit": 256, "input_mode": "stdio"}  # fmt: skip
+    right = "```cpp\n" + CPP["right"] + "\n```"
+    for truth in (open_r1, codeforces):
+        assert compute_score("open-r1/codeforces", right, truth, **target)["score"] == 1.0
+        wrong = compute_score("open-r1/codeforces", CPP["wrong"], truth, **target)
+        assert wrong["score"] == 0.25  # 0 + 0 == 0 * 0

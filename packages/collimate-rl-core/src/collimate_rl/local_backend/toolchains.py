@@ -257,6 +257,11 @@ def _typescript() -> Found:
             types,
             "--types",
             "node",
+            # the program is type-checked, not the libraries' declarations,
+            # against the language and Node (no DOM): 4.4 s of a compile -> 1.2
+            "--skipLibCheck",
+            "--lib",
+            "es2020",
             "--outDir",
             "{build}",
             "{src}",
