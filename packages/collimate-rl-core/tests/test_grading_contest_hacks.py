@@ -138,9 +138,11 @@ def test_a_hack_scores_zero_alone_and_costs_its_siblings_nothing(
     spec = _spec(language)
     alone = grade(client, "py", HACKS[language][hack], spec)
     assert (alone.reward, alone.infra_error) == (0.0, False), alone.explain()
-    group = [RIGHT[language]] * 3 + [HACKS[language][hack]] + [RIGHT[language]] * 3
+    # C++ can do every hack: its hacks meet a GRPO-sized group (7 siblings)
+    side = 3 if language == "cpp" else 1
+    group = [RIGHT[language]] * side + [HACKS[language][hack]] + [RIGHT[language]] * side
     results = grade_batch(client, "py", group, spec)
-    assert [r.reward for r in results] == [1.0] * 3 + [0.0] + [1.0] * 3, [
+    assert [r.reward for r in results] == [1.0] * side + [0.0] + [1.0] * side, [
         r.explain() for r in results
     ]
     assert not any(r.infra_error for r in results)
