@@ -99,11 +99,30 @@ def test_a_language_the_host_lacks_is_an_infra_error_not_a_zero(client: Collimat
     assert flagged.infra_error and flagged.verdict == "infra_error" and flagged.reward == 0.0
 
 
-def test_a_client_that_cannot_judge_says_so() -> None:
+def test_the_gateway_wire_judges_for_a_key(backend: LocalCollimateBackend) -> None:
+    """The same grade through the local backend's gateway wire (a Bearer
+    key); without a key the gateway wire refuses it."""
+    need("cpp")
     spec = ContestReward(TESTS, language="cpp")
-    gateway = GatewayClient("col_demo_" + "x" * 24, "http://127.0.0.1:9")
+    key = backend.generated_keys["demo"] if backend.generated_keys else None
+    assert key is not None
+    with GatewayClient(key, backend.base_url, timeout=600) as gateway:
+        assert grade(gateway, "py", CPP["right"], spec).reward == 1.0
+    with GatewayClient("col_demo_" + "x" * 24, backend.base_url) as stranger:
+        with pytest.raises(CollimateError) as refused:
+            grade(stranger, "py", CPP["right"], spec)
+        assert refused.value.status == 401
+
+
+def test_a_client_that_cannot_judge_says_so() -> None:
+    class Plain:
+        """A client of the seed's contract: execs only."""
+
+        def exec_once(self, *_a: object, **_k: object) -> dict[str, object]:
+            raise AssertionError("a judged reward is never an exec")
+
     with pytest.raises(CollimateError, match="cannot judge"):
-        grade(gateway, "py", CPP["right"], spec)
+        grade(Plain(), "py", CPP["right"], ContestReward(TESTS))  # type: ignore[arg-type]
 
 
 @pytest.mark.parametrize(

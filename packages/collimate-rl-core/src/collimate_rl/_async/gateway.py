@@ -12,10 +12,11 @@ from __future__ import annotations
 
 import asyncio
 import random
-from collections.abc import Awaitable, Callable, Mapping
+from collections.abc import Awaitable, Callable, Mapping, Sequence
 from typing import TYPE_CHECKING, Any
 
 from .._aio import uncancellable
+from .._transport import daemon as daemon_routes
 from .._transport import gateway_calls as routes
 from .._transport.calls import Call, exec_call
 from .._transport.calls import segment as _seg
@@ -199,6 +200,21 @@ class AsyncGatewayClient(GatewayClientBase):
     async def resume(self, sandbox_id: str) -> dict[str, Any]:
         """Thaw a suspended sandbox."""
         result: dict[str, Any] = await self._send(routes.state_change(sandbox_id, "resume"))
+        return result
+
+    async def judge(
+        self,
+        problems: Sequence[Mapping[str, Any]],
+        candidates: Sequence[Mapping[str, Any]],
+    ) -> dict[str, Any]:
+        """Programs judged like a contest (``POST /v1/judge``, with this
+        client's key), as :meth:`AsyncCollimateClient.judge
+        <collimate_rl.AsyncCollimateClient.judge>` describes: the local
+        backend's gateway wire serves it; a gateway that does not answers
+        404 (a :class:`~collimate_rl.CollimateError`, never a reward)."""
+        result: dict[str, Any] = await self._send(
+            daemon_routes.judge(problems, candidates, self.timeout)
+        )
         return result
 
     async def usage(

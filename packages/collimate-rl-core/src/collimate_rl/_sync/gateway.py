@@ -13,9 +13,10 @@ from __future__ import annotations
 
 import random
 import time
-from collections.abc import Callable, Mapping
+from collections.abc import Callable, Mapping, Sequence
 from typing import TYPE_CHECKING, Any
 
+from .._transport import daemon as daemon_routes
 from .._transport import gateway_calls as routes
 from .._transport.calls import Call, exec_call
 from .._transport.calls import segment as _seg
@@ -197,6 +198,19 @@ class GatewayClient(GatewayClientBase):
     def resume(self, sandbox_id: str) -> dict[str, Any]:
         """Thaw a suspended sandbox."""
         result: dict[str, Any] = self._send(routes.state_change(sandbox_id, "resume"))
+        return result
+
+    def judge(
+        self,
+        problems: Sequence[Mapping[str, Any]],
+        candidates: Sequence[Mapping[str, Any]],
+    ) -> dict[str, Any]:
+        """Programs judged like a contest (``POST /v1/judge``, with this
+        client's key), as :meth:`CollimateClient.judge
+        <collimate_rl.CollimateClient.judge>` describes: the local
+        backend's gateway wire serves it; a gateway that does not answers
+        404 (a :class:`~collimate_rl.CollimateError`, never a reward)."""
+        result: dict[str, Any] = self._send(daemon_routes.judge(problems, candidates, self.timeout))
         return result
 
     def usage(self, *, from_ts: str | None = None, to_ts: str | None = None) -> dict[str, Any]:

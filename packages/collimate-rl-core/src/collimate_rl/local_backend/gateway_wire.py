@@ -20,6 +20,7 @@ from .catalog import catalog_rows
 from .egress import EgressDecision, decide_egress
 from .engine.api import TemplateSpec
 from .gateway_sandboxes import SandboxBook
+from .judging import judge_body
 from .routing import Handler, Request, Response, Router
 from .service import BackendService
 from .tenants import KeyRing, Tenant
@@ -149,11 +150,18 @@ class GatewayRoutes:
             ("POST", "/v1/sandboxes/{id}/suspend", self.suspend),
             ("POST", "/v1/sandboxes/{id}/resume", self.resume),
             ("GET", "/v1/usage", self.usage),
+            ("POST", "/v1/judge", self.judge),
         ]
 
     def tenant(self, req: Request) -> Tenant:
         """The caller's tenant, by its Bearer key (else a 401)."""
         return self.keys.tenant_for(req.headers.get("authorization"))
+
+    # -- judging (as the daemon wire does, for a tenant)
+
+    async def judge(self, req: Request, _p: dict[str, str]) -> Response:
+        self.tenant(req)
+        return Response(200, await judge_body(self.service.languages, req.json()))
 
     # -- the catalog
 
