@@ -198,3 +198,16 @@ def test_the_verdict_holds_beside_cpu_bound_neighbours(client: httpx.Client) -> 
         for h in hogs:
             h.kill()
             h.wait()
+
+
+def test_a_long_compile_limit_is_honoured_and_a_program_may_exit_127(
+    client: httpx.Client,
+) -> None:
+    """A compile limit above the clone's default CPU ceiling still compiles
+    (it once failed to start and read as a compile error), and a program
+    exiting 127 is its own runtime error, not a failure to start it."""
+    need("cpp")
+    a = run(client, "cpp", PROGRAMS["cpp"]["right"] + "\n// long limit\n", compile_timeout=300)
+    assert a["status"] == "Success", a
+    a = run(client, "cpp", "#include <cstdlib>\nint main(){ std::exit(127); }")
+    assert (a["status"], a["run_result"]["return_code"]) == ("Failed", 127)

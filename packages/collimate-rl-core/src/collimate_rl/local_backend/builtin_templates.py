@@ -50,7 +50,10 @@ def builtin_templates() -> tuple[Mapping[str, Any], ...]:
             # (its resident set, by the language runner), not by RLIMIT_AS
             # (output: a judge's exec returns each test's output, which a
             # checker then reads; it may be megabytes a test)
-            "limits": {"memory": "4GiB", "address_space": False, "output": "256MiB"},
+            # (cpu_seconds: the hard ceiling of every compile's and run's own
+            # CPU limit, which the language runner sets below it)
+            "limits": {"memory": "4GiB", "address_space": False, "output": "256MiB",
+                       "cpu_seconds": 3600},
         },
     )
 

@@ -191,15 +191,36 @@ def _run_delay(pid: int) -> float:
         return 0.0
 
 
+class _StartFailed(Exception):
+    """The program could not be started (the runner's failure, not its)."""
+
+
 def _start(
     argv: list[str], env: dict[str, str], cwd: str, io: tuple[str, ...], limits: dict[str, Any]
 ) -> int:
+    """Fork and exec ``argv`` with ``io`` as fds 0-2 and ``limits``. An exec
+    that fails says why on a close-on-exec pipe (read here: nothing comes
+    once the program runs), so a program that exits 127 is never taken for
+    one that did not start."""
+    err_r, err_w = os.pipe2(os.O_CLOEXEC)
     pid = os.fork()
     if pid:
+        os.close(err_w)
+        why = b""
+        while True:
+            chunk = os.read(err_r, 4096)
+            if not chunk:
+                break
+            why += chunk
+        os.close(err_r)
+        if why:
+            os.waitpid(pid, 0)
+            raise _StartFailed("cannot start %s: %s" % (argv[0], why.decode("utf-8", "replace")))
         return pid
     try:
         import resource
 
+        os.close(err_r)
         os.setpgid(0, 0)
         for target, (path, flags) in enumerate(
             (
@@ -212,7 +233,10 @@ def _start(
             os.dup2(fd, target)
             if fd != target:
                 os.close(fd)
-        os.closerange(3, 1 << 16)
+        if err_w < 3:  # (it must outlive the closerange below)
+            err_w = os.dup(err_w)
+        os.closerange(3, err_w)
+        os.closerange(err_w + 1, 1 << 16)
         os.chdir(cwd)
         for sig in (signal.SIGPIPE, signal.SIGXFSZ, signal.SIGXCPU):
             signal.signal(sig, signal.SIG_DFL)
@@ -225,13 +249,20 @@ def _start(
             if soft is None:
                 continue
             hard = resource.getrlimit(which)[1]
-            if hard != resource.RLIM_INFINITY:
+            if which == resource.RLIMIT_CPU:
+                # SIGXCPU at the soft limit, SIGKILL a second later
+                if hard != resource.RLIM_INFINITY:
+                    soft = min(soft, hard - 1)
+                    hard = min(soft + 1, hard)
+                else:
+                    hard = soft + 1
+            elif hard != resource.RLIM_INFINITY:
                 soft = min(soft, hard)
-            resource.setrlimit(which, (soft, hard if which != resource.RLIMIT_CPU else soft + 1))
+            resource.setrlimit(which, (soft, hard))
         os.execve(argv[0], argv, env)
     except BaseException as exc:
         try:
-            os.write(2, ("cannot start %s: %s\n" % (argv[0], exc)).encode())
+            os.write(err_w, ("%s" % (exc,)).encode() or b"?")
         except BaseException:
             pass
     os._exit(127)
@@ -384,7 +415,11 @@ def _compile(req: dict[str, Any], root: str) -> None:
     env = _environ(tc, paths)
     cpu_limit = float(req["cpu_limit"])
     limits = {"cpu": int(cpu_limit) + 1}
-    pid = _start(_expand(tc["compile"], paths), env, root, io, limits)
+    try:
+        pid = _start(_expand(tc["compile"], paths), env, root, io, limits)
+    except _StartFailed as exc:
+        _emit({"phase": "compiled", "verdict": "start_failed", "output": _b64(str(exc).encode())})
+        return
     used = _watch(pid, cpu_limit, float(req["wall_limit"]), 0)
     _kill_leftovers()
     code = os.waitstatus_to_exitcode(used["status"])
@@ -440,7 +475,12 @@ def _run(req: dict[str, Any], root: str) -> None:
         with open(io[0], "wb") as fh:
             fh.write(base64.b64decode(item["stdin"]))
         extra = [os.path.join(root, os.path.normpath(a)) for a in item.get("args") or ()]
-        pid = _start(argv + extra, env, root, io, limits)
+        try:
+            pid = _start(argv + extra, env, root, io, limits)
+        except _StartFailed as exc:
+            why = _b64(str(exc).encode())
+            _emit({"phase": "run", "index": i, "limit": "start_failed", "stderr": why})
+            continue
         used = _watch(pid, cpu_limit, float(req["wall_limit"]), memory, io[1], output)
         _kill_leftovers()
         code = os.waitstatus_to_exitcode(used["status"])

@@ -256,6 +256,11 @@ class LanguageRuns:
                     cpu=float(record.get("cpu", 0.0)),
                     wall=float(record.get("wall", 0.0)),
                 )
+                if build.verdict == "start_failed":
+                    raise LanguageInfraError(
+                        f"the {tc.language} compiler could not be started: "
+                        f"{base64.b64decode(build.output).decode('utf-8', 'replace')[-300:]}"
+                    )
                 if build.verdict != "starved":
                     return build
             raise LanguageInfraError(
@@ -316,6 +321,9 @@ class LanguageRuns:
             records += [_RUNNER_STOPPED] * (len(todo) - len(records))
             again = []
             for at, record in zip(todo, records, strict=True):
+                if record.get("limit") == "start_failed":
+                    why = base64.b64decode(record.get("stderr", "")).decode("utf-8", "replace")
+                    raise LanguageInfraError(f"a {tc.language} program could not be started: {why}")
                 if record.get("limit") == "starved":
                     again.append(at)
                     continue
