@@ -1,0 +1,2080 @@
+"""C++ contest grading of a training step: SandboxFusion's own server driven
+as verl drives it, against our local backend's ``/run_code`` driven the same
+way, and against one documented ``grade_batch`` call (not a test).
+
+    python benchmarks/bench_cpp_judge.py [--rounds 2] [--threads 32]
+        [--prompts 8] [--candidates 8] [--tests 10] [--quick]
+
+**Workload.** 8 prompts x 8 candidates x 10 tests: eight small but real
+Codeforces-style stdin/stdout problems in C++ (``#include
+<bits/stdc++.h>``): sum of an array, maximum subarray sum, primes below n,
+words in reverse order, gcd of a list, sort and print, Fibonacci modulo
+1e9+7, palindrome check. Each has 10 tests generated from a seeded RNG (the
+first ones edge cases) and answered by a reference in Python. Each prompt
+has 8 candidates, all distinct sources, as a GRPO group sampled at
+temperature 1 would be: 5 or 6 right solutions written different ways
+(loops, containers, recursion, I/O, names, comments) and 2 or 3 wrong ones
+(off by one, a wrong operator or condition, a wrong modulus, ``Yes`` for
+``YES``), each wrong one with a Python model of what it prints, so every
+candidate's expected reward (the fraction of its tests passed) is known
+beforehand: a mix of 1, 0 and fractions in between. Every way's rewards
+must equal these exactly (checked; a difference is printed and makes the
+run exit 1). Outputs are chosen so that verl's comparison (stdout equal
+after stripping trailing newlines) and the judge's ``tokens`` comparison
+agree on every (candidate, test) pair (checked when the workload is built).
+
+**Ways**, each timed over the whole workload (64 candidates x 10 tests),
+in interleaved rounds (sandbox-fusion, ours /run_code, ours grade_batch,
+then again), the machine's load average printed at each round's start:
+
+1. ``sandbox-fusion /run_code``: ByteDance's SandboxFusion server, started
+   here from its git directory on this machine (``_sandbox_fusion_peer.py``:
+   its ``local`` config, isolation ``none``, its own venv), driven with
+   verl's pattern: one ``POST /run_code`` per test case with verl's body
+   (``code``, ``stdin``, ``compile_timeout``, ``run_timeout``,
+   ``memory_limit_MB`` 1024, ``language`` ``cpp``, ``files`` ``{}``,
+   ``fetch_files`` ``[]``) from a pool of 32 threads, one keep-alive
+   connection each, the 640 requests in candidate order; a test passes
+   when ``status`` is ``Success`` and ``run_result.stdout`` equals the
+   expected output after stripping trailing newlines. SandboxFusion runs
+   ``g++ -std=c++17`` for every request: 640 compiles, each parsing all of
+   ``bits/stdc++.h``.
+2. ``ours /run_code``: the same client code, body and threads against our
+   local backend's ``/run_code`` (``python -m collimate_rl.local_backend``,
+   started as its own process by ``_sides.ours_backend``, isolation
+   ``auto``). Its compile cache builds each distinct source once (``-O2``
+   and a precompiled ``bits/stdc++.h``); the other requests of a source
+   join that compile or hit its build.
+3. ``ours grade_batch``: the documented call, ``grade_batch(
+   CollimateClient(url), "py", candidates, specs)``, specs one
+   ``ContestReward(tests, language="cpp", time_limit=2,
+   memory_limit_mb=256)`` per prompt (listed once per candidate), no other
+   option: the server's judge route compiles each program once and runs
+   its tests.
+
+The compile cache is cold for each of our ways in every round: each
+round's and way's sources carry a comment of their own (``// <way> round
+<n>``), so nothing compiled before can be reused and every figure is a
+first submission. SandboxFusion's sources carry the same kind of comment
+(it keeps nothing anyway). Before the first round each server answers one
+warm-up request of a program outside the workload (SandboxFusion probes its
+g++ flags on its first C++ request; ours may build its precompiled header),
+and our backend one warm-up ``grade_batch``. ``GET /v1/health``'s
+``compile_cache`` counters are read around each of our ways, and what the
+way added (``compiles``, ``hits``, ``joined``) is printed.
+
+``compile_timeout`` 120 s and ``run_timeout`` 10 s by default, in both
+sides' bodies (verl's own defaults are 10 and 10): SandboxFusion's compile
+timeout is wall time, and 32 of its compiles at once on 2 cores take about
+33 s of wall time each on an otherwise idle machine (at 50 s, 24 of its 640
+were killed in a round); ours counts CPU time. A limit only decides what is
+killed, never how fast anything runs. The client's wait is verl's:
+``compile_timeout + run_timeout + 10`` s. Any ``SandboxError``, compile or
+run timeout, client timeout, HTTP error, compile error, run error or
+``grade_batch`` infra error is a failure: counted, reported by kind with
+its first message, never dropped (it also shows as a reward difference)
+and makes the run exit 1.
+
+**Targets** (medians of rounds): sandbox-fusion / ours /run_code >= 3x,
+sandbox-fusion / ours grade_batch >= 20x. Per-round ratios are printed
+beside them.
+
+``--quick``: 2 prompts x 4 candidates x 3 tests, 1 round (a smoke run).
+"""
+
+from __future__ import annotations
+
+import argparse
+import http.client
+import math
+import os
+import random
+import statistics
+import sys
+import threading
+import time
+from collections import Counter
+from collections.abc import Callable, Sequence
+from dataclasses import dataclass
+from functools import reduce
+from typing import Any
+
+import httpx
+from _sandbox_fusion_peer import (
+    DEFAULT_CHECKOUT,
+    DEFAULT_REPO,
+    checkout_commit,
+    ensure_sandbox_fusion_venv,
+    run_code,
+    sandbox_fusion_checkout,
+    sandbox_fusion_server,
+)
+from _sides import ours_backend
+
+from collimate_rl import CollimateClient, ContestReward, grade_batch
+
+#: What the program prints for an input (a reference, or a wrong candidate's model).
+Model = Callable[[str], str]
+
+#: verl's extra wait for an answer beyond compile and run (its API_TIMEOUT).
+API_TIMEOUT_S = 10
+
+WAYS = ("sandbox-fusion /run_code", "ours /run_code", "ours grade_batch")
+#: The comment tag of each way (keeps each way's sources its own).
+TAGS = ("sandbox-fusion", "ours-run-code", "ours-grade-batch")
+
+#: Targets: sandbox-fusion's seconds over ours (median of rounds).
+TARGETS = {"ours /run_code": 3.0, "ours grade_batch": 20.0}
+
+#: A /run_code answer's kinds that are the program's own (a test passed or not).
+PROGRAM_KINDS = ("pass", "wrong")
+
+
+@dataclass(frozen=True)
+class Candidate:
+    source: str
+    #: What it prints; ``None``: the reference's answer (a right solution).
+    model: Model | None = None
+    note: str = "right"
+
+
+@dataclass(frozen=True)
+class Problem:
+    name: str
+    generate: Callable[[random.Random, int], str]
+    reference: Model
+    candidates: tuple[Candidate, ...]
+
+
+def wrong(note: str, model: Model, source: str) -> Candidate:
+    return Candidate(source, model, note)
+
+
+def cpp(body: str) -> str:
+    """A source: the header every candidate starts with, then ``body``."""
+    return "#include <bits/stdc++.h>\n" + body.lstrip("\n")
+
+
+def _array(inp: str) -> list[int]:
+    n, *values = map(int, inp.split())
+    assert len(values) == n, inp
+    return values
+
+
+def _array_input(values: Sequence[int]) -> str:
+    return f"{len(values)}\n{' '.join(map(str, values))}\n"
+
+
+def _line(*values: object) -> str:
+    return " ".join(map(str, values)) + "\n"
+
+
+# ---------------------------------------------------------------- the problems
+# 1. Sum of an array (values up to 1e9 in absolute value: 64-bit sums).
+
+
+def gen_sum(rng: random.Random, i: int) -> str:
+    if i == 0:
+        return _array_input([0])
+    if i == 1:
+        return _array_input([-7])
+    n = rng.randint(1, 50)
+    if i % 2 == 0:
+        return _array_input([rng.randint(0, 100) for _ in range(n)])
+    return _array_input([rng.randint(-(10**9), 10**9) for _ in range(n)])
+
+
+SUM = Problem(
+    "sum of array",
+    gen_sum,
+    lambda inp: _line(sum(_array(inp))),
+    (
+        Candidate(
+            cpp("""
+using namespace std;
+
+int main() {
+    int n;
+    cin >> n;
+    long long s = 0;
+    for (int i = 0; i < n; i++) {
+        long long x;
+        cin >> x;
+        s += x;
+    }
+    cout << s << "\\n";
+    return 0;
+}
+""")
+        ),
+        wrong(
+            "adds the positive values only",
+            lambda inp: _line(sum(x for x in _array(inp) if x > 0)),
+            cpp("""
+using namespace std;
+
+int main() {
+    int n;
+    cin >> n;
+    long long total = 0;
+    while (n--) {
+        long long v;
+        cin >> v;
+        if (v > 0) total += v;
+    }
+    cout << total << endl;
+}
+"""),
+        ),
+        Candidate(
+            cpp("""
+using namespace std;
+typedef long long ll;
+
+int main() {
+    ios::sync_with_stdio(false);
+    cin.tie(nullptr);
+    int n;
+    cin >> n;
+    vector<ll> a(n);
+    for (auto &x : a) cin >> x;
+    cout << accumulate(a.begin(), a.end(), 0LL) << '\\n';
+    return 0;
+}
+""")
+        ),
+        Candidate(
+            cpp("""
+int main() {
+    int n;
+    if (scanf("%d", &n) != 1) return 0;
+    long long sum = 0, x;
+    for (int i = 0; i < n; ++i) {
+        if (scanf("%lld", &x) != 1) break;
+        sum += x;
+    }
+    printf("%lld\\n", sum);
+    return 0;
+}
+""")
+        ),
+        wrong(
+            "off by one: leaves the last value out",
+            lambda inp: _line(sum(_array(inp)[:-1])),
+            cpp("""
+using namespace std;
+
+int main() {
+    int n;
+    cin >> n;
+    vector<long long> a(n);
+    for (int i = 0; i < n; i++) cin >> a[i];
+    long long s = 0;
+    for (int i = 0; i < n - 1; i++) s += a[i];
+    cout << s << "\\n";
+    return 0;
+}
+"""),
+        ),
+        Candidate(
+            cpp("""
+using namespace std;
+
+// Sum of the array: 64-bit, since n * 1e9 overflows an int.
+int main() {
+    long long n, answer = 0;
+    cin >> n;
+    for (long long k = 0; k < n; ++k) {
+        long long value;
+        cin >> value;
+        answer = answer + value;
+    }
+    cout << answer << '\\n';
+}
+""")
+        ),
+        Candidate(
+            cpp("""
+using namespace std;
+
+int main() {
+    int n;
+    cin >> n;
+    vector<long long> a(n);
+    long long s = 0;
+    for (long long &x : a) {
+        cin >> x;
+    }
+    for (long long x : a) {
+        s += x;
+    }
+    cout << s << endl;
+    return 0;
+}
+""")
+        ),
+        Candidate(
+            cpp("""
+using namespace std;
+
+int main() {
+    size_t n;
+    cin >> n;
+    long long s = 0;
+    istream_iterator<long long> it(cin), end;
+    for (size_t i = 0; i < n && it != end; ++i, ++it) s += *it;
+    cout << s << "\\n";
+}
+""")
+        ),
+    ),
+)
+
+# 2. Maximum sum of a non-empty subarray.
+
+
+def gen_max_subarray(rng: random.Random, i: int) -> str:
+    if i == 0:
+        return _array_input([-5])
+    if i == 1:
+        return _array_input([-3, -1, -2])
+    n = rng.randint(1, 60)
+    low, high = (-100, -1) if i % 3 == 1 else (-100, 100)
+    return _array_input([rng.randint(low, high) for _ in range(n)])
+
+
+def _max_subarray(values: Sequence[int]) -> int:
+    best = cur = values[0]
+    for x in values[1:]:
+        cur = max(x, cur + x)
+        best = max(best, cur)
+    return best
+
+
+LLONG_MIN = -(2**63)
+
+
+def _max_subarray_but_last(values: Sequence[int]) -> int:
+    best = LLONG_MIN
+    for i in range(len(values)):
+        s = 0
+        for j in range(i, len(values) - 1):
+            s += values[j]
+            best = max(best, s)
+    return best
+
+
+MAX_SUBARRAY = Problem(
+    "max subarray",
+    gen_max_subarray,
+    lambda inp: _line(_max_subarray(_array(inp))),
+    (
+        Candidate(
+            cpp("""
+using namespace std;
+
+int main() {
+    int n;
+    cin >> n;
+    vector<long long> a(n);
+    for (auto &x : a) cin >> x;
+    long long best = a[0], cur = a[0];
+    for (int i = 1; i < n; i++) {
+        cur = max(a[i], cur + a[i]);
+        best = max(best, cur);
+    }
+    cout << best << "\\n";
+    return 0;
+}
+""")
+        ),
+        wrong(
+            "the best starts at 0 (an empty subarray)",
+            lambda inp: _line(max(0, _max_subarray(_array(inp)))),
+            cpp("""
+using namespace std;
+
+int main() {
+    int n;
+    cin >> n;
+    long long best = 0, cur = 0;
+    for (int i = 0; i < n; i++) {
+        long long x;
+        cin >> x;
+        cur = max(0LL, cur + x);
+        best = max(best, cur);
+    }
+    cout << best << "\\n";
+    return 0;
+}
+"""),
+        ),
+        Candidate(
+            cpp("""
+using namespace std;
+
+int main() {
+    int n;
+    cin >> n;
+    vector<long long> a(n);
+    for (int i = 0; i < n; ++i) cin >> a[i];
+    long long best = LLONG_MIN;
+    for (int i = 0; i < n; ++i) {
+        long long s = 0;
+        for (int j = i; j < n; ++j) {
+            s += a[j];
+            best = max(best, s);
+        }
+    }
+    cout << best << '\\n';
+}
+""")
+        ),
+        Candidate(
+            cpp("""
+using namespace std;
+
+int main() {
+    int n;
+    if (scanf("%d", &n) != 1) return 0;
+    long long prefix = 0, lowest = 0, best = LLONG_MIN;
+    for (int i = 0; i < n; i++) {
+        long long x;
+        if (scanf("%lld", &x) != 1) break;
+        prefix += x;
+        best = max(best, prefix - lowest);
+        lowest = min(lowest, prefix);
+    }
+    printf("%lld\\n", best);
+    return 0;
+}
+""")
+        ),
+        wrong(
+            "off by one: no subarray ends at the last value",
+            lambda inp: _line(_max_subarray_but_last(_array(inp))),
+            cpp("""
+using namespace std;
+
+int main() {
+    int n;
+    cin >> n;
+    vector<long long> a(n);
+    for (int i = 0; i < n; ++i) cin >> a[i];
+    long long best = LLONG_MIN;
+    for (int i = 0; i < n; ++i) {
+        long long s = 0;
+        for (int j = i; j < n - 1; ++j) {
+            s += a[j];
+            best = max(best, s);
+        }
+    }
+    cout << best << '\\n';
+}
+"""),
+        ),
+        Candidate(
+            cpp("""
+using namespace std;
+
+int main() {
+    int n;
+    cin >> n;
+    vector<long long> a(n), dp(n);
+    for (int i = 0; i < n; i++) cin >> a[i];
+    dp[0] = a[0];
+    for (int i = 1; i < n; i++) dp[i] = max(a[i], dp[i - 1] + a[i]);
+    cout << *max_element(dp.begin(), dp.end()) << endl;
+}
+""")
+        ),
+        Candidate(
+            cpp("""
+using namespace std;
+using ll = long long;
+
+int main() {
+    ios_base::sync_with_stdio(false);
+    int n;
+    cin >> n;
+    ll running = 0, answer = LLONG_MIN;
+    while (n--) {
+        ll v;
+        cin >> v;
+        running += v;
+        answer = max(answer, running);
+        if (running < 0) running = 0;
+    }
+    cout << answer << '\\n';
+    return 0;
+}
+""")
+        ),
+        Candidate(
+            cpp("""
+using namespace std;
+
+// Kadane: the best sum of a subarray ending here, and the best so far.
+int main() {
+    int count;
+    cin >> count;
+    long long endingHere = 0, bestSoFar = 0;
+    for (int idx = 0; idx < count; idx++) {
+        long long value;
+        cin >> value;
+        if (idx == 0) {
+            endingHere = bestSoFar = value;
+            continue;
+        }
+        endingHere = max(value, endingHere + value);
+        bestSoFar = max(bestSoFar, endingHere);
+    }
+    cout << bestSoFar << "\\n";
+    return 0;
+}
+""")
+        ),
+    ),
+)
+
+# 3. How many primes are below n (n <= 100000).
+
+PRIME_LIMIT = 100_000
+
+
+def _sieve(limit: int) -> list[bool]:
+    is_prime = [True] * (limit + 1)
+    is_prime[0] = is_prime[1] = False
+    for i in range(2, math.isqrt(limit) + 1):
+        if is_prime[i]:
+            is_prime[i * i :: i] = [False] * len(range(i * i, limit + 1, i))
+    return is_prime
+
+
+IS_PRIME = _sieve(PRIME_LIMIT)
+PRIMES = [p for p, prime in enumerate(IS_PRIME) if prime]
+
+
+def gen_primes(rng: random.Random, i: int) -> str:
+    if i < 3:
+        return _line((0, 2, 3)[i])
+    if i % 2 == 0:  # a prime n: counting up to n inclusive is then wrong
+        return _line(rng.choice([p for p in PRIMES if p >= 5]))
+    return _line(rng.randint(5, PRIME_LIMIT))
+
+
+def _primes_below(n: int) -> int:
+    return sum(1 for p in PRIMES if p < n)
+
+
+PRIMES_BELOW = Problem(
+    "primes below n",
+    gen_primes,
+    lambda inp: _line(_primes_below(int(inp))),
+    (
+        Candidate(
+            cpp("""
+using namespace std;
+
+int main() {
+    int n;
+    cin >> n;
+    vector<bool> composite(max(n, 2), false);
+    int count = 0;
+    for (int i = 2; i < n; i++) {
+        if (composite[i]) continue;
+        count++;
+        for (long long j = (long long)i * i; j < n; j += i) composite[j] = true;
+    }
+    cout << count << "\\n";
+    return 0;
+}
+""")
+        ),
+        wrong(
+            "off by one: counts the primes up to n inclusive",
+            lambda inp: _line(_primes_below(int(inp) + 1)),
+            cpp("""
+using namespace std;
+
+bool isPrime(int x) {
+    if (x < 2) return false;
+    for (int d = 2; d * d <= x; d++)
+        if (x % d == 0) return false;
+    return true;
+}
+
+int main() {
+    int n;
+    cin >> n;
+    int count = 0;
+    for (int i = 2; i <= n; i++)
+        if (isPrime(i)) count++;
+    cout << count << endl;
+    return 0;
+}
+"""),
+        ),
+        Candidate(
+            cpp("""
+using namespace std;
+
+int main() {
+    int n;
+    cin >> n;
+    int primes = 0;
+    for (int i = 2; i < n; ++i) {
+        bool prime = true;
+        for (int j = 2; j * j <= i; ++j) {
+            if (i % j == 0) {
+                prime = false;
+                break;
+            }
+        }
+        if (prime) ++primes;
+    }
+    cout << primes << '\\n';
+}
+""")
+        ),
+        Candidate(
+            cpp("""
+using namespace std;
+
+int main() {
+    int n;
+    if (scanf("%d", &n) != 1) return 0;
+    if (n < 3) {
+        puts("0");
+        return 0;
+    }
+    vector<char> sieve(n, 1);
+    sieve[0] = sieve[1] = 0;
+    for (int i = 2; (long long)i * i < n; i++)
+        if (sieve[i])
+            for (int j = i * i; j < n; j += i) sieve[j] = 0;
+    printf("%d\\n", (int)count(sieve.begin(), sieve.end(), 1));
+    return 0;
+}
+""")
+        ),
+        wrong(
+            "wrong operator: j * j < i takes the squares of primes for primes",
+            lambda inp: _line(_primes_below(int(inp)) + sum(1 for p in PRIMES if p * p < int(inp))),
+            cpp("""
+using namespace std;
+
+int main() {
+    int n;
+    cin >> n;
+    int primes = 0;
+    for (int i = 2; i < n; ++i) {
+        bool prime = true;
+        for (int j = 2; j * j < i; ++j) {
+            if (i % j == 0) {
+                prime = false;
+                break;
+            }
+        }
+        if (prime) ++primes;
+    }
+    cout << primes << '\\n';
+}
+"""),
+        ),
+        Candidate(
+            cpp("""
+using namespace std;
+
+int main() {
+    long long n;
+    cin >> n;
+    if (n <= 2) {
+        cout << 0 << "\\n";
+        return 0;
+    }
+    // 2 is the only even prime; sieve the odd numbers below n.
+    vector<bool> odd_composite(n / 2 + 1, false);
+    long long total = 1;
+    for (long long i = 3; i < n; i += 2) {
+        if (odd_composite[i / 2]) continue;
+        ++total;
+        for (long long j = i * i; j < n; j += 2 * i) odd_composite[j / 2] = true;
+    }
+    cout << total << "\\n";
+}
+""")
+        ),
+        Candidate(
+            cpp("""
+using namespace std;
+
+bitset<100001> is_composite;
+
+int main() {
+    int n;
+    cin >> n;
+    int answer = 0;
+    for (int p = 2; p < n; p++) {
+        if (is_composite[p]) continue;
+        answer++;
+        for (long long q = 1LL * p * p; q < n; q += p) is_composite[q] = true;
+    }
+    cout << answer << endl;
+    return 0;
+}
+""")
+        ),
+        Candidate(
+            cpp("""
+using namespace std;
+
+// Linear sieve: every composite is crossed out once, by its least prime.
+int main() {
+    int n;
+    cin >> n;
+    vector<int> lp(max(n, 1), 0), primes;
+    for (int i = 2; i < n; ++i) {
+        if (lp[i] == 0) {
+            lp[i] = i;
+            primes.push_back(i);
+        }
+        for (int p : primes) {
+            if (p > lp[i] || (long long)i * p >= n) break;
+            lp[i * p] = p;
+        }
+    }
+    cout << primes.size() << '\\n';
+    return 0;
+}
+""")
+        ),
+    ),
+)
+
+# 4. The words of a line in reverse order.
+
+
+def gen_reverse_words(rng: random.Random, i: int) -> str:
+    if i == 0:
+        words = ["abc"]
+    elif i == 1:
+        words = ["a", "a", "a"]
+    else:
+        words = [
+            "".join(rng.choice("abcdefghijklmnopqrstuvwxyz") for _ in range(rng.randint(1, 8)))
+            for _ in range(rng.randint(2, 20))
+        ]
+    return f"{len(words)}\n{' '.join(words)}\n"
+
+
+def _words(inp: str) -> list[str]:
+    k, *words = inp.split()
+    assert len(words) == int(k), inp
+    return words
+
+
+REVERSE_WORDS = Problem(
+    "reverse words",
+    gen_reverse_words,
+    lambda inp: _line(*reversed(_words(inp))),
+    (
+        Candidate(
+            cpp("""
+using namespace std;
+
+int main() {
+    int k;
+    cin >> k;
+    vector<string> w(k);
+    for (auto &s : w) cin >> s;
+    for (int i = k - 1; i >= 0; i--) {
+        cout << w[i];
+        if (i > 0) cout << ' ';
+    }
+    cout << '\\n';
+    return 0;
+}
+""")
+        ),
+        wrong(
+            "off by one: the first word is left out",
+            lambda inp: _line(*reversed(_words(inp)[1:])),
+            cpp("""
+using namespace std;
+
+int main() {
+    int k;
+    cin >> k;
+    vector<string> words(k);
+    for (int i = 0; i < k; i++) cin >> words[i];
+    for (int i = k - 1; i > 0; i--) {
+        if (i != k - 1) cout << " ";
+        cout << words[i];
+    }
+    cout << "\\n";
+    return 0;
+}
+"""),
+        ),
+        Candidate(
+            cpp("""
+using namespace std;
+
+int main() {
+    int k;
+    cin >> k;
+    vector<string> words(k);
+    for (auto &w : words) cin >> w;
+    reverse(words.begin(), words.end());
+    string out;
+    for (size_t i = 0; i < words.size(); ++i) {
+        if (i) out += ' ';
+        out += words[i];
+    }
+    cout << out << endl;
+}
+""")
+        ),
+        Candidate(
+            cpp("""
+using namespace std;
+
+int main() {
+    int k;
+    cin >> k;
+    stack<string> st;
+    for (int i = 0; i < k; ++i) {
+        string s;
+        cin >> s;
+        st.push(s);
+    }
+    bool first = true;
+    while (!st.empty()) {
+        if (!first) cout << ' ';
+        cout << st.top();
+        st.pop();
+        first = false;
+    }
+    cout << '\\n';
+    return 0;
+}
+""")
+        ),
+        wrong(
+            "prints the words in their own order",
+            lambda inp: _line(*_words(inp)),
+            cpp("""
+using namespace std;
+
+int main() {
+    int k;
+    cin >> k;
+    vector<string> w(k);
+    for (auto &s : w) cin >> s;
+    for (int i = 0; i < k; i++) {
+        cout << w[i];
+        if (i + 1 < k) cout << ' ';
+    }
+    cout << '\\n';
+    return 0;
+}
+"""),
+        ),
+        Candidate(
+            cpp("""
+using namespace std;
+
+int main() {
+    int k;
+    cin >> k >> ws;
+    string line;
+    getline(cin, line);
+    istringstream in(line);
+    vector<string> parts;
+    string part;
+    while (in >> part) parts.push_back(part);
+    for (int i = (int)parts.size() - 1; i >= 0; --i)
+        cout << parts[i] << (i ? " " : "\\n");
+    return 0;
+}
+""")
+        ),
+        Candidate(
+            cpp("""
+using namespace std;
+
+int main() {
+    int k;
+    cin >> k;
+    deque<string> dq;
+    string s;
+    while (k-- > 0 && cin >> s) dq.push_front(s);
+    for (size_t i = 0; i < dq.size(); i++) cout << (i ? " " : "") << dq[i];
+    cout << "\\n";
+}
+""")
+        ),
+        Candidate(
+            cpp("""
+using namespace std;
+
+// Read one word, print the rest (reversed) first, then this one.
+void rev(int left, bool last) {
+    if (left == 0) return;
+    string word;
+    cin >> word;
+    rev(left - 1, false);
+    cout << word << (last ? "\\n" : " ");
+}
+
+int main() {
+    int k;
+    cin >> k;
+    rev(k, true);
+    return 0;
+}
+""")
+        ),
+    ),
+)
+
+# 5. The gcd of a list.
+
+
+def gen_gcd(rng: random.Random, i: int) -> str:
+    if i == 0:
+        return _array_input([12])
+    if i == 1:
+        return _array_input([7, 7])
+    base = 1 if i % 5 == 4 else rng.randint(1, 1000)
+    factors = [rng.randint(1, 10**6) for _ in range(rng.randint(2, 30))]
+    if i % 3 == 2:  # the last value alone brings the gcd down to base
+        factors = [2 * f for f in factors]
+        factors[-1] = 1
+    elif i % 2 == 0:  # the gcd itself is in the list
+        factors[rng.randrange(len(factors))] = 1
+    return _array_input([base * f for f in factors])
+
+
+GCD = Problem(
+    "gcd of list",
+    gen_gcd,
+    lambda inp: _line(reduce(math.gcd, _array(inp))),
+    (
+        Candidate(
+            cpp("""
+using namespace std;
+
+int main() {
+    int n;
+    cin >> n;
+    long long g = 0;
+    for (int i = 0; i < n; i++) {
+        long long x;
+        cin >> x;
+        g = gcd(g, x);
+    }
+    cout << g << "\\n";
+    return 0;
+}
+""")
+        ),
+        wrong(
+            "prints the smallest value",
+            lambda inp: _line(min(_array(inp))),
+            cpp("""
+using namespace std;
+
+int main() {
+    int n;
+    cin >> n;
+    vector<long long> a(n);
+    for (auto &x : a) cin >> x;
+    // The gcd divides every element, so it is the smallest one.
+    cout << *min_element(a.begin(), a.end()) << "\\n";
+    return 0;
+}
+"""),
+        ),
+        Candidate(
+            cpp("""
+using namespace std;
+
+int main() {
+    int n;
+    if (scanf("%d", &n) != 1) return 0;
+    long long g;
+    if (scanf("%lld", &g) != 1) return 0;
+    for (int i = 1; i < n; i++) {
+        long long x;
+        if (scanf("%lld", &x) != 1) break;
+        g = __gcd(g, x);
+    }
+    printf("%lld\\n", g);
+}
+""")
+        ),
+        Candidate(
+            cpp("""
+using namespace std;
+
+long long euclid(long long a, long long b) {
+    while (b != 0) {
+        long long r = a % b;
+        a = b;
+        b = r;
+    }
+    return a;
+}
+
+int main() {
+    int n;
+    cin >> n;
+    long long answer = 0;
+    while (n--) {
+        long long v;
+        cin >> v;
+        answer = euclid(answer, v);
+    }
+    cout << answer << endl;
+    return 0;
+}
+""")
+        ),
+        wrong(
+            "off by one: leaves the last value out",
+            lambda inp: _line(reduce(math.gcd, _array(inp)[: max(1, len(_array(inp)) - 1)])),
+            cpp("""
+using namespace std;
+
+int main() {
+    int n;
+    cin >> n;
+    vector<long long> a(n);
+    for (int i = 0; i < n; i++) cin >> a[i];
+    long long g = a[0];
+    for (int i = 1; i < n - 1; i++) g = gcd(g, a[i]);
+    cout << g << "\\n";
+    return 0;
+}
+"""),
+        ),
+        Candidate(
+            cpp("""
+using namespace std;
+typedef long long ll;
+
+ll g(ll a, ll b) { return b == 0 ? a : g(b, a % b); }
+
+int main() {
+    ios::sync_with_stdio(false);
+    int n;
+    cin >> n;
+    vector<ll> v(n);
+    for (ll &x : v) cin >> x;
+    ll r = v[0];
+    for (int i = 1; i < n; ++i) r = g(r, v[i]);
+    cout << r << '\\n';
+}
+""")
+        ),
+        Candidate(
+            cpp("""
+using namespace std;
+
+int main() {
+    int n;
+    cin >> n;
+    vector<long long> a(n);
+    for (auto &x : a) cin >> x;
+    long long g = accumulate(a.begin(), a.end(), 0LL,
+                             [](long long x, long long y) { return gcd(x, y); });
+    cout << g << '\\n';
+    return 0;
+}
+""")
+        ),
+        wrong(
+            "starts from 1 instead of 0",
+            lambda inp: _line(1),
+            cpp("""
+using namespace std;
+
+int main() {
+    int n;
+    cin >> n;
+    long long g = 1;
+    for (int i = 0; i < n; i++) {
+        long long x;
+        cin >> x;
+        g = __gcd(g, x);
+    }
+    cout << g << "\\n";
+}
+"""),
+        ),
+    ),
+)
+
+# 6. Sort and print.
+
+
+def gen_sort(rng: random.Random, i: int) -> str:
+    if i == 0:
+        return _array_input([5])
+    if i == 1:
+        return _array_input([3, 3, 3, 3])
+    values = [rng.randint(-1000, 1000) for _ in range(rng.randint(1, 50))]
+    if i % 3 == 0:
+        values.sort()
+    return _array_input(values)
+
+
+def _sorted_but_last(values: list[int]) -> list[int]:
+    return [*sorted(values[:-1]), values[-1]]
+
+
+SORT = Problem(
+    "sort and print",
+    gen_sort,
+    lambda inp: _line(*sorted(_array(inp))),
+    (
+        Candidate(
+            cpp("""
+using namespace std;
+
+int main() {
+    int n;
+    cin >> n;
+    vector<int> a(n);
+    for (auto &x : a) cin >> x;
+    sort(a.begin(), a.end());
+    for (int i = 0; i < n; i++) cout << a[i] << (i + 1 < n ? ' ' : '\\n');
+    return 0;
+}
+""")
+        ),
+        wrong(
+            "wrong comparator: descending",
+            lambda inp: _line(*sorted(_array(inp), reverse=True)),
+            cpp("""
+using namespace std;
+
+int main() {
+    int n;
+    cin >> n;
+    vector<int> a(n);
+    for (int i = 0; i < n; i++) cin >> a[i];
+    sort(a.begin(), a.end(), greater<int>());
+    for (int i = 0; i < n; i++) {
+        if (i) cout << ' ';
+        cout << a[i];
+    }
+    cout << '\\n';
+    return 0;
+}
+"""),
+        ),
+        Candidate(
+            cpp("""
+using namespace std;
+
+int main() {
+    int n;
+    cin >> n;
+    multiset<int> s;
+    for (int i = 0; i < n; ++i) {
+        int x;
+        cin >> x;
+        s.insert(x);
+    }
+    bool first = true;
+    for (int x : s) {
+        cout << (first ? "" : " ") << x;
+        first = false;
+    }
+    cout << endl;
+}
+""")
+        ),
+        Candidate(
+            cpp("""
+using namespace std;
+
+int main() {
+    int n;
+    if (scanf("%d", &n) != 1) return 0;
+    priority_queue<int, vector<int>, greater<int>> pq;
+    for (int i = 0; i < n; i++) {
+        int x;
+        if (scanf("%d", &x) != 1) break;
+        pq.push(x);
+    }
+    for (int i = 0; !pq.empty(); i++) {
+        printf(i ? " %d" : "%d", pq.top());
+        pq.pop();
+    }
+    printf("\\n");
+    return 0;
+}
+""")
+        ),
+        wrong(
+            "off by one: sorts all but the last value",
+            lambda inp: _line(*_sorted_but_last(_array(inp))),
+            cpp("""
+using namespace std;
+
+int main() {
+    int n;
+    cin >> n;
+    vector<int> v(n);
+    for (auto &x : v) cin >> x;
+    sort(v.begin(), v.end() - 1);
+    for (int i = 0; i < n; i++) cout << v[i] << (i == n - 1 ? "\\n" : " ");
+    return 0;
+}
+"""),
+        ),
+        Candidate(
+            cpp("""
+using namespace std;
+
+int main() {
+    int n;
+    cin >> n;
+    vector<int> a(n);
+    for (int i = 0; i < n; i++) cin >> a[i];
+    for (int i = 1; i < n; i++) {
+        int key = a[i], j = i - 1;
+        while (j >= 0 && a[j] > key) {
+            a[j + 1] = a[j];
+            j--;
+        }
+        a[j + 1] = key;
+    }
+    for (int i = 0; i < n; i++) cout << a[i] << " \\n"[i == n - 1];
+}
+""")
+        ),
+        Candidate(
+            cpp("""
+using namespace std;
+
+int main() {
+    int n;
+    cin >> n;
+    // Values are in [-1000, 1000]: count them.
+    vector<int> cnt(2001, 0);
+    for (int i = 0; i < n; i++) {
+        int x;
+        cin >> x;
+        cnt[x + 1000]++;
+    }
+    vector<int> out;
+    for (int v = 0; v <= 2000; v++)
+        for (int c = 0; c < cnt[v]; c++) out.push_back(v - 1000);
+    for (size_t i = 0; i < out.size(); i++) cout << (i ? " " : "") << out[i];
+    cout << "\\n";
+    return 0;
+}
+""")
+        ),
+        Candidate(
+            cpp("""
+using namespace std;
+
+int main() {
+    ios::sync_with_stdio(false);
+    cin.tie(nullptr);
+    size_t n;
+    cin >> n;
+    vector<long long> values(n);
+    for (auto &value : values) cin >> value;
+    stable_sort(values.begin(), values.end());
+    string line;
+    for (auto value : values) {
+        if (!line.empty()) line += ' ';
+        line += to_string(value);
+    }
+    cout << line << '\\n';
+}
+""")
+        ),
+    ),
+)
+
+# 7. Fibonacci modulo 1e9+7.
+
+MOD = 1_000_000_007
+
+
+def gen_fib(rng: random.Random, i: int) -> str:
+    if i < 3:
+        return _line(i)
+    if i % 2 == 0:  # F(n) below the modulus
+        return _line(rng.randint(3, 44))
+    return _line(rng.randint(45, 100_000))
+
+
+def _fib(n: int, mod: int = MOD) -> int:
+    a, b = 0, 1
+    for _ in range(n):
+        a, b = b, (a + b) % mod
+    return a
+
+
+FIB = Problem(
+    "fibonacci mod",
+    gen_fib,
+    lambda inp: _line(_fib(int(inp))),
+    (
+        Candidate(
+            cpp("""
+using namespace std;
+const long long MOD = 1000000007;
+
+int main() {
+    long long n;
+    cin >> n;
+    long long a = 0, b = 1;
+    for (long long i = 0; i < n; i++) {
+        long long c = (a + b) % MOD;
+        a = b;
+        b = c;
+    }
+    cout << a << "\\n";
+    return 0;
+}
+""")
+        ),
+        wrong(
+            "off by one: F(0) = F(1) = 1",
+            lambda inp: _line(_fib(int(inp) + 1)),
+            cpp("""
+using namespace std;
+
+int main() {
+    int n;
+    cin >> n;
+    const int M = 1e9 + 7;
+    vector<long long> f(n + 2);
+    f[0] = 1;
+    f[1] = 1;
+    for (int i = 2; i <= n; i++) f[i] = (f[i - 1] + f[i - 2]) % M;
+    cout << f[n] << endl;
+    return 0;
+}
+"""),
+        ),
+        Candidate(
+            cpp("""
+using namespace std;
+
+int main() {
+    int n;
+    cin >> n;
+    const long long MOD = 1e9 + 7;
+    vector<long long> fib(max(2, n + 1));
+    fib[0] = 0;
+    fib[1] = 1;
+    for (int i = 2; i <= n; ++i) fib[i] = (fib[i - 1] + fib[i - 2]) % MOD;
+    cout << fib[n] << '\\n';
+}
+""")
+        ),
+        Candidate(
+            cpp("""
+using namespace std;
+typedef long long ll;
+typedef array<array<ll, 2>, 2> Mat;
+const ll MOD = 1000000007LL;
+
+Mat mul(const Mat &x, const Mat &y) {
+    Mat r{};
+    for (int i = 0; i < 2; i++)
+        for (int j = 0; j < 2; j++)
+            for (int k = 0; k < 2; k++) r[i][j] = (r[i][j] + x[i][k] * y[k][j]) % MOD;
+    return r;
+}
+
+int main() {
+    ll n;
+    cin >> n;
+    Mat result = {{{1, 0}, {0, 1}}};
+    Mat base = {{{1, 1}, {1, 0}}};
+    while (n > 0) {
+        if (n & 1) result = mul(result, base);
+        base = mul(base, base);
+        n >>= 1;
+    }
+    cout << result[0][1] << "\\n";
+    return 0;
+}
+""")
+        ),
+        wrong(
+            "wrong modulus: 1e9+9",
+            lambda inp: _line(_fib(int(inp), 1_000_000_009)),
+            cpp("""
+using namespace std;
+const long long MOD = 1000000009;
+
+int main() {
+    int n;
+    if (scanf("%d", &n) != 1) return 0;
+    long long prev = 0, cur = 1;
+    if (n == 0) {
+        printf("0\\n");
+        return 0;
+    }
+    for (int i = 1; i < n; i++) {
+        long long next = (prev + cur) % MOD;
+        prev = cur;
+        cur = next;
+    }
+    printf("%lld\\n", cur);
+    return 0;
+}
+"""),
+        ),
+        Candidate(
+            cpp("""
+using namespace std;
+using ll = long long;
+const ll MOD = 1'000'000'007;
+
+// Fast doubling: returns (F(n), F(n + 1)).
+pair<ll, ll> fib(ll n) {
+    if (n == 0) return {0, 1};
+    auto [a, b] = fib(n / 2);
+    ll c = a * ((2 * b - a + MOD) % MOD) % MOD;
+    ll d = (a * a + b * b) % MOD;
+    if (n % 2 == 0) return {c, d};
+    return {d, (c + d) % MOD};
+}
+
+int main() {
+    ll n;
+    cin >> n;
+    cout << fib(n).first << '\\n';
+    return 0;
+}
+""")
+        ),
+        Candidate(
+            cpp("""
+using namespace std;
+
+int main() {
+    int n;
+    cin >> n;
+    long long f[2] = {0, 1};
+    for (int i = 2; i <= n; i++) f[i % 2] = (f[0] + f[1]) % 1000000007;
+    cout << f[n % 2] << endl;
+    return 0;
+}
+""")
+        ),
+        Candidate(
+            cpp("""
+using namespace std;
+
+// Fibonacci modulo 1e9+7, two running terms.
+int main() {
+    unsigned long long steps;
+    cin >> steps;
+    unsigned long long x = 0, y = 1;
+    while (steps--) {
+        unsigned long long z = (x + y) % 1000000007ULL;
+        x = y;
+        y = z;
+    }
+    cout << x << "\\n";
+}
+""")
+        ),
+    ),
+)
+
+# 8. Is the word a palindrome?
+
+LETTERS = "abcdefghijklmnopqrstuvwxyz"
+
+
+def gen_palindrome(rng: random.Random, i: int) -> str:
+    if i == 0:
+        return "a\n"
+    if i == 1:
+        return "ab\n"
+    if i % 2 == 0:
+        half = "".join(rng.choice(LETTERS) for _ in range(rng.randint(1, 15)))
+        middle = rng.choice(["", rng.choice(LETTERS)])
+        return half + middle + half[::-1] + "\n"
+    while True:
+        word = "".join(rng.choice(LETTERS) for _ in range(rng.randint(2, 30)))
+        if i % 4 == 3:  # same first and last letter
+            word = word[-1] + word[1:]
+        if word != word[::-1]:
+            return word + "\n"
+
+
+def _yes(condition: bool) -> str:
+    return "YES\n" if condition else "NO\n"
+
+
+PALINDROME = Problem(
+    "palindrome",
+    gen_palindrome,
+    lambda inp: _yes(inp.strip() == inp.strip()[::-1]),
+    (
+        Candidate(
+            cpp("""
+using namespace std;
+
+int main() {
+    string s;
+    cin >> s;
+    int i = 0, j = (int)s.size() - 1;
+    bool ok = true;
+    while (i < j) {
+        if (s[i] != s[j]) {
+            ok = false;
+            break;
+        }
+        i++;
+        j--;
+    }
+    cout << (ok ? "YES" : "NO") << "\\n";
+    return 0;
+}
+""")
+        ),
+        wrong(
+            "off by one: s[n - i] (the terminating NUL first)",
+            lambda inp: _yes(len(inp.strip()) < 2),
+            cpp("""
+using namespace std;
+
+int main() {
+    string s;
+    cin >> s;
+    int n = s.size();
+    bool pal = true;
+    for (int i = 0; i < n / 2; i++)
+        if (s[i] != s[n - i]) pal = false;
+    cout << (pal ? "YES" : "NO") << endl;
+    return 0;
+}
+"""),
+        ),
+        Candidate(
+            cpp("""
+using namespace std;
+
+int main() {
+    string s;
+    cin >> s;
+    string r(s.rbegin(), s.rend());
+    puts(s == r ? "YES" : "NO");
+    return 0;
+}
+""")
+        ),
+        Candidate(
+            cpp("""
+using namespace std;
+
+int main() {
+    ios::sync_with_stdio(false);
+    string word;
+    cin >> word;
+    bool same = equal(word.begin(), word.begin() + word.size() / 2, word.rbegin());
+    cout << (same ? "YES\\n" : "NO\\n");
+}
+""")
+        ),
+        wrong(
+            "compares the first and last letters only",
+            lambda inp: _yes(inp.strip()[0] == inp.strip()[-1]),
+            cpp("""
+using namespace std;
+
+int main() {
+    string s;
+    cin >> s;
+    if (s.front() == s.back())
+        cout << "YES" << '\\n';
+    else
+        cout << "NO" << '\\n';
+    return 0;
+}
+"""),
+        ),
+        Candidate(
+            cpp("""
+using namespace std;
+
+int main() {
+    string s;
+    cin >> s;
+    size_t n = s.size();
+    for (size_t i = 0; i < n / 2; ++i) {
+        if (s[i] != s[n - 1 - i]) {
+            cout << "NO\\n";
+            return 0;
+        }
+    }
+    cout << "YES\\n";
+    return 0;
+}
+""")
+        ),
+        Candidate(
+            cpp("""
+using namespace std;
+
+bool palindrome(const string &s, int lo, int hi) {
+    if (lo >= hi) return true;
+    return s[lo] == s[hi] && palindrome(s, lo + 1, hi - 1);
+}
+
+int main() {
+    string s;
+    cin >> s;
+    cout << (palindrome(s, 0, (int)s.size() - 1) ? "YES" : "NO") << '\\n';
+}
+""")
+        ),
+        wrong(
+            "prints Yes / No (wrong case)",
+            lambda inp: "Yes\n" if inp.strip() == inp.strip()[::-1] else "No\n",
+            cpp("""
+using namespace std;
+
+int main() {
+    string s;
+    cin >> s;
+    string t = s;
+    reverse(t.begin(), t.end());
+    cout << (s == t ? "Yes" : "No") << "\\n";
+    return 0;
+}
+"""),
+        ),
+    ),
+)
+
+PROBLEMS = (SUM, MAX_SUBARRAY, PRIMES_BELOW, REVERSE_WORDS, GCD, SORT, FIB, PALINDROME)
+
+
+# ---------------------------------------------------------------- the workload
+
+
+@dataclass(frozen=True)
+class Prompt:
+    name: str
+    tests: list[tuple[str, str]]  # (input, expected output)
+    sources: list[str]  # one per candidate (before the round's tag)
+    notes: list[str]
+    expected: list[float]  # each candidate's reward
+
+
+def _verl_pass(stdout: str, expected: str) -> bool:
+    return stdout.rstrip("\n") == expected.rstrip("\n")
+
+
+def build_workload(prompts: int, candidates: int, tests: int) -> list[Prompt]:
+    """``prompts`` prompts (the problems in turn, each with its own seeded
+    tests), ``candidates`` distinct sources each, and every candidate's
+    expected reward from the Python models."""
+    out = []
+    for p in range(prompts):
+        problem = PROBLEMS[p % len(PROBLEMS)]
+        rng = random.Random(f"bench_cpp_judge/{problem.name}/{p}")
+        inputs = [problem.generate(rng, i) for i in range(tests)]
+        answers = [problem.reference(inp) for inp in inputs]
+        sources, notes, expected = [], [], []
+        for c in range(candidates):
+            cand = problem.candidates[c % len(problem.candidates)]
+            source = cand.source
+            if p >= len(PROBLEMS):
+                source += f"// prompt {p}\n"
+            if c >= len(problem.candidates):
+                source += f"// sample {c}\n"
+            model = cand.model or problem.reference
+            passed = 0
+            for inp, answer in zip(inputs, answers, strict=True):
+                printed = model(inp)
+                verl = _verl_pass(printed, answer)
+                # the judge compares tokens: the two must agree on every pair
+                assert verl == (printed.split() == answer.split()), (problem.name, c, inp)
+                passed += verl
+            sources.append(source)
+            notes.append(cand.note)
+            expected.append(passed / tests)
+        assert len(set(sources)) == len(sources), f"{problem.name}: candidates not distinct"
+        label = problem.name if p < len(PROBLEMS) else f"{problem.name} #{p}"
+        out.append(Prompt(label, list(zip(inputs, answers, strict=True)), sources, notes, expected))
+    return out
+
+
+def tagged(source: str, way: int, round_no: int) -> str:
+    """The source as submitted by ``way`` in round ``round_no``: nothing is
+    shared with any other way or round (a cold compile cache)."""
+    return f"{source}// {TAGS[way]} round {round_no}\n"
+
+
+# ---------------------------------------------------------------- the ways
+
+
+@dataclass
+class WayRun:
+    seconds: float
+    rewards: list[float]
+    failures: Counter[str]
+    first_message: dict[str, str]
+    cache: dict[str, int] | None = None
+
+
+def classify(answer: dict[str, Any], expected: str) -> str:
+    """One ``/run_code`` answer: ``pass``, ``wrong`` (the program's own
+    failure) or the kind of failure that is not the program's."""
+    if answer.get("status") == "SandboxError":
+        return "SandboxError"
+    compiled = answer.get("compile_result") or {}
+    if compiled.get("status") == "TimeLimitExceeded":
+        return "compile timeout"
+    if compiled and (compiled.get("status") != "Finished" or compiled.get("return_code") != 0):
+        return "compile error"
+    run = answer.get("run_result") or {}
+    if run.get("status") == "TimeLimitExceeded":
+        return "run timeout"
+    if run.get("status") != "Finished" or run.get("return_code") != 0:
+        return "run error"
+    if answer.get("status") == "Success" and _verl_pass(str(run.get("stdout")), expected):
+        return "pass"
+    return "wrong"
+
+
+def _summary(answer: dict[str, Any]) -> str:
+    text = repr(answer)
+    return text if len(text) < 600 else text[:600] + "..."
+
+
+def drive_run_code(
+    url: str,
+    workload: list[Prompt],
+    way: int,
+    round_no: int,
+    threads: int,
+    compile_timeout: float,
+    run_timeout: float,
+) -> WayRun:
+    """verl's pattern: one ``/run_code`` per (candidate, test), ``threads``
+    threads, a keep-alive connection each, verl's wait for an answer."""
+    host, port = url.removeprefix("http://").split(":")
+    wait = compile_timeout + run_timeout + API_TIMEOUT_S
+    tasks: list[tuple[int, dict[str, Any], str]] = []
+    slot = 0
+    for prompt in workload:
+        for source in prompt.sources:
+            code = tagged(source, way, round_no)
+            for inp, answer in prompt.tests:
+                body = {
+                    "code": code,
+                    "stdin": inp,
+                    "compile_timeout": compile_timeout,
+                    "run_timeout": run_timeout,
+                    "memory_limit_MB": 1024,
+                    "language": "cpp",
+                    "files": {},
+                    "fetch_files": [],
+                }
+                tasks.append((slot, body, answer))
+            slot += 1
+    kinds: list[str] = [""] * len(tasks)
+    first_message: dict[str, str] = {}
+    lock = threading.Lock()
+    left = iter(range(len(tasks)))
+
+    def worker() -> None:
+        conn: http.client.HTTPConnection | None = None
+        while True:
+            with lock:
+                i = next(left, None)
+            if i is None:
+                break
+            _, body, expected = tasks[i]
+            if conn is None:
+                conn = http.client.HTTPConnection(host, int(port), timeout=wait)
+            message = ""
+            try:
+                answer = run_code(conn, body)
+                kind = classify(answer, expected)
+                message = _summary(answer)
+            except TimeoutError as exc:
+                kind, message = "client timeout", f"no answer within {wait:g} s ({exc})"
+            except RuntimeError as exc:  # run_code: an HTTP status other than 200
+                kind, message = "http error", str(exc)[:600]
+            except (OSError, http.client.HTTPException, ValueError) as exc:
+                kind, message = type(exc).__name__, str(exc)[:600]
+            if kind not in PROGRAM_KINDS and conn is not None:
+                conn.close()
+                conn = None
+            with lock:
+                kinds[i] = kind
+                if kind not in PROGRAM_KINDS:
+                    first_message.setdefault(kind, message)
+        if conn is not None:
+            conn.close()
+
+    pool = [threading.Thread(target=worker) for _ in range(threads)]
+    started = time.perf_counter()
+    for t in pool:
+        t.start()
+    for t in pool:
+        t.join()
+    seconds = time.perf_counter() - started
+    passed = [0] * slot
+    tests = [0] * slot
+    for (cand, _, _), kind in zip(tasks, kinds, strict=True):
+        passed[cand] += kind == "pass"
+        tests[cand] += 1
+    failures = Counter(k for k in kinds if k not in PROGRAM_KINDS)
+    return WayRun(
+        seconds, [p / t for p, t in zip(passed, tests, strict=True)], failures, first_message
+    )
+
+
+def specs_of(workload: list[Prompt]) -> list[ContestReward]:
+    """One ContestReward per prompt, listed once per candidate."""
+    specs = []
+    for prompt in workload:
+        spec = ContestReward(
+            [{"input": inp, "output": out} for inp, out in prompt.tests],
+            language="cpp",
+            time_limit=2,
+            memory_limit_mb=256,
+        )
+        specs.extend([spec] * len(prompt.sources))
+    return specs
+
+
+def drive_grade_batch(url: str, workload: list[Prompt], way: int, round_no: int) -> WayRun:
+    """The documented call, timed."""
+    candidates = [tagged(s, way, round_no) for prompt in workload for s in prompt.sources]
+    specs = specs_of(workload)
+    failures: Counter[str] = Counter()
+    first_message: dict[str, str] = {}
+    with CollimateClient(url) as client:
+        started = time.perf_counter()
+        try:
+            results = grade_batch(client, "py", candidates, specs)
+        except Exception as exc:  # an infra error (on_infra_error="raise") or worse
+            seconds = time.perf_counter() - started
+            failures["grade_batch raised"] += 1
+            first_message["grade_batch raised"] = f"{type(exc).__name__}: {exc}"[:600]
+            return WayRun(seconds, [math.nan] * len(candidates), failures, first_message)
+        seconds = time.perf_counter() - started
+    rewards = []
+    for result in results:
+        if result.infra_error or result.verdict == "infra_error":
+            failures["infra_error"] += 1
+            first_message.setdefault("infra_error", str(result.error or result.detail)[:600])
+        elif result.detail.get("load_error"):
+            failures["compile error"] += 1
+            first_message.setdefault("compile error", str(result.detail["load_error"])[:600])
+        rewards.append(result.reward)
+    return WayRun(seconds, rewards, failures, first_message)
+
+
+# ---------------------------------------------------------------- helpers
+
+
+def compile_cache(url: str) -> dict[str, int]:
+    health = httpx.get(f"{url}/v1/health", timeout=30).json()
+    counters: dict[str, int] = health.get("compile_cache") or {}
+    return counters
+
+
+def cache_delta(before: dict[str, int], after: dict[str, int]) -> dict[str, int]:
+    return {k: after.get(k, 0) - before.get(k, 0) for k in ("compiles", "hits", "joined")}
+
+
+def load() -> str:
+    return " ".join(f"{x:.2f}" for x in os.getloadavg())
+
+
+def check_rewards(way: str, round_no: int, run: WayRun, workload: list[Prompt]) -> list[str]:
+    """Differences between a way's rewards and the expected ones (printed)."""
+    expected = [r for prompt in workload for r in prompt.expected]
+    where = [
+        (prompt.name, c, prompt.notes[c]) for prompt in workload for c in range(len(prompt.sources))
+    ]
+    wrong = []
+    for (name, c, note), want, got in zip(where, expected, run.rewards, strict=True):
+        if not (got == want or abs(got - want) < 1e-9):
+            wrong.append(
+                f"{way}, round {round_no}: {name} candidate {c} ({note}): "
+                f"expected {want:g}, got {got:g}"
+            )
+    if wrong:
+        print(f"  !! REWARD MISMATCH: {len(wrong)} of {len(expected)} candidates", flush=True)
+        for line in wrong[:20]:
+            print(f"     {line}", flush=True)
+        if len(wrong) > 20:
+            print(f"     ... and {len(wrong) - 20} more", flush=True)
+    return wrong
+
+
+def warm_up(sf_url: str, ours_url: str, compile_timeout: float, run_timeout: float) -> None:
+    """One request each of a program outside the workload (SandboxFusion
+    probes its g++ flags on its first C++ request), and one grade_batch."""
+    source = cpp(
+        "int main() { long long a, b; std::cin >> a >> b; std::cout << a + b << '\\n'; }\n"
+        "// warm-up\n"
+    )
+    body = {
+        "code": source,
+        "stdin": "20 22\n",
+        "compile_timeout": compile_timeout,
+        "run_timeout": run_timeout,
+        "memory_limit_MB": 1024,
+        "language": "cpp",
+        "files": {},
+        "fetch_files": [],
+    }
+    for url in (sf_url, ours_url):
+        host, port = url.removeprefix("http://").split(":")
+        conn = http.client.HTTPConnection(host, int(port), timeout=300)
+        try:
+            kind = classify(run_code(conn, body), "42\n")
+        finally:
+            conn.close()
+        if kind != "pass":
+            raise RuntimeError(f"warm-up /run_code on {url} answered {kind}")
+    spec = ContestReward([{"input": "1 2\n", "output": "3\n"}], language="cpp")
+    with CollimateClient(ours_url) as client:
+        (result,) = grade_batch(client, "py", [source + "// grade_batch\n"], spec)
+    if result.reward != 1.0:
+        raise RuntimeError(f"warm-up grade_batch: {result}")
+
+
+def _ratio_line(name: str, sf: list[float], ours: list[float], target: float) -> str:
+    med = statistics.median(sf) / statistics.median(ours)
+    per_round = [a / b for a, b in zip(sf, ours, strict=True)]
+    verdict = "met" if med >= target else "NOT met"
+    spread = ", ".join(f"{r:.1f}x" for r in per_round)
+    return (
+        f"sandbox-fusion / {name}: {med:.1f}x (medians of rounds; rounds {spread}); "
+        f"target >= {target:g}x: {verdict}"
+    )
+
+
+def main(argv: list[str]) -> int:
+    ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    ap.add_argument("--rounds", type=int, default=2)
+    ap.add_argument("--threads", type=int, default=32, help="for the /run_code ways")
+    ap.add_argument("--prompts", type=int, default=8)
+    ap.add_argument("--candidates", type=int, default=8, help="per prompt")
+    ap.add_argument("--tests", type=int, default=10, help="per prompt")
+    ap.add_argument("--compile-timeout", type=float, default=120.0)
+    ap.add_argument("--run-timeout", type=float, default=10.0)
+    ap.add_argument("--quick", action="store_true", help="2 x 4 x 3, 1 round (a smoke run)")
+    args = ap.parse_args(argv)
+    if args.quick:
+        args.prompts, args.candidates, args.tests, args.rounds = 2, 4, 3, 1
+
+    workload = build_workload(args.prompts, args.candidates, args.tests)
+    n_cand = sum(len(p.sources) for p in workload)
+    n_runs = sum(len(p.sources) * len(p.tests) for p in workload)
+    print(
+        f"C++ judging: {args.prompts} prompts x {args.candidates} candidates x {args.tests} tests"
+        f" = {n_runs} runs of {n_cand} distinct programs per way; {args.rounds} round(s);"
+        f" /run_code from {args.threads} threads (compile_timeout {args.compile_timeout:g} s,"
+        f" run_timeout {args.run_timeout:g} s)"
+    )
+    print("expected rewards (from the Python models), one column per candidate:")
+    for prompt in workload:
+        cells = " ".join(f"{r:4.2f}" for r in prompt.expected)
+        print(f"  {prompt.name:<18} {cells}")
+
+    checkout = sandbox_fusion_checkout(DEFAULT_REPO, DEFAULT_CHECKOUT)
+    venv = ensure_sandbox_fusion_venv(checkout)
+    times: dict[str, list[float]] = {w: [] for w in WAYS}
+    failures: dict[str, Counter[str]] = {w: Counter() for w in WAYS}
+    messages: dict[str, dict[str, str]] = {w: {} for w in WAYS}
+    mismatches: list[str] = []
+    with sandbox_fusion_server(checkout, venv) as sf_url, ours_backend() as ours_url:
+        health = httpx.get(f"{ours_url}/v1/health", timeout=30).json()
+        print(
+            f"sandbox-fusion: {sf_url} (SandboxFusion {checkout_commit(checkout)[:12]}, "
+            f"isolation none); ours: {ours_url} (collimate-rl {health.get('version')}, "
+            f"isolation {health.get('isolation')})"
+        )
+        warm_up(sf_url, ours_url, args.compile_timeout, args.run_timeout)
+        print(f"warm-up done; compile_cache {compile_cache(ours_url)}", flush=True)
+        for r in range(1, args.rounds + 1):
+            print(f"\nround {r} (load average {load()})", flush=True)
+            for w, way in enumerate(WAYS):
+                url = sf_url if w == 0 else ours_url
+                before = compile_cache(ours_url) if w else {}
+                if w == 2:
+                    run = drive_grade_batch(url, workload, w, r)
+                else:
+                    run = drive_run_code(
+                        url,
+                        workload,
+                        w,
+                        r,
+                        args.threads,
+                        args.compile_timeout,
+                        args.run_timeout,
+                    )
+                if w:
+                    run.cache = cache_delta(before, compile_cache(ours_url))
+                times[way].append(run.seconds)
+                failures[way].update(run.failures)
+                for kind, message in run.first_message.items():
+                    messages[way].setdefault(kind, message)
+                bad = sum(run.failures.values())
+                line = f"  {way:<26} {run.seconds:8.2f} s   failures {bad}"
+                if run.failures:
+                    line += " (" + ", ".join(f"{k}: {n}" for k, n in run.failures.items()) + ")"
+                if run.cache is not None:
+                    c = run.cache
+                    line += (
+                        f"; compile_cache +{c['compiles']} compiles, +{c['hits']} hits,"
+                        f" +{c['joined']} joined"
+                    )
+                print(line, flush=True)
+                mismatches += check_rewards(way, r, run, workload)
+
+    print(f"\nsummary: {n_cand} candidates x {args.tests} tests, {args.rounds} round(s)")
+    print(f"  {'way':<26} {'median s':>9}   rounds")
+    for way in WAYS:
+        rounds = ", ".join(f"{t:.2f}" for t in times[way])
+        print(f"  {way:<26} {statistics.median(times[way]):>9.2f}   {rounds}")
+    sf = times[WAYS[0]]
+    for way, target in TARGETS.items():
+        print("  " + _ratio_line(way, sf, times[way], target))
+    total_failures = 0
+    for way in WAYS:
+        if failures[way]:
+            total_failures += sum(failures[way].values())
+            print(f"  FAILURES in {way}: {dict(failures[way])}")
+            for kind, message in messages[way].items():
+                print(f"    first {kind}: {message}")
+    if not total_failures:
+        print("  failures: none (no SandboxError, timeout, HTTP, compile or infra error)")
+    if mismatches:
+        print(f"  REWARD MISMATCHES: {len(mismatches)} (listed above): FAILED")
+    else:
+        print("  rewards: every way, every round equal the expected rewards")
+    return 1 if mismatches or total_failures else 0
+
+
+if __name__ == "__main__":
+    sys.exit(main(sys.argv[1:]))
