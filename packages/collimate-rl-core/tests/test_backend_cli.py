@@ -49,6 +49,9 @@ def test_sigterm_drains_then_exits(tmp_path: Path) -> None:
         assert f"unix:{sock}" in banner
         assert "NOT a sandbox" in banner  # process mode says so, loudly
         assert sock.exists()
+        # the languages found, each with its compiler
+        found = re.search(r"languages: (.*)", banner)
+        assert found and "python (CPython " in found.group(1), banner
 
         out: list[httpx.Response] = []
         t = threading.Thread(

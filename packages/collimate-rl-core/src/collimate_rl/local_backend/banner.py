@@ -51,6 +51,13 @@ def banner(server: BackendServer) -> str:
         for tier, key in sorted(server.generated_keys.items()):
             # the one place a key is ever shown: keys this server made up itself
             lines.append(f"  generated {tier} key (shown once): {key}")
+    languages = svc.health().get("languages")
+    if isinstance(languages, dict) and not languages.get("probing"):
+        found = [f"{n} ({v['compiler']})" for n, v in languages.items() if v.get("available")]
+        missing = [f"{n} ({v['install']})" for n, v in languages.items() if not v.get("available")]
+        lines.append(f"  languages: {', '.join(found) or 'none'}")
+        if missing:
+            lines.append(f"  languages missing: {'; '.join(missing)}")
     lines.append(f"  isolation: {svc.engine.isolation} ({svc.engine.isolation_detail})")
     confinement = getattr(svc.engine, "confinement", None)
     info = confinement() if callable(confinement) else {}

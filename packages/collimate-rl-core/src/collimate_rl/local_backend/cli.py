@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import argparse
 import asyncio
+import contextlib
 import logging
 import signal
 import sys
@@ -19,6 +20,7 @@ from .banner import banner
 from .config import DEFAULT_MAX_INFLIGHT, DEFAULT_SESSION_TTL_S, ServerConfig
 from .server import BackendServer
 from .templates import TemplateConfigError
+from .toolchains import LANGUAGE_TEMPLATE
 
 
 def build_parser(prog: str = "collimate serve") -> argparse.ArgumentParser:
@@ -119,6 +121,11 @@ def config_from_args(args: argparse.Namespace) -> ServerConfig:
 async def serve(config: ServerConfig) -> int:
     server = BackendServer(config)
     await server.start()
+    if server.service is not None and LANGUAGE_TEMPLATE in server.service.templates:
+        # the banner names the compilers found (seconds the first time on a
+        # host, then read from the cache)
+        with contextlib.suppress(Exception):
+            await server.service.languages.found()
     print(banner(server), file=sys.stderr, flush=True)
     loop = asyncio.get_running_loop()
     interrupts = 0
