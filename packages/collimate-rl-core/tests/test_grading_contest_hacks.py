@@ -119,8 +119,14 @@ def client(backend: LocalCollimateBackend) -> Iterator[CollimateClient]:
         yield c
 
 
-def _spec(language: str) -> ContestReward:
-    return ContestReward(TESTS, language=language, time_limit=1, memory_limit_mb=256)
+#: Hacks that cost their run its whole time limit and the machine's CPUs:
+#: one test is proof enough (each test is a fresh run of the same hack).
+HEAVY = {"fork_bomb", "thread_storm", "memory", "fill_disk", "look_for_answers", "stall"}
+
+
+def _spec(language: str, hack: str = "") -> ContestReward:
+    tests = TESTS[:1] if hack in HEAVY else TESTS
+    return ContestReward(tests, language=language, time_limit=1, memory_limit_mb=256)
 
 
 @pytest.mark.parametrize("language", list(RIGHT))
@@ -135,7 +141,7 @@ def test_a_hack_scores_zero_alone_and_costs_its_siblings_nothing(
     client: CollimateClient, language: str, hack: str
 ) -> None:
     need(language)
-    spec = _spec(language)
+    spec = _spec(language, hack)
     alone = grade(client, "py", HACKS[language][hack], spec)
     assert (alone.reward, alone.infra_error) == (0.0, False), alone.explain()
     # C++ can do every hack: its hacks meet a GRPO-sized group (7 siblings)
