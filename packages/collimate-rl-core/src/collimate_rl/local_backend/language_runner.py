@@ -13,6 +13,17 @@ a warm interpreter inside the clone's isolation and does one of two things:
   process with only that input on fd 0, stdout and stderr each to a file of
   their own, and answer one record per run.
 
+A request's ``files`` and ``fetch_files`` name paths as SandboxFusion does:
+a relative name is in the run's directory (the program's working
+directory), an absolute one is that path as the program sees it, and only
+where ``/`` is the clone's own (a namespaced clone's private root, see
+``own_root``): under process isolation ``/`` is the host's, so an absolute
+name is refused there. Either way no symlink on a path is followed, /proc,
+/sys and /dev (but /dev/shm) are refused, and only regular files are
+written or read: a request reaches nothing its sandbox does not own. A
+file that cannot be written is the run's setup failing (``start_failed``),
+never the program's fault; a fetched path that is not there is left out.
+
 How a run is judged, so that a busy machine never turns a pass into a fail:
 
 * time is the CPU the run used: all its threads, and its children's
@@ -97,29 +108,167 @@ def _prctl(option: int, value: int) -> None:
         pass
 
 
+class _PathRefused(Exception):
+    """A request's path this run will not write or read (the message says why)."""
+
+
+#: Trees of the kernel, never a request's files: writing there could reach
+#: devices or this process's own state, reading could return it.
+_KERNEL_TREES = ("/proc", "/sys", "/dev")
+#: ... except the clone's own shared-memory tmpfs.
+_OWN_DEV = "/dev/shm/"
+_DIR_FLAGS = os.O_PATH | os.O_DIRECTORY | os.O_NOFOLLOW | os.O_CLOEXEC
+_REG = 0o100000
+_FMT = 0o170000
+
+
+def own_root() -> bool:
+    """Whether ``/`` is this run's own: a namespaced clone's private root
+    belongs to the clone's unprivileged uid, which this process runs as.
+    Anywhere else (process isolation: ``/`` is the host's) an absolute path
+    would be the host's own file, and is refused."""
+    uid = os.getuid()
+    try:
+        return uid != 0 and os.stat("/").st_uid == uid
+    except OSError:
+        return False
+
+
+def _place(root: str, name: str) -> tuple[str, list[str]]:
+    """Where a request's ``name`` is: the directory to start from and the
+    components below it (normalized: ``..`` taken away lexically, which is
+    what the kernel does too, as no symlink is ever followed). A relative
+    name is inside ``root`` (the run's working directory); an absolute one
+    is that path as the program sees it, only where ``/`` is the run's own
+    (``own_root``), and never under /proc, /sys or /dev (but /dev/shm)."""
+    if not name or "\0" in name:
+        raise _PathRefused("%r: not a path" % (name,))
+    if name.startswith("/"):
+        norm = "/" + os.path.normpath(name).lstrip("/")
+        if norm == "/":
+            raise _PathRefused("%r: not a file" % (name,))
+        for tree in _KERNEL_TREES:
+            if (norm == tree or norm.startswith(tree + "/")) and not norm.startswith(_OWN_DEV):
+                raise _PathRefused("%r: %s is the kernel's, not the sandbox's" % (name, tree))
+        if not own_root():
+            raise _PathRefused(
+                "%r: an absolute path needs a root of the sandbox's own (namespaces "
+                "isolation); here / is the host's" % (name,)
+            )
+        return "/", norm[1:].split("/")
+    norm = os.path.normpath(name)
+    if norm in (".", "..") or norm.startswith("../"):
+        raise _PathRefused("%r: a relative path must stay inside the run's directory" % (name,))
+    return root, norm.split("/")
+
+
+def _open_dir(start: str, parts: list[str], make: bool) -> int:
+    """An ``O_PATH`` handle on ``start/parts...``, made (0755) where missing
+    when ``make``; a symlink on the way is refused (``ENOTDIR``), never
+    followed, so a path cannot be led out of where it was checked to be."""
+    fd = os.open(start, os.O_PATH | os.O_DIRECTORY | os.O_CLOEXEC)
+    try:
+        for part in parts:
+            try:
+                nxt = os.open(part, _DIR_FLAGS, dir_fd=fd)
+            except FileNotFoundError:
+                if not make:
+                    raise
+                try:
+                    os.mkdir(part, 0o755, dir_fd=fd)
+                except FileExistsError:
+                    pass
+                nxt = os.open(part, _DIR_FLAGS, dir_fd=fd)
+            os.close(fd)
+            fd = nxt
+    except BaseException:
+        os.close(fd)
+        raise
+    return fd
+
+
+def write_file(root: str, name: str, data: bytes, mode: int = 0o644) -> None:
+    """``data`` at the request's ``name`` (see ``_place``), its missing
+    directories made; never through a symlink, and only as a regular file.
+    Raises ``_PathRefused`` saying why not."""
+    start, parts = _place(root, name)
+    try:
+        dfd = _open_dir(start, parts[:-1], True)
+        try:
+            flags = os.O_WRONLY | os.O_CREAT | os.O_TRUNC | os.O_NOFOLLOW | os.O_NONBLOCK
+            fd = os.open(parts[-1], flags | os.O_CLOEXEC, mode, dir_fd=dfd)
+        finally:
+            os.close(dfd)
+        try:
+            if os.fstat(fd).st_mode & _FMT != _REG:
+                raise _PathRefused("%r: not a regular file" % (name,))
+            view = memoryview(data)
+            while view:
+                view = view[os.write(fd, view) :]
+            os.fchmod(fd, mode)
+        finally:
+            os.close(fd)
+    except OSError as exc:
+        raise _PathRefused("cannot write %r: %s" % (name, exc.strerror or exc)) from None
+
+
+def fetch_file(root: str, name: str, cap: int) -> bytes | None:
+    """At most ``cap`` bytes of the regular file at the request's ``name``
+    (see ``_place``), or None: missing, not a regular file, a symlink on the
+    way, or refused (a path SandboxFusion cannot find is left out too)."""
+    try:
+        start, parts = _place(root, name)
+        dfd = _open_dir(start, parts[:-1], False)
+        try:
+            if os.stat(parts[-1], dir_fd=dfd, follow_symlinks=False).st_mode & _FMT != _REG:
+                return None
+            fd = os.open(
+                parts[-1], os.O_RDONLY | os.O_NOFOLLOW | os.O_NONBLOCK | os.O_CLOEXEC, dir_fd=dfd
+            )
+        finally:
+            os.close(dfd)
+    except (OSError, _PathRefused):
+        return None
+    try:
+        if os.fstat(fd).st_mode & _FMT != _REG:
+            return None
+        chunks = []
+        left = cap
+        while left > 0:
+            chunk = os.read(fd, min(left, 1 << 20))
+            if not chunk:
+                break
+            chunks.append(chunk)
+            left -= len(chunk)
+        return b"".join(chunks)
+    except OSError:
+        return None
+    finally:
+        os.close(fd)
+
+
 def _write_files(root: str, files: dict[str, Any]) -> None:
-    """The request's files (base64), at paths the server checked stay
-    inside ``root``; executable when they were (``name`` ends with ``*``)."""
+    """The request's files (base64) at their names (see ``write_file``);
+    executable when they were (``name`` ends with ``*``)."""
     for name, content in files.items():
         executable = name.endswith("*")
-        target = os.path.join(root, os.path.normpath(name.rstrip("*")))
-        os.makedirs(os.path.dirname(target), exist_ok=True)
-        with open(target, "wb") as fh:
-            fh.write(base64.b64decode(content))
-        if executable:
-            os.chmod(target, 0o755)
+        path = name[:-1] if executable else name
+        write_file(root, path, base64.b64decode(content), 0o755 if executable else 0o644)
 
 
 def _collect(root: str) -> dict[str, Any]:
-    """Every file under ``root`` (a build), base64, relative names, ``*``
-    after the executable ones."""
+    """Every regular file under ``root`` (a build), base64, relative names,
+    ``*`` after the executable ones (a symlink is not followed: left out)."""
     found = {}
     for top, _dirs, names in os.walk(root):
         for name in names:
             path = os.path.join(top, name)
             rel = os.path.relpath(path, root)
-            mode = os.stat(path).st_mode
-            with open(path, "rb") as fh:
+            mode = os.lstat(path).st_mode
+            if mode & _FMT != _REG:
+                continue
+            fd = os.open(path, os.O_RDONLY | os.O_NOFOLLOW | os.O_CLOEXEC)
+            with os.fdopen(fd, "rb") as fh:
                 found[rel + ("*" if mode & 0o111 else "")] = _b64(fh.read())
     return found
 
@@ -407,7 +556,13 @@ def _compile(req: dict[str, Any], root: str) -> None:
     src = os.path.join(root, tc["source"])
     build = os.path.join(root, "build")
     os.makedirs(build)
-    _write_files(root, req["files"])
+    try:
+        _write_files(root, req["files"])
+    except _PathRefused as exc:
+        # the server's failure to set the run up, never the program's
+        why = _b64(("the request's files: %s" % (exc,)).encode())
+        _emit({"phase": "compiled", "verdict": "start_failed", "output": why})
+        return
     with open(src, "w", encoding="utf-8") as fh:
         fh.write(req["source"])
     paths = {"src": src, "build": build, "dir": root}
@@ -451,8 +606,14 @@ def _run(req: dict[str, Any], root: str) -> None:
     tc = req["toolchain"]
     build = os.path.join(root, "build")
     os.makedirs(build)
-    _write_files(root, req["files"])
-    _write_files(build, req.get("build") or {})
+    try:
+        _write_files(root, req["files"])
+        _write_files(build, req.get("build") or {})
+    except _PathRefused as exc:
+        why = _b64(("the request's files: %s" % (exc,)).encode())
+        for i in range(len(req["inputs"])):
+            _emit({"phase": "run", "index": i, "limit": "start_failed", "stderr": why})
+        return
     src = os.path.join(root, tc["source"])
     if req.get("source") is not None:
         with open(src, "w", encoding="utf-8") as fh:
@@ -470,7 +631,12 @@ def _run(req: dict[str, Any], root: str) -> None:
         # input, output and answer as files, named after its command
         if isinstance(item, str):
             item = {"stdin": item}
-        _write_files(root, item.get("files") or {})
+        try:
+            _write_files(root, item.get("files") or {})
+        except _PathRefused as exc:
+            why = _b64(("the run's files: %s" % (exc,)).encode())
+            _emit({"phase": "run", "index": i, "limit": "start_failed", "stderr": why})
+            continue
         io = tuple(os.path.join(root, ".run.%s" % n) for n in ("in", "out", "err"))
         with open(io[0], "wb") as fh:
             fh.write(base64.b64decode(item["stdin"]))
@@ -491,9 +657,9 @@ def _run(req: dict[str, Any], root: str) -> None:
         stdout = stdout[:output]
         files = {}
         for name in req.get("fetch_files") or ():
-            target = os.path.join(root, os.path.normpath(name))
-            if os.path.isfile(target):
-                files[name] = _b64(_read(target, output))
+            data = fetch_file(root, name, output)
+            if data is not None:
+                files[name] = _b64(data)
         _emit(
             {
                 "phase": "run",
