@@ -16,6 +16,15 @@ answers a run the sandbox itself failed: HTTP 200, ``"SandboxError"``. A
 body SandboxFusion would reject gets its validation answer: HTTP 422 with a
 ``detail`` list (``type``, ``loc``, ``msg``, ``input``).
 
+``files`` and ``fetch_files`` name paths as SandboxFusion does: relative to
+the run's working directory, or absolute, that path inside the sandbox (a
+namespaced clone's private root, which is the clone's own). Under process
+isolation there is no such root, ``/`` is the host's, and a request with
+an absolute path is answered ``SandboxError`` saying so; never on the
+host. A path that can never be served (leaving the run's directory, under
+/proc, /sys or /dev) is a 422. The runners follow no symlink on a path and
+write and read regular files only (see ``language_runner``).
+
 Unlike the daemon wire, ``/run_code`` never sheds load with 503
 ``at_capacity``: its clients (verl) count any HTTP error as a failed test
 case, so a request waits for an in-flight slot instead.
@@ -47,7 +56,9 @@ __all__ = [
     "LANGUAGES",
     "RUNNABLE_LANGUAGES",
     "RUNNER_MODULE",
+    "absolute_paths_refused",
     "build_sandbox_fusion_router",
+    "path_problem",
     "response_from_output",
     "validate_run_code",
 ]
@@ -131,15 +142,61 @@ def _number(body: Mapping[str, Any], field: str, default: float, errors: list[An
     return float(value)
 
 
-def _relative(name: Any, field: str, errors: list[Any]) -> bool:
-    """A path inside the run's directory (absolute paths and ``..`` are refused)."""
-    norm = os.path.normpath(name) if isinstance(name, str) and name else ""
-    if not norm or "\0" in name or os.path.isabs(norm) or norm == ".." or norm.startswith("../"):
-        errors.append(
-            _error("value_error", field, "Value error, a path inside the run's directory", name)
-        )
+#: Trees of the kernel: no request's file is written or read there (but
+#: under the clone's own /dev/shm).
+_KERNEL_TREES: Final = ("/proc", "/sys", "/dev")
+_OWN_DEV: Final = "/dev/shm/"
+
+
+def path_problem(name: str) -> str | None:
+    """Why a ``files`` or ``fetch_files`` path can never be served, or None.
+
+    As in SandboxFusion a relative path is resolved against the run's
+    working directory and an absolute one is that path inside the sandbox;
+    here a relative one must stay inside that directory, an absolute one
+    must not be ``/`` nor under /proc, /sys or /dev (the kernel's; /dev/shm
+    is the sandbox's own). Whether an absolute path can be served at all
+    depends on the isolation (see :func:`absolute_paths_refused`)."""
+    if not name or "\0" in name:
+        return "not a path"
+    if name.startswith("/"):
+        norm = "/" + os.path.normpath(name).lstrip("/")
+        if norm == "/":
+            return "not a file"
+        for tree in _KERNEL_TREES:
+            if (norm == tree or norm.startswith(tree + "/")) and not norm.startswith(_OWN_DEV):
+                return f"{tree} is the kernel's, not the sandbox's"
+        return None
+    norm = os.path.normpath(name)
+    if norm in (".", "..") or norm.startswith("../"):
+        return "a relative path must stay inside the run's directory"
+    return None
+
+
+def _sandbox_path(name: Any, field: str, errors: list[Any]) -> bool:
+    """``name`` is a path a run may write or read (else a 422 entry)."""
+    problem = path_problem(name) if isinstance(name, str) else "not a path"
+    if problem is not None:
+        errors.append(_error("value_error", field, f"Value error, {name!r}: {problem}", name))
         return False
     return True
+
+
+def absolute_paths_refused(run: Mapping[str, Any], isolation: str) -> str | None:
+    """Why a run's absolute paths cannot be served under ``isolation``, or
+    None. Only a namespaced clone has a root of its own (its private root):
+    there an absolute path is written and read at that path as the program
+    sees it. Under process isolation ``/`` is the host's own file system,
+    which no request may write or read: refused (SandboxError) rather than
+    mapped somewhere the program would not find it."""
+    names = [n for n in [*run["files"], *run["fetch_files"]] if n.startswith("/")]
+    if not names or isolation == "namespaces":
+        return None
+    return (
+        f"absolute paths in files/fetch_files ({', '.join(map(repr, names[:3]))}) need a "
+        f"sandbox with a root of its own (namespaces isolation); this backend runs with "
+        f"{isolation} isolation, where / is the host's file system: refused"
+    )
 
 
 def validate_run_code(body: Any) -> dict[str, Any]:
@@ -195,7 +252,7 @@ def validate_run_code(body: Any) -> dict[str, Any]:
             # SandboxFusion skips null contents and names marked IGNORE_THIS_FILE
             if content is None or "IGNORE_THIS_FILE" in name:
                 continue
-            if not _relative(name, "files", errors):
+            if not _sandbox_path(name, "files", errors):
                 continue
             try:
                 if not isinstance(content, str):
@@ -212,7 +269,7 @@ def validate_run_code(body: Any) -> dict[str, Any]:
         errors.append(_error("list_type", "fetch_files", "Input should be a list of paths", fetch))
         fetch = []
     else:
-        fetch = [n for n in fetch if _relative(n, "fetch_files", errors)]
+        fetch = [n for n in fetch if _sandbox_path(n, "fetch_files", errors)]
     if errors:
         raise _Invalid(errors)
     return {
@@ -270,6 +327,9 @@ def response_from_output(output: str, exit_code: int) -> dict[str, Any]:
             if isinstance(record, dict) and isinstance(record.get("phase"), str):
                 records.setdefault(record["phase"], record)
     if "started" not in records:
+        refused = records.get("refused")
+        if refused is not None:  # the request's files could not be written
+            return sandbox_error(str(refused.get("message", "the run could not be set up")))
         tail = output.strip()[-500:]
         return sandbox_error(f"the run could not be started (exit {exit_code}): {tail}")
     done = records.get("done")
@@ -423,6 +483,9 @@ def build_sandbox_fusion_router(
                     f"(it runs {', '.join(RUNNABLE_LANGUAGES)})"
                 ),
             )
+        refused = absolute_paths_refused(run, service.engine.isolation)
+        if refused is not None:
+            return Response(200, sandbox_error(refused))
         if run["language"] != "python":
             return Response(200, await answer_compiled(service.languages, run))
         template = python_template(service, template_id)
