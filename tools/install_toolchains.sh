@@ -1,7 +1,9 @@
 #!/usr/bin/env bash
 # Install the compilers and runtimes the local backend's languages use,
 # where they are missing: g++, a JDK, Node.js, rustc and Go from Debian's
-# packages, TypeScript (with Node's type definitions) from npm. Idempotent;
+# packages, TypeScript (with Node's type definitions) from npm, and the
+# test libraries of MultiPL-E, HumanEval-X and MBXP (javatuples, testify,
+# lodash). Idempotent;
 # run as root (apt-get, npm -g). The tests of every language need them; in
 # CI (CI=true) a missing one fails its tests instead of skipping them.
 #
@@ -17,6 +19,11 @@ command -v node >/dev/null 2>&1 || apt_packages+=(nodejs npm)
 command -v npm >/dev/null 2>&1 || apt_packages+=(npm)
 command -v rustc >/dev/null 2>&1 || apt_packages+=(rustc)
 command -v go >/dev/null 2>&1 || apt_packages+=(golang-go)
+# the libraries the multi-language benchmarks' tests import: MultiPL-E's
+# Java tests use javatuples, HumanEval-X's and MBXP's Go tests testify
+[[ -f /usr/share/java/javatuples.jar ]] || apt_packages+=(libjavatuples-java)
+[[ -d /usr/share/gocode/src/github.com/stretchr/testify ]] ||
+  apt_packages+=(golang-github-stretchr-testify-dev)
 if ((${#apt_packages[@]})); then
   say "apt-get install ${apt_packages[*]}"
   apt-get update -qq >/dev/null
@@ -27,6 +34,11 @@ npm_root=$(npm root -g)
 if [[ ! -f "$npm_root/typescript/lib/tsc.js" || ! -d "$npm_root/@types/node" ]]; then
   say "npm install -g typescript@5 @types/node@20"
   npm install -g --silent --no-fund --no-audit typescript@5 @types/node@20 >/dev/null
+fi
+# MBXP's JavaScript tests require lodash
+if [[ ! -d "$npm_root/lodash" ]]; then
+  say "npm install -g lodash@4"
+  npm install -g --silent --no-fund --no-audit lodash@4 >/dev/null
 fi
 
 say "g++ $(g++ -dumpfullversion), $(javac -version 2>&1), node $(node --version)," \

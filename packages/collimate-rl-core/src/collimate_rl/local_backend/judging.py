@@ -37,6 +37,7 @@ from __future__ import annotations
 
 import asyncio
 import base64
+import dataclasses
 import hashlib
 import math
 import re
@@ -50,6 +51,14 @@ from .language_runs import (
     LanguageUnavailable,
     RunInput,
     RunRecord,
+)
+from .program_harness import (
+    PROGRAM_LANGUAGES,
+    ProgramRejected,
+    ProgramUnusable,
+    assemble,
+    new_token,
+    run_passed,
 )
 from .toolchains import Toolchain, resolve_language
 from .wire_errors import bad_request
@@ -89,6 +98,16 @@ class Checker:
 
 
 @dataclass(frozen=True)
+class ProgramTests:
+    """A dataset's test program, run after the candidate's code (MultiPL-E,
+    HumanEval-X, MBXP): see :mod:`.program_harness`."""
+
+    tests: str
+    prompt: str | None
+    typecheck: bool
+
+
+@dataclass(frozen=True)
 class JudgeProblem:
     language: str
     inputs: tuple[bytes, ...]
@@ -99,6 +118,7 @@ class JudgeProblem:
     float_tol: float
     scoring: str
     checker: Checker | None
+    program: ProgramTests | None = None
 
 
 def _text(value: Any, what: str) -> bytes:
@@ -114,6 +134,13 @@ def _number(raw: Mapping[str, Any], key: str, default: float, top: float, what: 
     if not 0 < value <= top:
         raise bad_request(f"{what}.{key} must be in (0, {top:g}]")
     return float(value)
+
+
+def _memory(raw: Mapping[str, Any], what: str) -> int:
+    memory = raw.get("memory_limit_mb", 256)
+    if isinstance(memory, bool) or not isinstance(memory, int) or not 0 < memory <= MAX_MEMORY_MB:
+        raise bad_request(f"{what}.memory_limit_mb must be an integer in (0, {MAX_MEMORY_MB}]")
+    return memory
 
 
 def _checker(raw: Any, what: str) -> Checker | None:
@@ -133,6 +160,26 @@ def _checker(raw: Any, what: str) -> Checker | None:
     return Checker(protocol, language, source)
 
 
+def _program(raw: Any, what: str, language: str) -> ProgramTests:
+    if not isinstance(raw, Mapping):
+        raise bad_request(f"{what}.program must be an object with tests")
+    unknown = sorted(set(raw) - {"tests", "prompt", "typecheck"})
+    if unknown:
+        raise bad_request(f"unknown field(s) {unknown} in {what}.program")
+    tests, prompt, typecheck = raw.get("tests"), raw.get("prompt"), raw.get("typecheck", True)
+    if not isinstance(tests, str) or not tests.strip():
+        raise bad_request(f"{what}.program.tests must be the test program's source")
+    if prompt is not None and not isinstance(prompt, str):
+        raise bad_request(f"{what}.program.prompt must be a string or null")
+    if not isinstance(typecheck, bool):
+        raise bad_request(f"{what}.program.typecheck must be true or false")
+    if resolve_language(language) not in PROGRAM_LANGUAGES:
+        raise bad_request(
+            f"{what}.program: test programs run in {list(PROGRAM_LANGUAGES)}, not {language!r}"
+        )
+    return ProgramTests(tests, prompt or None, typecheck)
+
+
 def _problem(raw: Any, i: int) -> JudgeProblem:
     what = f"problems[{i}]"
     if not isinstance(raw, Mapping):
@@ -140,6 +187,21 @@ def _problem(raw: Any, i: int) -> JudgeProblem:
     language = raw.get("language")
     if not isinstance(language, str) or resolve_language(language) is None:
         raise bad_request(f"{what}.language: unknown language {language!r}")
+    if raw.get("program") is not None:
+        if raw.get("tests") is not None or raw.get("checker") is not None:
+            raise bad_request(f"{what}: a test program takes no tests or checker")
+        return JudgeProblem(
+            language=language,
+            inputs=(b"",),
+            outputs=(b"",),
+            time_limit=_number(raw, "time_limit", 10.0, MAX_TIME_LIMIT_S, what),
+            memory_limit_mb=_memory(raw, what),
+            compare="exact",
+            float_tol=0.0,
+            scoring="all",
+            checker=None,
+            program=_program(raw["program"], what, language),
+        )
     tests = raw.get("tests")
     if not isinstance(tests, list) or not tests:
         raise bad_request(f"{what}.tests must be a non-empty list of {{input, output}}")
@@ -157,9 +219,7 @@ def _problem(raw: Any, i: int) -> JudgeProblem:
     scoring = raw.get("scoring", "fraction")
     if scoring not in ("fraction", "all"):
         raise bad_request(f"{what}.scoring must be 'fraction' or 'all'")
-    memory = raw.get("memory_limit_mb", 256)
-    if isinstance(memory, bool) or not isinstance(memory, int) or not 0 < memory <= MAX_MEMORY_MB:
-        raise bad_request(f"{what}.memory_limit_mb must be an integer in (0, {MAX_MEMORY_MB}]")
+    memory = _memory(raw, what)
     return JudgeProblem(
         language=language,
         inputs=tuple(inputs),
@@ -350,9 +410,62 @@ def _b64_text(data: str) -> str:
     return base64.b64decode(data).decode("utf-8", "replace")
 
 
+#: Bytes a test program may print (its output is read back whole: the
+#: end-of-tests token is its last line).
+PROGRAM_OUTPUT_LIMIT: Final = 4 * 1024 * 1024
+
+
+async def _judge_program(
+    languages: LanguageRuns, problem: JudgeProblem, tc: Toolchain, source: str
+) -> dict[str, Any]:
+    """One candidate with its dataset's test program (see
+    :mod:`.program_harness`): accepted when the program exits 0 with the
+    run's token as its last line."""
+    program = problem.program
+    assert program is not None
+    no_compile = {"verdict": "ok", "output": "", "cpu": 0.0}
+    try:
+        assembly = assemble(
+            tc, source, program.tests, program.prompt, typecheck=program.typecheck
+        )
+    except ProgramRejected as exc:
+        return _summary(problem, ["wrong_answer"], [0.0], no_compile, [], note=str(exc))
+    except ProgramUnusable as exc:
+        raise _JudgeFailed(str(exc)) from exc
+    tc = assembly.toolchain
+    build = await languages.build(tc, assembly.source, assembly.files, COMPILE_CPU_S)
+    compiled = {"verdict": build.verdict, "output": _b64_text(build.output)[-4000:],
+                "cpu": build.cpu}  # fmt: skip
+    if build.verdict != "ok":
+        return _summary(problem, ["compile_error"], [0.0], compiled, [])
+    token = new_token()
+    (record,) = await languages.run(
+        tc,
+        build,
+        assembly.source,
+        [RunInput(token.encode())],
+        cpu_limit=problem.time_limit,
+        memory_bytes=problem.memory_limit_mb << 20,
+        output_bytes=PROGRAM_OUTPUT_LIMIT,
+    )
+    ended, shown = run_passed(record.stdout, token)
+    record = dataclasses.replace(record, stdout=shown)
+    verdict = _run_verdict(record)
+    note = None
+    if verdict is None:
+        verdict = "accepted" if ended else "wrong_answer"
+        if not ended:
+            note = "the program exited 0 before its tests ended"
+    return _summary(
+        problem, [verdict], [1.0 if verdict == "accepted" else 0.0], compiled, [record], note=note
+    )
+
+
 async def _judge_one(
     languages: LanguageRuns, problem: JudgeProblem, tc: Toolchain, source: str
 ) -> dict[str, Any]:
+    if problem.program is not None:
+        return await _judge_program(languages, problem, tc, source)
     build = await languages.build(tc, source, {}, COMPILE_CPU_S)
     compiled = {"verdict": build.verdict, "output": _b64_text(build.output)[-4000:],
                 "cpu": build.cpu}  # fmt: skip
@@ -398,6 +511,7 @@ def _summary(
     points: list[float],
     compiled: dict[str, Any],
     records: Sequence[RunRecord],
+    note: str | None = None,
 ) -> dict[str, Any]:
     total = len(verdicts)
     passed = sum(1 for v in verdicts if v == "accepted")
@@ -413,6 +527,10 @@ def _summary(
             if verdict == "runtime_error":
                 entry.update(return_code=r.return_code, signal=r.signal,
                              stderr=r.stderr[-500:].decode("utf-8", "replace"))  # fmt: skip
+            if problem.program is not None and verdict != "accepted":
+                entry.update(stdout=r.stdout[-500:].decode("utf-8", "replace"))
+        if note is not None:
+            entry["stderr"] = note
         tests.append(entry)
     return {
         "reward": reward,

@@ -219,7 +219,7 @@ def _npm_root() -> str | None:
 _GLOBAL_NODE_MODULES: Final = ("/usr/local/lib/node_modules", "/usr/lib/node_modules")
 
 
-def _node_module_roots(with_npm: bool) -> list[str]:
+def node_module_roots(with_npm: bool) -> list[str]:
     """Where typescript may be installed: ``COLLIMATE_NODE_MODULES``, the
     usual global roots, and (``with_npm``: it costs a process) npm's own."""
     roots = [os.environ.get("COLLIMATE_NODE_MODULES") or "", *_GLOBAL_NODE_MODULES]
@@ -233,7 +233,7 @@ def _typescript() -> Found:
     install = "install Node.js and then: npm install -g typescript @types/node"
     if node is None:
         return MissingToolchain("typescript", install)
-    for root in _node_module_roots(with_npm=True):
+    for root in node_module_roots(with_npm=True):
         tsc = os.path.join(root, "typescript", "lib", "tsc.js")
         types = os.path.join(root, "@types")
         if os.path.isfile(tsc) and os.path.isdir(os.path.join(types, "node")):
@@ -402,7 +402,7 @@ def _fingerprint() -> str:
         real = os.path.realpath(found)
         st = os.stat(real)
         parts.append([tool, found, real, st.st_mtime_ns, st.st_size])
-    for root in _node_module_roots(with_npm=False):
+    for root in node_module_roots(with_npm=False):
         for sub in ("typescript/package.json", "@types/node/package.json"):
             path = os.path.join(root, sub)
             parts.append([path, os.stat(path).st_mtime_ns if os.path.exists(path) else None])

@@ -34,7 +34,7 @@ from collections.abc import Iterable, Sequence
 from dataclasses import dataclass
 from typing import Final, Literal
 
-from ..rewards.contest import ContestReward
+from ..rewards.contest import JudgedReward
 from ..rewards.spec import GuestReward, RewardSpec
 from .targets import TargetFacts
 
@@ -102,16 +102,17 @@ def check_pack(pack: object) -> None:
 def packable(spec: RewardSpec, session_id: str | None) -> bool:
     """Whether a candidate of ``spec`` may share an exec: a built-in grader
     (its runtime grades packs), never in a warm session; or a judged one
-    (a :class:`~collimate_rl.ContestReward`: its packs are one judge
+    (a :class:`~collimate_rl.ContestReward` or
+    :class:`~collimate_rl.ProgramReward`: its packs are one judge
     request for the server, which gives each candidate a clone of its own)."""
-    if isinstance(spec, ContestReward):
+    if isinstance(spec, JudgedReward):
         return True
     return isinstance(spec, GuestReward) and session_id is None
 
 
 def judged(unit: Unit) -> bool:
     """Whether ``unit`` is judged by the server (``/v1/judge``), not run."""
-    return isinstance(unit.jobs[0].spec, ContestReward)
+    return isinstance(unit.jobs[0].spec, JudgedReward)
 
 
 def pack_size(pack: PackArg, count: int, facts: TargetFacts, concurrency: int) -> int:
@@ -168,8 +169,8 @@ def plan_units(jobs: Sequence[Job], size: int, session_id: str | None) -> list[U
     together = [j for j in jobs if packable(j.spec, session_id)] if size > 1 else []
     # judged and run candidates never share a unit (one is a judge request,
     # the other an exec)
-    judge = [j for j in together if isinstance(j.spec, ContestReward)]
-    run = [j for j in together if not isinstance(j.spec, ContestReward)]
+    judge = [j for j in together if isinstance(j.spec, JudgedReward)]
+    run = [j for j in together if not isinstance(j.spec, JudgedReward)]
     packs = [u for part in (run, judge) if len(part) > 1 for u in chunk(part, size)]
     packed = {id(j) for u in packs for j in u.jobs}
     return packs + singles(j for j in jobs if id(j) not in packed)

@@ -20,7 +20,7 @@ from typing import Any
 from .._async.admission import admitted_async
 from .._sync.admission import admitted
 from ..errors import CollimateError
-from ..rewards.contest import ContestReward
+from ..rewards.contest import JudgedReward
 from ..rewards.program import build_runtime, runtime_built
 from ..rewards.spec import GuestReward
 from .admission import gate_for
@@ -81,11 +81,11 @@ def _judge_steps(unit: Unit) -> Steps:
     candidates = []
     for job in unit.jobs:
         spec = job.spec
-        assert isinstance(spec, ContestReward)
+        assert isinstance(spec, JudgedReward)
         if id(spec) not in seen:
             seen[id(spec)] = len(problems)
             problems.append(spec.problem())
-        candidates.append({"problem": seen[id(spec)], "source": job.candidate})
+        candidates.append({"problem": seen[id(spec)], "source": spec.source_of(job.candidate)})
     try:
         answer = yield {_JUDGE: {"problems": problems, "candidates": candidates}}
         results = answer["results"]
@@ -96,7 +96,7 @@ def _judge_steps(unit: Unit) -> Steps:
     finished: list[tuple[Job, Graded]] = []
     for job, entry in zip(unit.jobs, results, strict=True):
         spec = job.spec
-        assert isinstance(spec, ContestReward)
+        assert isinstance(spec, JudgedReward)
         outcome = spec.judged(entry)
         infra = outcome.verdict == "infra_error"
         result = GradeResult(

@@ -18,6 +18,7 @@ from __future__ import annotations
 
 from typing import TYPE_CHECKING, Any
 
+from .appended_tests import ProgramReward
 from .contest import ContestReward
 from .dataset_kinds import AssertReward, CallReward, PytestReward, StdinStdoutReward
 from .extract import candidate_program, extract_code, prompt_code
@@ -53,6 +54,7 @@ __all__ = [
     "AssertReward",
     "CallReward",
     "ContestReward",
+    "ProgramReward",
     "PytestReward",
     "StdinStdoutReward",
     "VERDICT_MARKER",

@@ -13,6 +13,7 @@ from typing import Any
 
 from ..plugins.events import RewardFactory
 from ..plugins.markers import hookimpl
+from .appended_tests import ProgramReward
 from .contest import ContestReward
 from .dataset_kinds import AssertReward, CallReward, PytestReward, StdinStdoutReward, lcb_args
 from .extract import prompt_code
@@ -242,6 +243,21 @@ def stdin_stdout_kind(gt: Any, entry: str) -> RewardSpec:
     raise ValueError(f"stdin_stdout ground truth must be an object or a list, got {gt!r:.80}")
 
 
+def appended_tests_kind(gt: Any, entry: str) -> RewardSpec:
+    """A test program run after the candidate's code (MultiPL-E,
+    HumanEval-X, MBXP): ``{"tests", "language", "prompt"?, "stop_tokens"?,
+    "time_limit"?, "memory_limit_mb"?, "typecheck"?}``."""
+    if not isinstance(gt, Mapping):
+        raise ValueError("program ground truth must be an object with tests and language")
+    return ProgramReward(
+        gt["tests"],
+        language=gt["language"],
+        prompt=gt.get("prompt"),
+        stop_tokens=gt.get("stop_tokens") or (),
+        **_opt(gt, "time_limit", "memory_limit_mb", "typecheck"),
+    )
+
+
 def unit_test_kind(gt: Any, entry: str) -> RewardSpec:
     """A list of tests, ``{"tests": [...]}``, or ``{"fn_name", "inputs", "outputs"}``."""
     if isinstance(gt, (list, tuple)):
@@ -307,4 +323,5 @@ def collimate_rl_reward_kinds() -> Mapping[str, RewardFactory]:
         "pytest": pytest_kind,
         "call": call_kind,
         "stdin_stdout": stdin_stdout_kind,
+        "program": appended_tests_kind,
     }

@@ -27,7 +27,7 @@ from typing import Any, Final
 
 from .spec import SCORINGS, Outcome, RewardSpec
 
-__all__ = ["COMPARES", "ContestReward"]
+__all__ = ["COMPARES", "ContestReward", "JudgedReward"]
 
 #: How outputs compare (see the module's docstring).
 COMPARES: Final = ("tokens", "lines", "exact", "float")
@@ -46,10 +46,53 @@ def _test(test: Any, i: int) -> dict[str, str]:
     return {"input": inp, "output": out}
 
 
-class ContestReward(RewardSpec):
-    """A program judged like a contest on ``tests`` (see the module)."""
+class JudgedReward(RewardSpec):
+    """A reward the server judges (``POST /v1/judge``): each candidate's
+    program with its :meth:`problem`, outcomes read by :meth:`judged`."""
 
     interpreter = "judge"
+
+    def build(self, candidate_path: str) -> str:
+        raise TypeError(
+            f"{type(self).__name__} is judged by the server (POST /v1/judge), not built "
+            "into an exec program: grade it with grade() / grade_batch()"
+        )
+
+    def problem(self) -> dict[str, Any]:
+        """This reward's problem, as ``/v1/judge`` takes it."""
+        raise NotImplementedError
+
+    def source_of(self, completion: str) -> str:
+        """The source judged for ``completion`` (the candidate's code)."""
+        return completion
+
+    def judged(self, entry: Mapping[str, Any]) -> Outcome:
+        """The outcome of one candidate as ``/v1/judge`` answered it."""
+        if "infra_error" in entry:
+            return Outcome(0.0, "infra_error", infra_message=str(entry["infra_error"]))
+        reward = float(entry["reward"])
+        tests = entry.get("tests") or []
+        failed = [
+            {"index": i, "reason": t.get("verdict"), "message": str(t.get("stderr") or "")[:300]}
+            for i, t in enumerate(tests)
+            if t.get("verdict") != "accepted"
+        ]
+        detail: dict[str, Any] = {
+            "passed": int(entry.get("passed", 0)),
+            "total": int(entry.get("total", len(tests))),
+            "failed_indices": [f["index"] for f in failed],
+            "failed": failed[:5],
+            "verdicts": [t.get("verdict") for t in tests],
+            "judge_verdict": entry.get("verdict"),
+        }
+        compiled = entry.get("compile") or {}
+        if compiled.get("verdict") not in (None, "ok"):
+            detail["load_error"] = f"compile_error: {str(compiled.get('output', ''))[-500:]}"
+        return Outcome(reward, "passed" if reward >= 1.0 else "failed", detail)
+
+
+class ContestReward(JudgedReward):
+    """A program judged like a contest on ``tests`` (see the module)."""
 
     def __init__(
         self,
@@ -100,12 +143,6 @@ class ContestReward(RewardSpec):
             f"compare={self.compare!r}{', checker' if self.checker else ''})"
         )
 
-    def build(self, candidate_path: str) -> str:
-        raise TypeError(
-            "ContestReward is judged by the server (POST /v1/judge), not built into an "
-            "exec program: grade it with grade() / grade_batch()"
-        )
-
     def problem(self) -> dict[str, Any]:
         """This reward's problem, as ``/v1/judge`` takes it."""
         return {
@@ -118,27 +155,3 @@ class ContestReward(RewardSpec):
             "checker": self.checker,
             "scoring": self.scoring,
         }
-
-    def judged(self, entry: Mapping[str, Any]) -> Outcome:
-        """The outcome of one candidate as ``/v1/judge`` answered it."""
-        if "infra_error" in entry:
-            return Outcome(0.0, "infra_error", infra_message=str(entry["infra_error"]))
-        reward = float(entry["reward"])
-        tests = entry.get("tests") or []
-        failed = [
-            {"index": i, "reason": t.get("verdict"), "message": str(t.get("stderr") or "")[:300]}
-            for i, t in enumerate(tests)
-            if t.get("verdict") != "accepted"
-        ]
-        detail: dict[str, Any] = {
-            "passed": int(entry.get("passed", 0)),
-            "total": int(entry.get("total", len(tests))),
-            "failed_indices": [f["index"] for f in failed],
-            "failed": failed[:5],
-            "verdicts": [t.get("verdict") for t in tests],
-            "judge_verdict": entry.get("verdict"),
-        }
-        compiled = entry.get("compile") or {}
-        if compiled.get("verdict") not in (None, "ok"):
-            detail["load_error"] = f"compile_error: {str(compiled.get('output', ''))[-500:]}"
-        return Outcome(reward, "passed" if reward >= 1.0 else "failed", detail)

@@ -27,6 +27,7 @@ assert statements as one source string                     ``assert``
 ``[{"input", "output", "testtype": "stdin"}]``             ``stdin_stdout``
 ``{"language", "test_cases": [{"input", "output"}]}``      ``stdin_stdout``
 ``{"official_tests", "generated_checker", ...}`` (open-r1)  ``stdin_stdout``
+``{"tests": "<test program>", "language": "cpp", ...}``     ``program``
 ========================================================  =============
 
 A JSON string of any of these is decoded first; a ``RewardSpec`` passes
@@ -45,6 +46,7 @@ from typing import Any
 import pluggy
 
 from ..plugins.events import RewardFactory
+from .appended_tests import program_language
 from .extract import prompt_code
 from .normalize import normalize_value
 from .source_truths import ACCEPTED_SHAPES, ground_truth_from_source
@@ -132,6 +134,8 @@ def infer_kind(ground_truth: Any) -> str:
     if isinstance(gt, Mapping):
         if "reference" in gt and "generator" in gt:
             return "property"
+        if isinstance(gt.get("tests"), str) and program_language(gt.get("language")):
+            return "program"  # MultiPL-E, HumanEval-X, MBXP
         if "test_list" in gt:
             return "assert"
         if "test_cases" in gt:

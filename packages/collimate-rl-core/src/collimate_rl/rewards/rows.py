@@ -31,6 +31,8 @@ from typing import Any, Final
 
 import pluggy
 
+from .appended_tests import ProgramReward
+from .dataset_rows import program_ground_truth
 from .extract import candidate_program, prompt_code
 from .normalize import normalize_value
 from .registry import reward_spec_from_ground_truth
@@ -54,13 +56,15 @@ ENTRY_COLUMNS: Final = ("entry_point", "entry", "fn_name", "func_name")
 #: The Hub datasets' own test columns, in the order they are tried when a
 #: row has no ground-truth column: open-r1's ``verification_info`` and its
 #: Codeforces ``official_tests``, APPS' ``input_output``, MBPP's
-#: ``test_list``, HumanEval's and KodCode's ``test``.
+#: ``test_list``, HumanEval's, KodCode's, HumanEval-X's and MBXP's
+#: ``test``, MultiPL-E's ``tests``.
 HUB_TEST_COLUMNS: Final = (
     "verification_info",
     "official_tests",
     "input_output",
     "test_list",
     "test",
+    "tests",
 )
 #: What MBPP's ``test_list`` asserts need run first, as its harness runs it:
 #: the full config's ``test_setup_code``, the sanitized config's ``test_imports``.
@@ -80,6 +84,10 @@ def column_ground_truth(row: Mapping[str, Any], name: str) -> Any:
     comes with the row's :data:`MBPP_SETUP_COLUMNS`, so asserts that use
     ``math`` find the import MBPP runs before them."""
     value = row.get(name)
+    if name in ("test", "tests") and isinstance(value, str):
+        program = program_ground_truth(row, value)
+        if program is not None:
+            return program
     if value is not None and name == "official_tests":
         judged = {"official_tests": value}
         judged.update({k: row[k] for k in CODEFORCES_COLUMNS if row.get(k) is not None})
@@ -111,7 +119,10 @@ class RowTask:
     join_prompt: bool = True
 
     def program(self, completion: str) -> str:
-        """The program to grade for ``completion`` (a completion's text)."""
+        """The program to grade for ``completion`` (a completion's text);
+        a :class:`~.appended_tests.ProgramReward` joins its prompt itself."""
+        if isinstance(self.spec, ProgramReward):
+            return completion
         return candidate_program(completion, self.entry, self.prompt, join_prompt=self.join_prompt)
 
 
@@ -153,7 +164,8 @@ def row_task(
         # the ground truth named the function ({"test", "entry_point"}): the
         # prompt's code is found by that name, so build the spec with it
         spec = reward_spec_from_ground_truth(ground_truth, final, prompt=prompt, pm=pm)
-    if code is None:  # a ground truth that carries its prompt (a whole HumanEval row)
+    if code is None and not isinstance(spec, ProgramReward):
+        # a ground truth that carries its prompt (a whole HumanEval row)
         carried = getattr(spec, "prompt", None)
         code = carried if isinstance(carried, str) else None
     return RowTask(spec=spec, entry=final, prompt=code, join_prompt=join_prompt)

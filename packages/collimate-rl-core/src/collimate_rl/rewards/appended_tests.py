@@ -1,0 +1,179 @@
+"""``ProgramReward``: the candidate's code followed by its dataset's test
+program, run once: MultiPL-E, HumanEval-X and MBXP in C++, Java,
+JavaScript, TypeScript, Rust and Go.
+
+Those datasets judge ``prompt + completion + tests``: the prompt opens the
+function (includes, a doc comment, the signature), the model writes its
+body, the tests (a ``main`` with asserts, Go test functions) call it, and
+the program passes when it exits 0. The server runs it so that only a
+program whose tests ran to their end passes (an early ``exit(0)``, a forged
+"OK" or a redefined ``assert`` scores 0.0; see the local backend's
+``program_harness``), and reports ``accepted``, ``wrong_answer``,
+``runtime_error`` (a failed assert among them), ``compile_error``,
+``time_limit``, ``memory_limit`` or ``output_limit``.
+
+What the candidate is: a completion continuing the prompt (a base model's
+text, cut at the row's ``stop_tokens``), or a chat answer whose fenced
+block holds the whole function (its signature is found, whatever the
+spacing, and the prompt's text before the signature is kept).
+"""
+
+from __future__ import annotations
+
+import re
+from collections.abc import Sequence
+from typing import Any, Final
+
+from .contest import JudgedReward
+
+__all__ = ["PROGRAM_LANGUAGES", "ProgramReward", "program_language"]
+
+#: The languages test programs run in, by the names the server knows.
+PROGRAM_LANGUAGES: Final = ("cpp", "java", "javascript", "typescript", "rust", "go")
+#: The datasets' own names for them (MultiPL-E's ``language`` column holds
+#: file extensions: ``rs``, ``go_test.go``; HumanEval-X's task ids ``CPP``,
+#: ``JavaScript``).
+_NAMES: Final = {
+    "cpp": "cpp",
+    "c++": "cpp",
+    "java": "java",
+    "js": "javascript",
+    "javascript": "javascript",
+    "node": "javascript",
+    "nodejs": "javascript",
+    "ts": "typescript",
+    "typescript": "typescript",
+    "rs": "rust",
+    "rust": "rust",
+    "go": "go",
+    "golang": "go",
+    "go_test.go": "go",
+}
+_THINK: Final = re.compile(r"<think>.*?(?:</think>|\Z)", re.DOTALL | re.IGNORECASE)
+_FENCE: Final = re.compile(
+    r"^[ \t]*(?P<fence>`{3,}|~{3,})[ \t]*(?P<info>[^\n`]*)\n(?P<body>.*?)"
+    r"(?:^[ \t]*(?P=fence)[ \t]*$|\Z)",
+    re.DOTALL | re.MULTILINE,
+)
+
+
+def program_language(name: Any) -> str | None:
+    """The language a dataset names (``rs``, ``go_test.go``, ``CPP``), as
+    test programs run it, or None when they do not run in it."""
+    return _NAMES.get(str(name).strip().lower()) if isinstance(name, str) else None
+
+
+def _signature(prompt: str) -> str | None:
+    """The prompt's last code line (the signature the model continues)."""
+    lines = [line.strip() for line in prompt.splitlines() if line.strip()]
+    return lines[-1] if lines else None
+
+
+def _spaced(text: str) -> re.Pattern[str]:
+    """``text`` matched with any spacing between its characters."""
+    chars = [re.escape(c) for c in text if not c.isspace()]
+    return re.compile(r"\s*".join(chars))
+
+
+class ProgramReward(JudgedReward):
+    """The candidate's code, then ``tests``, compiled and run once by the
+    server: 1.0 when the tests run to their end and the program exits 0,
+    else 0.0 (see the module).
+
+    ``language``: ``cpp``, ``java``, ``javascript``, ``typescript``,
+    ``rust`` or ``go`` (or a dataset's name for one: ``js``, ``rs``,
+    ``go_test.go``). ``prompt``: the code the completion continues (the
+    C++ tests are compiled apart from the candidate, from the prompt's
+    declarations). ``stop_tokens``: where a raw completion is cut, as the
+    dataset's generation stops (MultiPL-E's ``stop_tokens``).
+    ``time_limit``: CPU seconds of the run; ``typecheck``: TypeScript type
+    errors fail the compile (MultiPL-E), or only syntax errors do (MBXP,
+    whose reference solutions do not all type-check).
+    """
+
+    def __init__(
+        self,
+        tests: str,
+        *,
+        language: str,
+        prompt: str | None = None,
+        stop_tokens: Sequence[str] = (),
+        time_limit: float = 10.0,
+        memory_limit_mb: int = 1024,
+        typecheck: bool = True,
+    ) -> None:
+        if not isinstance(tests, str) or not tests.strip():
+            raise ValueError("ProgramReward needs the test program's source (tests)")
+        found = program_language(language)
+        if found is None:
+            raise ValueError(
+                f"test programs run in {list(PROGRAM_LANGUAGES)} (or js, ts, rs, go_test.go), "
+                f"not {language!r}"
+            )
+        if prompt is not None and not isinstance(prompt, str):
+            raise ValueError("prompt must be the code the completion continues, or None")
+        if isinstance(stop_tokens, str) or not all(isinstance(t, str) and t for t in stop_tokens):
+            raise ValueError("stop_tokens must be a list of non-empty strings")
+        if isinstance(time_limit, bool) or not isinstance(time_limit, (int, float)):
+            raise ValueError("time_limit must be a number of CPU seconds")
+        if not 0 < time_limit <= 60:
+            raise ValueError(f"time_limit must be in (0, 60] CPU seconds, got {time_limit!r}")
+        if isinstance(memory_limit_mb, bool) or not isinstance(memory_limit_mb, int):
+            raise ValueError("memory_limit_mb must be an integer")
+        if not 0 < memory_limit_mb <= 4096:
+            raise ValueError(f"memory_limit_mb must be in (0, 4096], got {memory_limit_mb!r}")
+        self.tests = tests
+        self.language = found
+        self.prompt = prompt or None
+        self.stop_tokens = list(stop_tokens)
+        self.time_limit = float(time_limit)
+        self.memory_limit_mb = memory_limit_mb
+        self.typecheck = bool(typecheck)
+
+    def __repr__(self) -> str:
+        return (
+            f"ProgramReward(language={self.language!r}, {len(self.tests)} chars of tests, "
+            f"time_limit={self.time_limit:g}, memory_limit_mb={self.memory_limit_mb})"
+        )
+
+    def problem(self) -> dict[str, Any]:
+        return {
+            "language": self.language,
+            "program": {"tests": self.tests, "prompt": self.prompt, "typecheck": self.typecheck},
+            "time_limit": self.time_limit,
+            "memory_limit_mb": self.memory_limit_mb,
+        }
+
+    def _fenced(self, text: str) -> str | None:
+        blocks = [(m.group("info").strip().lower(), m.group("body")) for m in _FENCE.finditer(text)]
+        if not blocks:
+            return None
+        ours = [
+            body for info, body in blocks if program_language(info.split(" ")[0]) == self.language
+        ]
+        untagged = [body for info, body in blocks if not info]
+        return (ours[-1:] or untagged[:1] or [blocks[0][1]])[0]
+
+    def _cut(self, text: str) -> str:
+        """A raw completion cut at the first stop token, as generation stops."""
+        ends = [i for i in (text.find(t) for t in self.stop_tokens) if i >= 0]
+        return text[: min(ends)] if ends else text
+
+    def source_of(self, completion: str) -> str:
+        """The source judged for ``completion``: the prompt and the body the
+        model wrote, or the prompt's head and the whole function it wrote."""
+        text = _THINK.sub("", completion)
+        fenced = self._fenced(text)
+        code = fenced if fenced is not None else self._cut(text)
+        if not self.prompt:
+            return code
+        signature = _signature(self.prompt)
+        found = _spaced(signature.rstrip("{")).search(code) if signature else None
+        if found is None:
+            return self.prompt + code
+        at = self.prompt.rfind(signature) if signature else -1
+        head = self.prompt[: self.prompt.rfind("\n", 0, at) + 1] if at >= 0 else ""
+        whole = code[found.start() :].rstrip()
+        if re.match(r"\s*\}", self.tests) and whole.endswith("}"):
+            whole = whole[:-1].rstrip()  # the tests close the function (MultiPL-E)
+        return head + whole + "\n"
