@@ -151,6 +151,15 @@ def test_a_checker_that_fails_is_an_infra_error(client: CollimateClient, source:
     assert "infra_error" in result and "reward" not in result, result
 
 
+def test_test_programs_without_a_main_are_the_judges_failure(client: CollimateClient) -> None:
+    """Tests with no ``main`` to guard cannot tell an early exit from a
+    pass: an infra error (the request's), never a reward."""
+    need("cpp")
+    problem = {"language": "cpp", "program": {"tests": "// nothing", "prompt": None}}
+    answer = client.judge([problem], [{"problem": 0, "source": "int f() { return 1; }"}])
+    assert "no int main()" in answer["results"][0]["infra_error"]
+
+
 def test_one_compile_for_a_group_of_identical_candidates(client: CollimateClient) -> None:
     """16 identical candidates, 10 tests each, all 16 sent: one compile."""
     need("cpp")
@@ -191,6 +200,17 @@ def test_one_compile_for_a_group_of_identical_candidates(client: CollimateClient
         ({"problems": [{"language": "cpp", "tests": TESTS}], "candidates": [{"source": 1}]},
          "source"),
         ({"problems": [], "candidates": [], "extra": 1}, "unknown field"),
+        # test programs (MultiPL-E and kin)
+        ({"problems": [{"language": "cpp", "program": {"tests": "int main(){}"}, "tests": TESTS}],
+          "candidates": [{"source": ""}]}, "no tests or checker"),
+        ({"problems": [{"language": "python", "program": {"tests": "assert 1"}}],
+          "candidates": [{"source": ""}]}, "test programs run in"),
+        ({"problems": [{"language": "cpp", "program": {"tests": " "}}],
+          "candidates": [{"source": ""}]}, "program.tests"),
+        ({"problems": [{"language": "cpp", "program": {"tests": "x", "typecheck": "yes"}}],
+          "candidates": [{"source": ""}]}, "typecheck"),
+        ({"problems": [{"language": "cpp", "program": {"tests": "x", "stdin": ""}}],
+          "candidates": [{"source": ""}]}, "unknown field"),
     ],
 )  # fmt: skip
 def test_a_bad_body_is_a_400_that_says_why(
