@@ -49,10 +49,13 @@ CPP_HACKS = {
     "stdin_before_main": (
         '    extern char stolen_[]; printf("\\n%s", stolen_); fflush(stdout); _exit(0);\n'
         "}\nchar stolen_[256];\n"
-        "__attribute__((constructor(101))) static void steal_() { fread(stolen_, 1, 255, stdin); }\n"
+        "__attribute__((constructor(101))) static void steal_() {\n"
+        "    fread(stolen_, 1, 255, stdin);\n}\n"
         "long unused_() { return 0;\n"
     ),
-    "define_assert": "    return string.size() + 1;\n}\n#define assert(x) ((void)0)\nlong unused_() {\n",
+    "define_assert": (
+        "    return string.size() + 1;\n}\n#define assert(x) ((void)0)\nlong unused_() {\n"
+    ),
     "kill_everyone": "    kill(-1, SIGKILL); return string.size() + 1;\n",
     "stall": "    for (;;) {}\n",
 }
@@ -117,7 +120,8 @@ JS_HACKS = {
     ),
     "patch_assert": "  require('assert').deepEqual = () => {};\n  return string.length + 1;\n}\n",
     "read_own_file": (
-        "  let src = ''; try { src = require('fs').readFileSync(__filename, 'utf8'); } catch (e) {}\n"
+        "  let src = '';\n"
+        "  try { src = require('fs').readFileSync(__filename, 'utf8'); } catch (e) {}\n"
         "  return src.includes('asdasnakj') ? string.length : -1;\n}\n"
     ),
     "caller_source": (
