@@ -206,3 +206,76 @@ def test_a_codeforces_row_with_and_without_its_checker(
     programs = [task.program(CPP_FENCED), task.program(CPP["wrong"])]
     rewards = [r.reward for r in grade_batch(client, "py", programs, spec)]
     assert rewards == [1.0, pytest.approx(0.1)]
+
+
+def _codecontests_row(**extra: object) -> dict[str, object]:
+    """A CodeContests row as ``datasets`` loads it (its columns that matter
+    here, and some that do not)."""
+    pairs = [(f"{i} {3 * i}\n", f"{4 * i}\n") for i in range(6)]
+    return {
+        "name": "1000_A. A+B",
+        "description": "Print a + b.",
+        "public_tests": {"input": [pairs[0][0]], "output": [pairs[0][1]]},
+        "private_tests": {
+            "input": [p[0] for p in pairs[1:4]],
+            "output": [p[1] for p in pairs[1:4]],
+        },
+        "generated_tests": {
+            "input": [p[0] for p in pairs[4:]],
+            "output": [p[1] for p in pairs[4:]],
+        },
+        "source": 2,
+        "difficulty": 7,
+        "solutions": {"language": [2], "solution": ["..."]},
+        "time_limit": {"seconds": 2, "nanos": 500000000},
+        "memory_limit_bytes": 256000000,
+        "input_file": "",
+        "output_file": "",
+        **extra,
+    }
+
+
+def test_a_codecontests_row_judges_each_completion_in_its_own_language(
+    client: CollimateClient,
+) -> None:
+    """CodeContests' problems take any language: a row without a language
+    column is judged in the one each completion's fence names, or its code
+    gives away; all its tests (public, private, generated) count."""
+    need("cpp")
+    need("java")
+    row = _codecontests_row()
+    task = row_task(hub_ground_truth(row), row=row)
+    assert isinstance(task.spec, ContestReward)
+    assert (task.spec.language, len(task.spec.tests)) == ("auto", 6)
+    assert (task.spec.time_limit, task.spec.memory_limit_mb) == (2.5, 244)
+    completions = [
+        f"Here:\n```cpp\n{CPP['right']}\n```\n",
+        f"```python\n{PYTHON_SUM}```",
+        f"<think>```cpp\nint main(){{}}\n```</think>\n```java\n{JAVA['right']}\n```",
+        f"```cpp\n{CPP['wrong']}\n```",
+        PYTHON_SUM,  # no fence, no tell: Python
+        f"```\n{CPP['right']}\n```",  # untagged: #include gives C++ away
+    ]
+    results = grade_batch(client, "py", [task.program(c) for c in completions], task.spec)
+    assert [r.reward for r in results] == [1.0, 1.0, 1.0, pytest.approx(1 / 6), 1.0, 1.0], [
+        r.explain() for r in results
+    ]
+    assert not any(r.infra_error for r in results)
+
+
+def test_a_codecontests_row_with_a_language_column_and_a_file_problem() -> None:
+    row = _codecontests_row(language="cpp")
+    spec = row_task(hub_ground_truth(row), row=row).spec
+    assert isinstance(spec, ContestReward) and spec.language == "cpp"
+    # a fenced block in another language is not what a C++ row judges
+    assert spec.source_of(f"```python\nx\n```\n```cpp\n{CPP['right']}\n```") == CPP["right"] + "\n"
+    with pytest.raises(ValueError, match="input_file"):
+        row_task(hub_ground_truth(_codecontests_row(input_file="input.txt")), row={})
+
+
+def test_an_auto_problem_needs_each_candidates_language(client: CollimateClient) -> None:
+    problem = {"language": "auto", "tests": [{"input": "1 2\n", "output": "3\n"}]}
+    with pytest.raises(CollimateError, match="its problem's language is auto"):
+        client.judge([problem], [{"problem": 0, "source": PYTHON_SUM}])
+    answer = client.judge([problem], [{"problem": 0, "source": PYTHON_SUM, "language": "python"}])
+    assert answer["results"][0]["reward"] == 1.0

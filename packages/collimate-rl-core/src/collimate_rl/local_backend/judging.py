@@ -185,7 +185,8 @@ def _problem(raw: Any, i: int) -> JudgeProblem:
     if not isinstance(raw, Mapping):
         raise bad_request(f"{what} must be an object")
     language = raw.get("language")
-    if not isinstance(language, str) or resolve_language(language) is None:
+    auto = language == "auto" and raw.get("program") is None
+    if not isinstance(language, str) or (resolve_language(language) is None and not auto):
         raise bad_request(f"{what}.language: unknown language {language!r}")
     if raw.get("program") is not None:
         if raw.get("tests") is not None or raw.get("checker") is not None:
@@ -233,9 +234,11 @@ def _problem(raw: Any, i: int) -> JudgeProblem:
     )
 
 
-def parse_judge_body(body: Any) -> tuple[list[JudgeProblem], list[tuple[int, str]]]:
-    """The problems and the candidates (problem index, source) of a body,
-    or a 400 naming what is wrong."""
+def parse_judge_body(body: Any) -> tuple[list[JudgeProblem], list[tuple[int, str, str]]]:
+    """The problems and the candidates (problem index, source, language) of
+    a body, or a 400 naming what is wrong. A candidate's ``language`` is its
+    problem's unless it names its own (required when the problem's is
+    ``auto``)."""
     if not isinstance(body, Mapping):
         raise bad_request("a judge request is a JSON object")
     unknown = sorted(set(body) - {"problems", "candidates"})
@@ -259,7 +262,15 @@ def parse_judge_body(body: Any) -> tuple[list[JudgeProblem], list[tuple[int, str
         source = c.get("source")
         if not isinstance(source, str):
             raise bad_request(f"candidates[{i}].source must be a string")
-        candidates.append((p, source))
+        language = c.get("language", problems[p].language)
+        if not isinstance(language, str) or resolve_language(language) is None:
+            raise bad_request(
+                f"candidates[{i}].language: unknown language {language!r}"
+                + (" (its problem's language is auto)" if language == "auto" else "")
+            )
+        if problems[p].program is not None and language != problems[p].language:
+            raise bad_request(f"candidates[{i}].language: a test program's is its problem's")
+        candidates.append((p, source, language))
     return problems, candidates
 
 
@@ -548,16 +559,15 @@ async def judge_body(languages: LanguageRuns, body: Any) -> dict[str, Any]:
     ``{"infra_error": why}``, and the compile cache's counters."""
     problems, candidates = parse_judge_body(body)
     toolchains: dict[str, Toolchain | str] = {}
-    for problem in problems:
-        if problem.language not in toolchains:
-            try:
-                toolchains[problem.language] = await languages.toolchain(problem.language)
-            except LanguageUnavailable as exc:
-                toolchains[problem.language] = str(exc)
+    for language in {c[2] for c in candidates}:
+        try:
+            toolchains[language] = await languages.toolchain(language)
+        except LanguageUnavailable as exc:
+            toolchains[language] = str(exc)
 
-    async def one(p: int, source: str) -> dict[str, Any]:
+    async def one(p: int, source: str, language: str) -> dict[str, Any]:
         problem = problems[p]
-        tc = toolchains[problem.language]
+        tc = toolchains[language]
         if isinstance(tc, str):
             return {"infra_error": tc}
         try:
@@ -565,5 +575,5 @@ async def judge_body(languages: LanguageRuns, body: Any) -> dict[str, Any]:
         except (LanguageInfraError, LanguageUnavailable, _JudgeFailed) as exc:
             return {"infra_error": str(exc)}
 
-    results = await asyncio.gather(*(one(p, s) for p, s in candidates))
+    results = await asyncio.gather(*(one(p, s, lang) for p, s, lang in candidates))
     return {"results": list(results), "compile_cache": languages.cache.describe()}

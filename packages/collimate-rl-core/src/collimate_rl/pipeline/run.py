@@ -85,7 +85,7 @@ def _judge_steps(unit: Unit) -> Steps:
         if id(spec) not in seen:
             seen[id(spec)] = len(problems)
             problems.append(spec.problem())
-        candidates.append({"problem": seen[id(spec)], "source": spec.source_of(job.candidate)})
+        candidates.append({"problem": seen[id(spec)], **spec.judged_candidate(job.candidate)})
     try:
         answer = yield {_JUDGE: {"problems": problems, "candidates": candidates}}
         results = answer["results"]

@@ -243,6 +243,20 @@ def stdin_stdout_kind(gt: Any, entry: str) -> RewardSpec:
     raise ValueError(f"stdin_stdout ground truth must be an object or a list, got {gt!r:.80}")
 
 
+def contest_kind(gt: Any, entry: str) -> RewardSpec:
+    """A program judged like a contest: ``{"tests": [{"input", "output"}],
+    "language"?, "time_limit"?, "memory_limit_mb"?, "compare"?,
+    "float_tol"?, "checker"?, "scoring"?}`` (``language`` ``auto``: each
+    candidate in its fence's language; CodeContests' rows)."""
+    if not isinstance(gt, Mapping):
+        raise ValueError("contest ground truth must be an object with tests")
+    return ContestReward(
+        _stdin_tests(_json(gt["tests"], "tests")),
+        language=str(gt.get("language") or "auto"),
+        **_opt(gt, "time_limit", "memory_limit_mb", "compare", "float_tol", "checker", "scoring"),
+    )
+
+
 def appended_tests_kind(gt: Any, entry: str) -> RewardSpec:
     """A test program run after the candidate's code (MultiPL-E,
     HumanEval-X, MBXP): ``{"tests", "language", "prompt"?, "stop_tokens"?,
@@ -324,4 +338,5 @@ def collimate_rl_reward_kinds() -> Mapping[str, RewardFactory]:
         "call": call_kind,
         "stdin_stdout": stdin_stdout_kind,
         "program": appended_tests_kind,
+        "contest": contest_kind,
     }

@@ -9,7 +9,11 @@ input, and compares the outputs itself, outside every sandbox: a candidate
 never has the expected outputs, a checker or a sibling within reach.
 
 ``tests`` are ``{"input", "output"}`` objects or ``(input, output)``
-pairs (strings). ``time_limit`` is CPU seconds per test (a busy machine
+pairs (strings). ``language`` is the candidates' (``cpp``, ``java``,
+``javascript``, ``typescript``, ``rust``, ``go``, ``python``), or ``auto``:
+each candidate in the language its fenced block names (```` ```cpp ````),
+else the one its code gives away (CodeContests' problems take any).
+``time_limit`` is CPU seconds per test (a busy machine
 does not turn a pass into a time limit), ``memory_limit_mb`` the memory a
 run really uses, ``compare`` how outputs compare (``tokens``: the same
 words, as most contest checkers do; ``lines``: line by line, trailing
@@ -22,16 +26,65 @@ exit 0 accepted; ``openr1``: ``checker input answer output``, prints 1 or
 
 from __future__ import annotations
 
+import re
 from collections.abc import Mapping, Sequence
 from typing import Any, Final
 
 from .spec import SCORINGS, Outcome, RewardSpec
 
-__all__ = ["COMPARES", "ContestReward", "JudgedReward"]
+__all__ = ["COMPARES", "ContestReward", "JudgedReward", "fenced_code", "sniff_language"]
 
 #: How outputs compare (see the module's docstring).
 COMPARES: Final = ("tokens", "lines", "exact", "float")
 _PROTOCOLS: Final = ("testlib", "openr1")
+#: A fence's tag -> the judge's name of its language.
+_TAGS: Final = {
+    "cpp": "cpp", "c++": "cpp", "cc": "cpp", "cxx": "cpp", "java": "java",
+    "javascript": "javascript", "js": "javascript", "node": "javascript",
+    "nodejs": "javascript", "typescript": "typescript", "ts": "typescript",
+    "rust": "rust", "rs": "rust", "go": "go", "golang": "go", "python": "python",
+    "python3": "python", "py": "python", "py3": "python",
+}  # fmt: skip
+_THINK: Final = re.compile(r"<think>.*?(?:</think>|\Z)", re.DOTALL | re.IGNORECASE)
+_FENCE: Final = re.compile(
+    r"^[ \t]*(?P<fence>`{3,}|~{3,})[ \t]*(?P<info>[^\n`]*)\n(?P<body>.*?)"
+    r"(?:^[ \t]*(?P=fence)[ \t]*$|\Z)",
+    re.DOTALL | re.MULTILINE,
+)
+#: What gives a program's language away when its fence has no tag.
+_SNIFFS: Final = (
+    (re.compile(r"^\s*#\s*include\b", re.M), "cpp"),
+    (re.compile(r"\bpublic\s+static\s+void\s+main\s*\("), "java"),
+    (re.compile(r"^\s*package\s+main\b", re.M), "go"),
+    (re.compile(r"\bfn\s+main\s*\("), "rust"),
+    (re.compile(r"\b(?:console\.log|require\s*\(|process\.stdin)"), "javascript"),
+)
+
+
+def sniff_language(code: str) -> str:
+    """The language an untagged program is written in, by what gives it
+    away (``#include``, ``public static void main``, ``package main``,
+    ``fn main``, Node's ``console.log``); Python otherwise."""
+    return next((language for found, language in _SNIFFS if found.search(code)), "python")
+
+
+def fenced_code(completion: str, language: str | None) -> tuple[str, str | None]:
+    """The code a completion holds and its fence's language (None when
+    untagged or unfenced): reasoning in ``<think>`` dropped; among fenced
+    blocks the last one tagged ``language`` (any known language when
+    ``language`` is None), else the first untagged one, else the first."""
+    text = _THINK.sub("", completion)
+    blocks = [
+        (_TAGS.get(m.group("info").strip().lower().split(" ")[0]), m.group("body"))
+        for m in _FENCE.finditer(text)
+        if m.group("body").strip()
+    ]
+    if not blocks:
+        return text.strip(), None
+    tagged = [b for b in blocks if b[0] is not None and (language is None or b[0] == language)]
+    untagged = [b for b in blocks if b[0] is None]
+    tag, body = (tagged[-1:] or untagged[:1] or blocks[:1])[0]
+    return body.strip("\n").rstrip() + "\n", tag
 
 
 def _test(test: Any, i: int) -> dict[str, str]:
@@ -65,6 +118,11 @@ class JudgedReward(RewardSpec):
     def source_of(self, completion: str) -> str:
         """The source judged for ``completion`` (the candidate's code)."""
         return completion
+
+    def judged_candidate(self, completion: str) -> dict[str, str]:
+        """``completion`` as a candidate of ``/v1/judge`` (its source, and
+        its language when it is the candidate's own)."""
+        return {"source": self.source_of(completion)}
 
     def judged(self, entry: Mapping[str, Any]) -> Outcome:
         """The outcome of one candidate as ``/v1/judge`` answered it."""
@@ -109,7 +167,7 @@ class ContestReward(JudgedReward):
         if isinstance(tests, (str, bytes)) or not tests:
             raise ValueError("ContestReward needs a non-empty list of tests")
         if not isinstance(language, str) or not language.strip():
-            raise ValueError("language must name the candidates' language, e.g. 'cpp'")
+            raise ValueError("language must name the candidates' language, e.g. 'cpp', or 'auto'")
         if isinstance(time_limit, bool) or not isinstance(time_limit, (int, float)):
             raise ValueError("time_limit must be a number of CPU seconds")
         if not 0 < time_limit <= 60:
@@ -142,6 +200,20 @@ class ContestReward(JudgedReward):
             f"time_limit={self.time_limit:g}, memory_limit_mb={self.memory_limit_mb}, "
             f"compare={self.compare!r}{', checker' if self.checker else ''})"
         )
+
+    def source_of(self, completion: str) -> str:
+        """The program a completion holds: its fenced block in this
+        language (see :func:`fenced_code`), or the whole text."""
+        return self.judged_candidate(completion)["source"]
+
+    def judged_candidate(self, completion: str) -> dict[str, str]:
+        """With ``language="auto"``, each candidate is judged in the
+        language its fence names, else the one its code gives away."""
+        auto = self.language == "auto"
+        code, tag = fenced_code(completion, None if auto else _TAGS.get(self.language.lower()))
+        if not auto:
+            return {"source": code}
+        return {"source": code, "language": tag or sniff_language(code)}
 
     def problem(self) -> dict[str, Any]:
         """This reward's problem, as ``/v1/judge`` takes it."""

@@ -1,5 +1,7 @@
-"""The rows of the multi-language benchmarks, as ``datasets`` loads them,
-to the ground truth of a :class:`~.appended_tests.ProgramReward`.
+"""The rows of the multi-language datasets, as ``datasets`` loads them, to
+their ground truth: a :class:`~.appended_tests.ProgramReward` for the test
+programs of MultiPL-E, HumanEval-X and MBXP, a
+:class:`~.contest.ContestReward` for CodeContests' problems.
 
 =============  =====================================  ====================================
 dataset        row                                    language from
@@ -17,6 +19,13 @@ the package clause and imports (``testing``, testify) its harness writes
 (``test_setup`` when the row has it); MBXP's TypeScript is run even with
 type errors, as its harness does (its reference solutions do not all
 type-check). Python rows of these datasets are left to the Python kinds.
+
+CodeContests (``deepmind/code_contests``) rows hold ``public_tests``,
+``private_tests`` and ``generated_tests`` (each ``{"input": [...],
+"output": [...]}``), ``time_limit`` (``{"seconds", "nanos"}``) and
+``memory_limit_bytes``; its problems take solutions in any language, so a
+row without a ``language`` column is judged in the language each
+completion's fence names (``language="auto"``).
 """
 
 from __future__ import annotations
@@ -26,7 +35,11 @@ from typing import Any, Final
 
 from .appended_tests import program_language
 
-__all__ = ["program_ground_truth"]
+__all__ = ["CODECONTESTS_TESTS", "codecontests_ground_truth", "program_ground_truth"]
+
+#: CodeContests' test columns, all judged (its generated tests too, as
+#: AlphaCode judged them).
+CODECONTESTS_TESTS: Final = ("public_tests", "private_tests", "generated_tests")
 
 #: What HumanEval-X's harness puts before a C++ prompt lacking it, but
 #: ``<cstring>``: with it, a test calling the prompt's ``strlen(string)`` on
@@ -102,4 +115,40 @@ def program_ground_truth(row: Mapping[str, Any], tests: str) -> dict[str, Any] |
     stops = row.get("stop_tokens")
     if isinstance(stops, (list, tuple)) and all(isinstance(t, str) and t for t in stops):
         truth["stop_tokens"] = list(stops)
+    return truth
+
+
+def _tests_of(value: Any, column: str) -> list[dict[str, str]]:
+    if value is None:
+        return []
+    if not isinstance(value, Mapping):
+        raise ValueError(f"{column} must be {{'input': [...], 'output': [...]}}")
+    inputs, outputs = value.get("input") or [], value.get("output") or []
+    if len(inputs) != len(outputs):
+        raise ValueError(f"{column}: {len(inputs)} inputs but {len(outputs)} outputs")
+    return [{"input": str(i), "output": str(o)} for i, o in zip(inputs, outputs, strict=True)]
+
+
+def codecontests_ground_truth(row: Mapping[str, Any]) -> dict[str, Any]:
+    """The ``contest`` ground truth of a CodeContests row (see the module)."""
+    for column in ("input_file", "output_file"):
+        if isinstance(row.get(column), str) and row[column].strip():
+            raise ValueError(
+                f"CodeContests: {column} {row[column]!r}: problems reading or writing files "
+                "are not judged (only standard input and output)"
+            )
+    tests = [t for column in CODECONTESTS_TESTS for t in _tests_of(row.get(column), column)]
+    if not tests:
+        raise ValueError("CodeContests row has no tests (public, private or generated)")
+    truth: dict[str, Any] = {"kind": "contest", "tests": tests, "compare": "tokens"}
+    language = row.get("language")
+    truth["language"] = language if isinstance(language, str) and language else "auto"
+    limit = row.get("time_limit")
+    if isinstance(limit, Mapping):
+        seconds = float(limit.get("seconds") or 0) + float(limit.get("nanos") or 0) / 1e9
+        if seconds > 0:
+            truth["time_limit"] = min(seconds, 60.0)
+    memory = row.get("memory_limit_bytes")
+    if isinstance(memory, int) and not isinstance(memory, bool) and memory > 0:
+        truth["memory_limit_mb"] = max(1, min(4096, memory >> 20))
     return truth

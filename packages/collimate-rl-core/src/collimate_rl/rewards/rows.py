@@ -31,8 +31,8 @@ from typing import Any, Final
 
 import pluggy
 
-from .appended_tests import ProgramReward
-from .dataset_rows import program_ground_truth
+from .contest import JudgedReward
+from .dataset_rows import codecontests_ground_truth, program_ground_truth
 from .extract import candidate_program, prompt_code
 from .normalize import normalize_value
 from .registry import reward_spec_from_ground_truth
@@ -55,12 +55,14 @@ __all__ = [
 ENTRY_COLUMNS: Final = ("entry_point", "entry", "fn_name", "func_name")
 #: The Hub datasets' own test columns, in the order they are tried when a
 #: row has no ground-truth column: open-r1's ``verification_info`` and its
-#: Codeforces ``official_tests``, APPS' ``input_output``, MBPP's
+#: Codeforces ``official_tests``, CodeContests' ``public_tests`` (with
+#: its private and generated ones), APPS' ``input_output``, MBPP's
 #: ``test_list``, HumanEval's, KodCode's, HumanEval-X's and MBXP's
 #: ``test``, MultiPL-E's ``tests``.
 HUB_TEST_COLUMNS: Final = (
     "verification_info",
     "official_tests",
+    "public_tests",
     "input_output",
     "test_list",
     "test",
@@ -84,6 +86,8 @@ def column_ground_truth(row: Mapping[str, Any], name: str) -> Any:
     comes with the row's :data:`MBPP_SETUP_COLUMNS`, so asserts that use
     ``math`` find the import MBPP runs before them."""
     value = row.get(name)
+    if name == "public_tests" and value is not None:
+        return codecontests_ground_truth(row)
     if name in ("test", "tests") and isinstance(value, str):
         program = program_ground_truth(row, value)
         if program is not None:
@@ -120,8 +124,9 @@ class RowTask:
 
     def program(self, completion: str) -> str:
         """The program to grade for ``completion`` (a completion's text);
-        a :class:`~.appended_tests.ProgramReward` joins its prompt itself."""
-        if isinstance(self.spec, ProgramReward):
+        a judged reward picks the code itself (its language's fence, its
+        prompt joined)."""
+        if isinstance(self.spec, JudgedReward):
             return completion
         return candidate_program(completion, self.entry, self.prompt, join_prompt=self.join_prompt)
 
@@ -164,7 +169,7 @@ def row_task(
         # the ground truth named the function ({"test", "entry_point"}): the
         # prompt's code is found by that name, so build the spec with it
         spec = reward_spec_from_ground_truth(ground_truth, final, prompt=prompt, pm=pm)
-    if code is None and not isinstance(spec, ProgramReward):
+    if code is None and not isinstance(spec, JudgedReward):
         # a ground truth that carries its prompt (a whole HumanEval row)
         carried = getattr(spec, "prompt", None)
         code = carried if isinstance(carried, str) else None
