@@ -135,3 +135,48 @@ def test_bad_arguments_say_what_is_wrong(kwargs: dict[str, Any], message: str) -
     tests = kwargs.pop("tests")
     with pytest.raises(ValueError, match=message):
         ProgramReward(tests, **kwargs)
+
+
+def test_collimate_grade_takes_these_rows(tmp_path: Path) -> None:
+    """``collimate grade`` on a JSONL of MultiPL-E, HumanEval-X and
+    MBXP rows (their own columns plus a completion): each row's
+    reward, no infra error."""
+    import subprocess
+    import sys
+
+    cases = [c for c in ROWS if c["language"] in ("cpp", "javascript")]
+    need("cpp")
+    need("javascript")
+    rows = []
+    for n, case in enumerate(cases):
+        for which, want in (("right", 1.0), ("wrong", 0.0)):
+            rows.append({**case["row"], "id": f"{n}-{which}", "completion": case[which],
+                         "want": want})  # fmt: skip
+    src, out = tmp_path / "rows.jsonl", tmp_path / "out.jsonl"
+    src.write_text("".join(json.dumps(r) + "\n" for r in rows))
+    with LocalCollimateBackend() as backend:
+        done = subprocess.run(
+            [sys.executable, "-m", "collimate_rl", "grade", str(src), "-o", str(out),
+             "--url", backend.base_url, "--no-progress"],
+            capture_output=True, text=True, timeout=600,
+        )  # fmt: skip
+    assert done.returncode == 0, done.stderr[-2000:]
+    got = {r["id"]: r for r in map(json.loads, out.read_text().splitlines())}
+    assert len(got) == len(rows) == 16
+    for row in rows:
+        assert got[row["id"]]["reward"] == row["want"], got[row["id"]]
+        assert got[row["id"]]["infra_error"] is False
+
+
+@pytest.mark.parametrize("as_json", [False, True])
+def test_a_whole_row_as_the_ground_truth(as_json: bool) -> None:
+    """verl's ``ground_truth`` (or any adapter's) may be the whole row, as
+    an object or a JSON string: the same reward as from its columns."""
+    from collimate_rl.rewards.registry import reward_spec_from_ground_truth
+
+    for case in ROWS:
+        row = case["row"]
+        truth = json.dumps(row) if as_json else row
+        spec = reward_spec_from_ground_truth(truth)
+        assert isinstance(spec, ProgramReward), case["row"].get("task_id")
+        assert spec.problem() == row_task(hub_ground_truth(row), row=row).spec.problem()

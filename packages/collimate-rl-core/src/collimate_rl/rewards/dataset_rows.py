@@ -35,7 +35,12 @@ from typing import Any, Final
 
 from .appended_tests import program_language
 
-__all__ = ["CODECONTESTS_TESTS", "codecontests_ground_truth", "program_ground_truth"]
+__all__ = [
+    "CODECONTESTS_TESTS",
+    "codecontests_ground_truth",
+    "dataset_ground_truth",
+    "program_ground_truth",
+]
 
 #: CodeContests' test columns, all judged (its generated tests too, as
 #: AlphaCode judged them).
@@ -152,3 +157,15 @@ def codecontests_ground_truth(row: Mapping[str, Any]) -> dict[str, Any]:
     if isinstance(memory, int) and not isinstance(memory, bool) and memory > 0:
         truth["memory_limit_mb"] = max(1, min(4096, memory >> 20))
     return truth
+
+
+def dataset_ground_truth(row: Mapping[str, Any]) -> dict[str, Any] | None:
+    """The ground truth of a whole row of one of these datasets handed over
+    as the ground truth itself (verl's ``ground_truth``, a JSON line), or
+    None for a row of none of them."""
+    if isinstance(row.get("public_tests"), Mapping):
+        return codecontests_ground_truth(row)
+    for column in ("tests", "test"):
+        if isinstance(row.get(column), str):
+            return program_ground_truth(row, row[column])
+    return None

@@ -47,6 +47,7 @@ import pluggy
 
 from ..plugins.events import RewardFactory
 from .appended_tests import program_language
+from .dataset_rows import dataset_ground_truth
 from .extract import prompt_code
 from .normalize import normalize_value
 from .source_truths import ACCEPTED_SHAPES, ground_truth_from_source
@@ -192,6 +193,9 @@ def reward_spec_from_ground_truth(
         inner = _decode(gt["input_output"])
         if isinstance(inner, Mapping):
             gt = {**{k: v for k, v in gt.items() if k != "input_output"}, **inner}
+    if isinstance(gt, Mapping) and gt.get("kind") is None:
+        # a whole MultiPL-E / HumanEval-X / MBXP / CodeContests row as the ground truth
+        gt = dataset_ground_truth(gt) or gt
     if isinstance(gt, Mapping) and gt.get("kind") is not None:
         kind = str(gt["kind"])
     else:
