@@ -18,9 +18,7 @@ process it can signal; stall.
 
 from __future__ import annotations
 
-import json
 from collections.abc import Iterator
-from pathlib import Path
 from typing import Any
 
 import pytest
@@ -28,12 +26,9 @@ import pytest
 from collimate_rl import CollimateClient, ProgramReward, grade_batch
 from collimate_rl.local_backend import LocalCollimateBackend
 from collimate_rl.rewards.rows import hub_ground_truth, row_task
-from collimate_rl.testing.programs import need
+from collimate_rl.testing.programs import need, program_rows
 
-_ROWS = [
-    json.loads(line) for line in (Path(__file__).parent / "data" / "program_rows.jsonl").open()
-]
-MULTIPLE = {c["language"]: c for c in _ROWS if c["dataset"] == "multipl-e"}
+MULTIPLE = {c["language"]: c for c in program_rows() if c["dataset"] == "multipl-e"}
 #: Printed by the forging hacks: the shape of a token (32 hex digits).
 FAKE = "0123456789abcdef0123456789abcdef"
 

@@ -1,13 +1,7 @@
 """MultiPL-E, HumanEval-X and MBXP rows (``prompt + completion + tests``,
 pass = the tests ran to their end and the program exited 0) graded on a
 real local backend, in every language these datasets cover that we run.
-
-The rows in ``data/program_rows.jsonl`` are the datasets' own: HumanEval-X
-and MBXP copied from their released files (canonical solutions included;
-MBXP's Go has none, so its right answer is written here), MultiPL-E's
-from its repository's prompt files with their doc comments commented line
-by line as on the Hub (the repository's copies leave later lines bare),
-with right and wrong bodies written here (MultiPL-E ships no solutions).
+The rows are the datasets' own (``collimate_rl.testing.programs.program_rows``).
 """
 
 from __future__ import annotations
@@ -22,9 +16,9 @@ import pytest
 from collimate_rl import CollimateClient, ProgramReward, grade_batch
 from collimate_rl.local_backend import LocalCollimateBackend
 from collimate_rl.rewards.rows import hub_ground_truth, row_task
-from collimate_rl.testing.programs import need
+from collimate_rl.testing.programs import need, program_rows
 
-ROWS = [json.loads(line) for line in (Path(__file__).parent / "data" / "program_rows.jsonl").open()]
+ROWS = program_rows()
 
 
 def _id(case: dict[str, Any]) -> str:

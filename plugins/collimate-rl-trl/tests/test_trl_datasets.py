@@ -334,3 +334,30 @@ def test_an_infrastructure_failure_says_so_in_the_log_and_names_the_row(
     assert all(r.startswith("infra_error: ") for r in trainer.extra_logs["collimate_reason"])
     assert trainer.metrics["collimate/infra_error_fraction"] == [1.0]
     assert "row task_id='HumanEval/h0' (batch position 0)" in caplog.text
+
+
+# -- test programs in other languages: MultiPL-E, HumanEval-X, MBXP ------------
+
+
+@pytest.mark.parametrize(
+    ("dataset", "column"), [("multipl-e", "tests"), ("humaneval-x", "test"), ("mbxp", "test")]
+)
+def test_test_program_rows_in_every_language(
+    make_trainer: Trainer, target: dict[str, str], dataset: str, column: str
+) -> None:
+    """A dataset of one of these benchmarks as ``datasets`` builds it from
+    their rows (the prompt is TRL's prompt, the rest keyword columns): the
+    right completion 1.0, the wrong one 0.0, in each language."""
+    from collimate_rl.testing.programs import need, program_rows
+
+    cases = [c for c in program_rows() if c["dataset"] == dataset]
+    for case in cases:
+        need(case["language"])
+    rows = [case["row"] for case in cases]
+    columns = sorted({k for row in rows for k in row})
+    table = datasets.Dataset.from_dict({k: [row.get(k) for row in rows] for k in columns})
+    reward = CollimateReward(column, **target)
+    rewards, _ = run_batch(
+        make_trainer, reward, table, [[case["right"], case["wrong"]] for case in cases]
+    )
+    assert rewards == [1.0, 0.0] * len(cases)

@@ -267,3 +267,18 @@ def test_cpp_rows_are_judged_too(target: dict[str, str]) -> None:
         assert compute_score("open-r1/codeforces", right, truth, **target)["score"] == 1.0
         wrong = compute_score("open-r1/codeforces", CPP["wrong"], truth, **target)
         assert wrong["score"] == 0.25  # 0 + 0 == 0 * 0
+
+
+@pytest.mark.parametrize("dataset", ["multipl-e", "humaneval-x", "mbxp"])
+def test_test_program_rows_as_ground_truth(target: dict[str, str], dataset: str) -> None:
+    """A MultiPL-E, HumanEval-X or MBXP row as verl's ``ground_truth`` (the
+    whole row, JSON): judged in the row's language, whatever verl's
+    ``data_source``."""
+    from collimate_rl.testing.programs import need, program_rows
+
+    for case in (c for c in program_rows() if c["dataset"] == dataset):
+        need(case["language"])
+        truth = json.dumps(case["row"])
+        right = compute_score(dataset, case["right"], truth, **target)
+        wrong = compute_score(dataset, case["wrong"], truth, **target)
+        assert (right["score"], wrong["score"]) == (1.0, 0.0), (case["row"], right, wrong)

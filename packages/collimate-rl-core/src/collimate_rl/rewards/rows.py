@@ -40,6 +40,7 @@ from .spec import RewardSpec
 
 __all__ = [
     "CODEFORCES_COLUMNS",
+    "CONTEXT_COLUMNS",
     "ENTRY_COLUMNS",
     "HUB_TEST_COLUMNS",
     "MBPP_SETUP_COLUMNS",
@@ -78,6 +79,26 @@ CODEFORCES_COLUMNS: Final = (
     "time_limit",
     "memory_limit",
     "input_mode",
+)
+
+
+#: The columns besides the test column that :func:`column_ground_truth`
+#: reads of a row (an adapter handing over only some columns passes these,
+#: and the row's ``prompt``): MBPP's setup, open-r1 Codeforces' limits and
+#: checker, the test programs' language, task id and stop tokens
+#: (HumanEval-X's Go setup too), CodeContests' other tests and limits.
+CONTEXT_COLUMNS: Final = (
+    *MBPP_SETUP_COLUMNS,
+    *CODEFORCES_COLUMNS,
+    "task_id",
+    "stop_tokens",
+    "test_setup",
+    "import",
+    "private_tests",
+    "generated_tests",
+    "memory_limit_bytes",
+    "input_file",
+    "output_file",
 )
 
 

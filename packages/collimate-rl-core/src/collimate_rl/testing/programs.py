@@ -9,7 +9,10 @@ touches far more memory than allowed, or floods stdout.
 
 from __future__ import annotations
 
+import json
 import os
+from pathlib import Path
+from typing import Any
 
 from collimate_rl.local_backend.toolchains import MissingToolchain, find_toolchains
 
@@ -144,3 +147,18 @@ def need(language: str) -> None:
         if os.environ.get("CI"):
             pytest.fail(f"CI must have every toolchain: {found.message()}")
         pytest.skip(found.message())
+
+
+def program_rows() -> list[dict[str, Any]]:
+    """Rows of MultiPL-E, HumanEval-X and MBXP (``program_rows.jsonl``),
+    each ``{"dataset", "language", "row", "right", "wrong"}``: ``row`` as
+    ``datasets`` loads it, ``right`` and ``wrong`` completions.
+
+    HumanEval-X's and MBXP's rows are copied from their released files
+    (canonical solutions as ``right``; MBXP's Go has none, so its ``right``
+    is written here). MultiPL-E's come from its repository's prompt files,
+    their doc comments commented line by line as on the Hub (the
+    repository's copies leave later lines bare), with bodies written here
+    (MultiPL-E ships no solutions)."""
+    path = Path(__file__).with_name("program_rows.jsonl")
+    return [json.loads(line) for line in path.read_text(encoding="utf-8").splitlines()]

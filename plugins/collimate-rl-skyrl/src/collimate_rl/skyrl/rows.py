@@ -51,6 +51,7 @@ from typing import Any, Final
 
 from collimate_rl import RewardSpec, RowTasks, candidate_program, normalize_value
 from collimate_rl.dataset_grading.rows import canonical_json
+from collimate_rl.rewards.contest import JudgedReward
 from collimate_rl.seeds import DET_SEED, is_valid_seed, seed_from_key
 
 from .settings import EnvSettings
@@ -95,7 +96,11 @@ class RowTask:
 
     def program(self, completion: str) -> str:
         """The program graded for ``completion``: the code it holds, or the
-        prompt + completion of a HumanEval-style row (``join_prompt``)."""
+        prompt + completion of a HumanEval-style row (``join_prompt``); a
+        reward the server judges (a C++ row, a MultiPL-E one) picks its
+        language's code and joins its prompt itself."""
+        if isinstance(self.spec, JudgedReward):
+            return completion
         return candidate_program(completion, self.entry, self.prompt, join_prompt=self.join_prompt)
 
 

@@ -159,7 +159,7 @@ class CollimateReward:
         return entries
 
     def _row_tasks(self, prompts: Sequence[Any], rows: BatchRows) -> list[RowTask]:
-        truths = rows.ground_truths(self.column)
+        truths = rows.ground_truths(self.column, prompts)
         entries = self._explicit_entries(rows)
         entry_columns = {} if self.entry_column else rows.entry_columns()
         tasks = []

@@ -14,7 +14,7 @@ from collections.abc import Mapping, Sequence
 from typing import Any, Final
 
 from collimate_rl import normalize_value
-from collimate_rl.rewards.rows import ENTRY_COLUMNS, MBPP_SETUP_COLUMNS, column_ground_truth
+from collimate_rl.rewards.rows import CONTEXT_COLUMNS, ENTRY_COLUMNS, column_ground_truth
 
 __all__ = [
     "ID_COLUMNS",
@@ -60,19 +60,22 @@ class BatchRows:
             )
         return values
 
-    def ground_truths(self, name: str) -> list[Any]:
+    def ground_truths(self, name: str, prompts: Sequence[Any] = ()) -> list[Any]:
         """The ground-truth column ``name``, row by row, as core's
-        :func:`~collimate_rl.rewards.rows.column_ground_truth` reads a row:
-        MBPP's own ``test_list`` comes with its setup columns (when the
-        dataset has them), as MBPP's harness runs them."""
-        setups = {c: self.column(c) for c in MBPP_SETUP_COLUMNS if c in self.kwargs}
+        :func:`~collimate_rl.rewards.rows.column_ground_truth` reads a row
+        (with its :data:`~collimate_rl.rewards.rows.CONTEXT_COLUMNS` the
+        dataset has, and its prompt): MBPP's ``test_list`` comes with its
+        setup columns, a MultiPL-E row's ``tests`` with its language and
+        prompt, as their harnesses run them."""
+        context = {c: self.column(c) for c in CONTEXT_COLUMNS if c in self.kwargs and c != name}
         values = self.column(name)
-        return [
-            column_ground_truth(
-                normalize_value({name: value, **{c: col[i] for c, col in setups.items()}}), name
-            )
-            for i, value in enumerate(values)
-        ]
+        truths = []
+        for i, value in enumerate(values):
+            row = {name: value, **{c: col[i] for c, col in context.items()}}
+            if len(prompts) == self.n and isinstance(prompts[i], str):
+                row["prompt"] = prompts[i]
+            truths.append(column_ground_truth(normalize_value(row), name))
+        return truths
 
     def entry_columns(self) -> dict[str, list[Any]]:
         """The columns among :data:`~collimate_rl.rewards.rows.ENTRY_COLUMNS`
