@@ -3,7 +3,7 @@
 # where they are missing: g++, a JDK, Node.js, rustc and Go from Debian's
 # packages, TypeScript (with Node's type definitions) from npm, and the
 # test libraries of MultiPL-E, HumanEval-X and MBXP (javatuples, testify,
-# lodash). Idempotent;
+# lodash, js-md5). Idempotent;
 # run as root (apt-get, npm -g). The tests of every language need them; in
 # CI (CI=true) a missing one fails its tests instead of skipping them.
 #
@@ -35,10 +35,10 @@ if [[ ! -f "$npm_root/typescript/lib/tsc.js" || ! -d "$npm_root/@types/node" ]];
   say "npm install -g typescript@5 @types/node@20"
   npm install -g --silent --no-fund --no-audit typescript@5 @types/node@20 >/dev/null
 fi
-# MBXP's JavaScript tests require lodash
-if [[ ! -d "$npm_root/lodash" ]]; then
-  say "npm install -g lodash@4"
-  npm install -g --silent --no-fund --no-audit lodash@4 >/dev/null
+# MBXP's JavaScript tests require lodash, HumanEval-X's JavaScript/162 js-md5
+if [[ ! -d "$npm_root/lodash" || ! -d "$npm_root/js-md5" ]]; then
+  say "npm install -g lodash@4 js-md5@0.8"
+  npm install -g --silent --no-fund --no-audit lodash@4 js-md5@0.8 >/dev/null
 fi
 
 say "g++ $(g++ -dumpfullversion), $(javac -version 2>&1), node $(node --version)," \

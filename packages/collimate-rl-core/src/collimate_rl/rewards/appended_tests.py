@@ -24,7 +24,7 @@ import re
 from collections.abc import Sequence
 from typing import Any, Final
 
-from .contest import JudgedReward
+from .contest import JudgedReward, check_limits, fenced_blocks, pick_block
 
 __all__ = ["PROGRAM_LANGUAGES", "ProgramReward", "program_language"]
 
@@ -49,12 +49,6 @@ _NAMES: Final = {
     "golang": "go",
     "go_test.go": "go",
 }
-_THINK: Final = re.compile(r"<think>.*?(?:</think>|\Z)", re.DOTALL | re.IGNORECASE)
-_FENCE: Final = re.compile(
-    r"^[ \t]*(?P<fence>`{3,}|~{3,})[ \t]*(?P<info>[^\n`]*)\n(?P<body>.*?)"
-    r"(?:^[ \t]*(?P=fence)[ \t]*$|\Z)",
-    re.DOTALL | re.MULTILINE,
-)
 
 
 def program_language(name: Any) -> str | None:
@@ -114,14 +108,7 @@ class ProgramReward(JudgedReward):
             raise ValueError("prompt must be the code the completion continues, or None")
         if isinstance(stop_tokens, str) or not all(isinstance(t, str) and t for t in stop_tokens):
             raise ValueError("stop_tokens must be a list of non-empty strings")
-        if isinstance(time_limit, bool) or not isinstance(time_limit, (int, float)):
-            raise ValueError("time_limit must be a number of CPU seconds")
-        if not 0 < time_limit <= 60:
-            raise ValueError(f"time_limit must be in (0, 60] CPU seconds, got {time_limit!r}")
-        if isinstance(memory_limit_mb, bool) or not isinstance(memory_limit_mb, int):
-            raise ValueError("memory_limit_mb must be an integer")
-        if not 0 < memory_limit_mb <= 4096:
-            raise ValueError(f"memory_limit_mb must be in (0, 4096], got {memory_limit_mb!r}")
+        check_limits(time_limit, memory_limit_mb)
         self.tests = tests
         self.language = found
         self.prompt = prompt or None
@@ -144,16 +131,6 @@ class ProgramReward(JudgedReward):
             "memory_limit_mb": self.memory_limit_mb,
         }
 
-    def _fenced(self, text: str) -> str | None:
-        blocks = [(m.group("info").strip().lower(), m.group("body")) for m in _FENCE.finditer(text)]
-        if not blocks:
-            return None
-        ours = [
-            body for info, body in blocks if program_language(info.split(" ")[0]) == self.language
-        ]
-        untagged = [body for info, body in blocks if not info]
-        return (ours[-1:] or untagged[:1] or [blocks[0][1]])[0]
-
     def _cut(self, text: str) -> str:
         """A raw completion cut at the first stop token, as generation stops."""
         ends = [i for i in (text.find(t) for t in self.stop_tokens) if i >= 0]
@@ -162,9 +139,8 @@ class ProgramReward(JudgedReward):
     def source_of(self, completion: str) -> str:
         """The source judged for ``completion``: the prompt and the body the
         model wrote, or the prompt's head and the whole function it wrote."""
-        text = _THINK.sub("", completion)
-        fenced = self._fenced(text)
-        code = fenced if fenced is not None else self._cut(text)
+        text, blocks = fenced_blocks(completion)
+        code = pick_block(blocks, self.language)[1] if blocks else self._cut(text)
         if not self.prompt:
             return code
         signature = _signature(self.prompt)

@@ -32,7 +32,16 @@ from typing import Any, Final
 
 from .spec import SCORINGS, Outcome, RewardSpec
 
-__all__ = ["COMPARES", "ContestReward", "JudgedReward", "fenced_code", "sniff_language"]
+__all__ = [
+    "COMPARES",
+    "ContestReward",
+    "JudgedReward",
+    "check_limits",
+    "fenced_blocks",
+    "fenced_code",
+    "pick_block",
+    "sniff_language",
+]
 
 #: How outputs compare (see the module's docstring).
 COMPARES: Final = ("tokens", "lines", "exact", "float")
@@ -68,22 +77,36 @@ def sniff_language(code: str) -> str:
     return next((language for found, language in _SNIFFS if found.search(code)), "python")
 
 
-def fenced_code(completion: str, language: str | None) -> tuple[str, str | None]:
-    """The code a completion holds and its fence's language (None when
-    untagged or unfenced): reasoning in ``<think>`` dropped; among fenced
-    blocks the last one tagged ``language`` (any known language when
-    ``language`` is None), else the first untagged one, else the first."""
+def fenced_blocks(completion: str) -> tuple[str, list[tuple[str | None, str]]]:
+    """A completion without its ``<think>`` reasoning, and its non-empty
+    fenced blocks, each with its language (None when its tag names none)."""
     text = _THINK.sub("", completion)
     blocks = [
         (_TAGS.get(m.group("info").strip().lower().split(" ")[0]), m.group("body"))
         for m in _FENCE.finditer(text)
         if m.group("body").strip()
     ]
-    if not blocks:
-        return text.strip(), None
+    return text, blocks
+
+
+def pick_block(
+    blocks: list[tuple[str | None, str]], language: str | None
+) -> tuple[str | None, str]:
+    """The last block tagged ``language`` (any known language when None),
+    else the first untagged one, else the first."""
     tagged = [b for b in blocks if b[0] is not None and (language is None or b[0] == language)]
     untagged = [b for b in blocks if b[0] is None]
-    tag, body = (tagged[-1:] or untagged[:1] or blocks[:1])[0]
+    return (tagged[-1:] or untagged[:1] or blocks[:1])[0]
+
+
+def fenced_code(completion: str, language: str | None) -> tuple[str, str | None]:
+    """The code a completion holds and its fence's language (None when
+    untagged or unfenced): reasoning in ``<think>`` dropped, the block
+    :func:`pick_block` picks, else the whole text."""
+    text, blocks = fenced_blocks(completion)
+    if not blocks:
+        return text.strip(), None
+    tag, body = pick_block(blocks, language)
     return body.strip("\n").rstrip() + "\n", tag
 
 
@@ -97,6 +120,19 @@ def _test(test: Any, i: int) -> dict[str, str]:
     if not isinstance(inp, str) or not isinstance(out, str):
         raise ValueError(f"test #{i}: input and output must be strings")
     return {"input": inp, "output": out}
+
+
+def check_limits(time_limit: Any, memory_limit_mb: Any) -> None:
+    """ValueError unless ``time_limit`` is in (0, 60] CPU seconds and
+    ``memory_limit_mb`` an integer in (0, 4096] (what the judge takes)."""
+    if isinstance(time_limit, bool) or not isinstance(time_limit, (int, float)):
+        raise ValueError("time_limit must be a number of CPU seconds")
+    if not 0 < time_limit <= 60:
+        raise ValueError(f"time_limit must be in (0, 60] CPU seconds, got {time_limit!r}")
+    if isinstance(memory_limit_mb, bool) or not isinstance(memory_limit_mb, int):
+        raise ValueError("memory_limit_mb must be an integer")
+    if not 0 < memory_limit_mb <= 4096:
+        raise ValueError(f"memory_limit_mb must be in (0, 4096], got {memory_limit_mb!r}")
 
 
 class JudgedReward(RewardSpec):
@@ -168,14 +204,7 @@ class ContestReward(JudgedReward):
             raise ValueError("ContestReward needs a non-empty list of tests")
         if not isinstance(language, str) or not language.strip():
             raise ValueError("language must name the candidates' language, e.g. 'cpp', or 'auto'")
-        if isinstance(time_limit, bool) or not isinstance(time_limit, (int, float)):
-            raise ValueError("time_limit must be a number of CPU seconds")
-        if not 0 < time_limit <= 60:
-            raise ValueError(f"time_limit must be in (0, 60] CPU seconds, got {time_limit!r}")
-        if isinstance(memory_limit_mb, bool) or not isinstance(memory_limit_mb, int):
-            raise ValueError("memory_limit_mb must be an integer")
-        if not 0 < memory_limit_mb <= 4096:
-            raise ValueError(f"memory_limit_mb must be in (0, 4096], got {memory_limit_mb!r}")
+        check_limits(time_limit, memory_limit_mb)
         if compare not in COMPARES:
             raise ValueError(f"compare must be one of {list(COMPARES)}, got {compare!r}")
         if scoring not in SCORINGS:
