@@ -156,7 +156,7 @@ def test_collimate_grade_takes_these_rows(tmp_path: Path) -> None:
         )  # fmt: skip
     assert done.returncode == 0, done.stderr[-2000:]
     got = {r["id"]: r for r in map(json.loads, out.read_text().splitlines())}
-    assert len(got) == len(rows) == 16
+    assert len(got) == len(rows) == 18
     for row in rows:
         assert got[row["id"]]["reward"] == row["want"], got[row["id"]]
         assert got[row["id"]]["infra_error"] is False
@@ -174,3 +174,22 @@ def test_a_whole_row_as_the_ground_truth(as_json: bool) -> None:
         spec = reward_spec_from_ground_truth(truth)
         assert isinstance(spec, ProgramReward), case["row"].get("task_id")
         assert spec.problem() == row_task(hub_ground_truth(row), row=row).spec.problem()
+
+
+def test_a_docstring_after_the_signature_is_not_the_signature() -> None:
+    """HumanEval-X's C++ prompts put their docstring after the ``{`` of the
+    function the model writes (CPP/10): the C++ tests are compiled from the
+    declarations before it, and a whole function the model writes is found
+    by the signature before it."""
+    from collimate_rl.rewards.appended_tests import without_trailing_comments
+
+    case = next(c for c in ROWS if c["row"].get("task_id") == "CPP/10")
+    prompt = case["row"]["prompt"]
+    assert without_trailing_comments(prompt).endswith("string make_palindrome(string str){")
+    assert without_trailing_comments("f() {\n  // a\n  /* b\n c */\n") == "f() {"
+    spec = row_task(hub_ground_truth(case["row"]), row=case["row"]).spec
+    assert isinstance(spec, ProgramReward)
+    whole = "```cpp\nstring make_palindrome(string str){\n" + case["right"] + "```"
+    source = spec.source_of(whole)
+    assert source.count("string make_palindrome(string str)") == 1
+    assert "bool is_palindrome(string str)" in source  # the prompt's helper kept

@@ -30,6 +30,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any, Final
 
 from .compile_cache import Build, CompileCache, cache_key
+from .go_cache import ensure_go_seed
 from .precompiled import ensure_pch
 from .toolchains import (
     LANGUAGE_TEMPLATE,
@@ -167,6 +168,7 @@ class LanguageRuns:
         self._found: dict[str, Found] | None = None
         self._probe: asyncio.Future[dict[str, Found]] | None = None
         self._pch: asyncio.Future[bool] | None = None
+        self._go: asyncio.Future[bool] | None = None
 
     # -- which languages -------------------------------------------------
 
@@ -272,7 +274,17 @@ class LanguageRuns:
             return Build("ok", "", {}, 0, 0.0, 0.0)
         if tc.language == "cpp" and tc.compile:
             await self._precompiled_header(tc.compile[0])
+        if tc.language == "go" and tc.compile:
+            await self._go_seed(tc.compile[0], tc.env)
         return await self.cache.get(key, compile_)
+
+    async def _go_seed(self, go: str, env: Mapping[str, str]) -> None:
+        """The warm Go build cache built before the first Go compile (once
+        per Go: on the host, tens of seconds; see ``go_cache``)."""
+        if self._go is None:
+            env = {k: v for k, v in env.items() if k != "COLLIMATE_GO_SEED"}
+            self._go = asyncio.ensure_future(asyncio.to_thread(ensure_go_seed, go, env))
+        await asyncio.shield(self._go)
 
     async def _precompiled_header(self, gxx: str) -> None:
         """``bits/stdc++.h`` precompiled before the first C++ compile (once

@@ -52,6 +52,8 @@ from collections.abc import Callable, Iterable
 from dataclasses import dataclass
 from typing import Final
 
+from ..rewards.appended_tests import without_trailing_comments
+from .go_cache import GO_LIBRARIES
 from .toolchains import Toolchain, node_module_roots
 
 __all__ = ["Assembly", "ProgramRejected", "assemble", "new_token", "run_passed"]
@@ -60,7 +62,6 @@ __all__ = ["Assembly", "ProgramRejected", "assemble", "new_token", "run_passed"]
 _KEY: Final = os.urandom(32)
 #: Libraries of the datasets' tests, where Debian puts them.
 JAVATUPLES_JAR: Final = "/usr/share/java/javatuples.jar"
-GO_LIBRARIES: Final = "/usr/share/gocode"
 
 
 class ProgramRejected(Exception):
@@ -274,8 +275,9 @@ def _guard_after(pattern: re.Pattern[str], tests: str, statement: str, what: str
 
 
 def _cpp_declarations(prompt: str) -> str:
-    """The prompt with the function it opens turned into a declaration."""
-    text = prompt.rstrip()
+    """The prompt with the function it opens turned into a declaration
+    (comments after its ``{`` dropped: HumanEval-X's docstrings)."""
+    text = without_trailing_comments(prompt)
     return text[:-1].rstrip() + ";\n" if text.endswith("{") else text + "\n"
 
 
@@ -292,7 +294,14 @@ def _cpp(
         source = f"{harness}\n#line 1\n{candidate}{head}\n{guarded}\n"
         return Assembly(source, {}, _replace_argv(tc, "compile", "{src}", ("{src}", *extra)))
     unit = f"{_cpp_declarations(prompt)}{harness}\n{guarded}\n"
-    compile_ = ("{dir}/tests.cpp", "{src}", "-Wl,--allow-multiple-definition", *extra)
+    compile_: tuple[str, ...] = (
+        "{dir}/tests.cpp",
+        "{src}",
+        "-Wl,--allow-multiple-definition",
+        *extra,
+    )
+    if "openssl/" in prompt or "openssl/" in candidate:  # HumanEval-X's CPP/162: MD5
+        compile_ += ("-lcrypto",)
     return Assembly(
         candidate + head + "\n",
         {"tests.cpp": _b64(unit)},
@@ -600,6 +609,51 @@ func TestMain(m *{T}_testing.M) {
 """
 
 
+#: Standard packages a Go program may use without importing them (as
+#: HumanEval-X's harness adds the ones its generation uses), by the name
+#: code calls them by.
+_GO_STD: Final = {
+    "bufio": "bufio", "bytes": "bytes", "errors": "errors", "fmt": "fmt", "math": "math",
+    "md5": "crypto/md5", "rand": "math/rand", "big": "math/big", "bits": "math/bits",
+    "os": "os", "regexp": "regexp", "sort": "sort", "strconv": "strconv",
+    "strings": "strings", "time": "time", "unicode": "unicode", "utf8": "unicode/utf8",
+    "json": "encoding/json", "hex": "encoding/hex", "reflect": "reflect", "heap": "container/heap",
+}  # fmt: skip
+_GO_IMPORT_BLOCK: Final = re.compile(r"\bimport\s*\(([^)]*)\)")
+_GO_IMPORT_ONE: Final = re.compile(r'\bimport\s+((?:[\w.]+\s+)?"[^"]*")')
+_GO_SPEC: Final = re.compile(r'^\s*([\w.]+\s+)?"([^"]+)"', re.MULTILINE)
+
+
+def _go_imports(section: str, code: str) -> str:
+    """The import section of a Go program as ``goimports`` would leave it:
+    the imports its code uses (an unused one fails a Go compile; the
+    datasets' prompts import what their reference solutions use, or the
+    Hub's rows lack HumanEval-X's import column), and the standard
+    packages it uses without importing them (:data:`_GO_STD`)."""
+    specs = []
+    for block in _GO_IMPORT_BLOCK.findall(section):
+        specs += _GO_SPEC.findall(block)
+    for one in _GO_IMPORT_ONE.findall(_GO_IMPORT_BLOCK.sub("", section)):
+        specs += _GO_SPEC.findall(one)
+    text = _code_only(code, "go")
+
+    def used(name: str) -> bool:
+        return re.search(rf"(?<![\w.]){re.escape(name)}\s*\.", text) is not None
+
+    kept, names = [], set()
+    for alias, path in specs:
+        alias = alias.strip()
+        name = alias or path.rsplit("/", 1)[-1]
+        if alias in ("_", ".") or used(name):
+            kept.append(f'\t{alias + " " if alias else ""}"{path}"')
+            names.add(name)
+    for name, path in _GO_STD.items():
+        declared = re.search(rf"\b(?:var|const|func|type)\s+{name}\b|\b{name}\s*:?=[^=]", text)
+        if name not in names and used(name) and declared is None:
+            kept.append(f'\t"{path}"')
+    return "\nimport (\n" + "\n".join(kept) + "\n)\n" if kept else "\n"
+
+
 def _go(tc: Toolchain, candidate: str, tests: str, prompt: str | None, typecheck: bool) -> Assembly:
     t = _tag("go", candidate, tests, prompt or "")
     package = _GO_PACKAGE.search(candidate)
@@ -623,8 +677,9 @@ def _go(tc: Toolchain, candidate: str, tests: str, prompt: str | None, typecheck
     else:
         end = f" defer func() {{ if r := recover(); r != nil {{ panic(r) }}; {t}_end() }}();"
         body = _guard_after(_GO_MAIN, tests, end, "func main()")
+    imported = _go_imports(candidate[package.end() : at], candidate[at:] + "\n" + body)
     source = (
-        candidate[: package.end()] + ours + candidate[package.end() : at]
+        candidate[: package.end()] + ours + imported
         + "\n" + harness + candidate[at:] + "\n" + body + "\n"
     )  # fmt: skip
     if os.path.isdir(GO_LIBRARIES):

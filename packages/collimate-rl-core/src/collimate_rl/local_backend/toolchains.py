@@ -30,6 +30,7 @@ from functools import lru_cache
 from pathlib import Path
 from typing import Any, Final
 
+from .go_cache import seed_dir
 from .precompiled import pch_dir, pch_root
 
 #: The built-in template compiles and runs happen in.
@@ -326,6 +327,8 @@ def _go() -> Found:
             "CGO_ENABLED": "0",
             "GOCACHE": "{dir}/.gocache",
             "GOPATH": "{dir}/.gopath",
+            # the warm build cache a compile starts from (go_cache)
+            "COLLIMATE_GO_SEED": str(seed_dir(go)),
         },
     )
 

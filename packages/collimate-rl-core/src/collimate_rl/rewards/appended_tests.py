@@ -26,7 +26,12 @@ from typing import Any, Final
 
 from .contest import JudgedReward, check_limits, fenced_blocks, pick_block
 
-__all__ = ["PROGRAM_LANGUAGES", "ProgramReward", "program_language"]
+__all__ = [
+    "PROGRAM_LANGUAGES",
+    "ProgramReward",
+    "program_language",
+    "without_trailing_comments",
+]
 
 #: The languages test programs run in, by the names the server knows.
 PROGRAM_LANGUAGES: Final = ("cpp", "java", "javascript", "typescript", "rust", "go")
@@ -57,9 +62,27 @@ def program_language(name: Any) -> str | None:
     return _NAMES.get(str(name).strip().lower()) if isinstance(name, str) else None
 
 
+def without_trailing_comments(text: str) -> str:
+    """``text`` without the comments that end it (a docstring-like ``/*
+    ... */`` or ``//`` lines after a signature, as HumanEval-X's C++ prompts
+    have), and without trailing blank space."""
+    while True:
+        text = text.rstrip()
+        if text.endswith("*/") and text.rfind("/*") >= 0:
+            text = text[: text.rfind("/*")]
+            continue
+        start = text.rfind("\n") + 1
+        if text[start:].lstrip().startswith("//"):
+            text = text[:start]
+            continue
+        return text
+
+
 def _signature(prompt: str) -> str | None:
-    """The prompt's last code line (the signature the model continues)."""
-    lines = [line.strip() for line in prompt.splitlines() if line.strip()]
+    """The prompt's last code line (the signature the model continues),
+    comments after it skipped."""
+    lines = [line.strip() for line in without_trailing_comments(prompt).splitlines()]
+    lines = [line for line in lines if line]
     return lines[-1] if lines else None
 
 
