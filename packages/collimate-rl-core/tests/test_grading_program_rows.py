@@ -193,3 +193,36 @@ def test_a_docstring_after_the_signature_is_not_the_signature() -> None:
     source = spec.source_of(whole)
     assert source.count("string make_palindrome(string str)") == 1
     assert "bool is_palindrome(string str)" in source  # the prompt's helper kept
+
+
+def test_go_imports_are_what_the_code_uses() -> None:
+    """An unused import fails a Go compile, and HumanEval-X's harness adds
+    the standard packages a generation uses: a Go test program keeps the
+    imports its code uses and gains the standard ones it uses unimported."""
+    from collimate_rl.local_backend.program_harness import _go_imports
+
+    section = '\nimport (\n    "math"\n    "testing"\n    _ "embed"\n)\n'
+    code = (
+        "func F(s string) int { return len(strings.Fields(s)) }\n"
+        "func TestF(t *testing.T) { sort := 1; _ = sort }\n"
+        '// math.Sqrt is only in a comment\nvar x = "fmt.Sprint in a string"\n'
+    )
+    out = _go_imports(section, code)
+    assert '"testing"' in out and '_ "embed"' in out and '"strings"' in out
+    assert '"math"' not in out and '"fmt"' not in out and '"sort"' not in out
+
+
+def test_go_compiles_start_from_a_warm_cache(client: CollimateClient) -> None:
+    """The packages Go programs import are compiled once, on the host, and
+    every Go compile starts from that cache."""
+    from collimate_rl.local_backend.go_cache import seed_dir
+    from collimate_rl.local_backend.toolchains import find_toolchains
+
+    need("go")
+    case = next(c for c in ROWS if (c["dataset"], c["language"]) == ("humaneval-x", "go"))
+    task = row_task(hub_ground_truth(case["row"]), row=case["row"])
+    (result,) = grade_batch(client, "py", [task.program(case["right"])], [task.spec])
+    assert result.reward == 1.0
+    go = find_toolchains()["go"]
+    assert go.env["COLLIMATE_GO_SEED"] == str(seed_dir(go.compile[0]))  # type: ignore[union-attr,index]
+    assert (seed_dir(go.compile[0]) / "READY").is_file()  # type: ignore[union-attr,index]
