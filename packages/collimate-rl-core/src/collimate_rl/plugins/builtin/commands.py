@@ -1,4 +1,4 @@
-"""Core's own ``collimate plugins``, ``version`` and ``serve``, contributed
+"""Core's own ``collimate plugins``, ``version``, ``serve`` and ``doctor``, contributed
 through the CLI hook.
 
 They go through ``collimate_rl_cli_commands`` like a plugin's would, so the
@@ -26,6 +26,8 @@ from ..markers import hookimpl
 
 #: The module ``collimate serve`` hands its arguments to.
 LOCAL_BACKEND_CLI = "collimate_rl.local_backend.cli"
+#: The module ``collimate doctor`` hands its arguments to.
+DOCTOR = "collimate_rl.local_backend.doctor"
 
 
 @hookimpl
@@ -48,6 +50,14 @@ def collimate_rl_cli_commands(subparsers: Subcommands) -> None:
         add_help=False,  # -h belongs to the backend's own parser
     )
     serve.set_defaults(func=run_serve, passthrough=True)
+
+    doctor = subparsers.add_parser(
+        "doctor",
+        help="what this host gives the local backend (isolation, quotas, Landlock, languages, "
+        "the datasets' test libraries), with the command that adds what is missing",
+        add_help=False,
+    )
+    doctor.set_defaults(func=run_doctor, passthrough=True)
 
 
 def run_version(args: argparse.Namespace) -> int:
@@ -121,6 +131,11 @@ def run_plugins(args: argparse.Namespace) -> int:
         for info in infos:
             print(f"{info.plugin}: {', '.join(info.hooks) or '(no hooks)'}")
     return 1 if any(i.error for i in infos) else 0
+
+
+def run_doctor(args: argparse.Namespace) -> int:
+    doctor = importlib.import_module(DOCTOR)
+    return int(doctor.main(list(getattr(args, "extra_argv", []))) or 0)
 
 
 def run_serve(args: argparse.Namespace) -> int:
