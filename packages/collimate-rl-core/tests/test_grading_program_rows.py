@@ -226,3 +226,18 @@ def test_go_compiles_start_from_a_warm_cache(client: CollimateClient) -> None:
     go = find_toolchains()["go"]
     assert go.env["COLLIMATE_GO_SEED"] == str(seed_dir(go.compile[0]))  # type: ignore[union-attr,index]
     assert (seed_dir(go.compile[0]) / "READY").is_file()  # type: ignore[union-attr,index]
+
+
+def test_javascript_tests_may_use_node_globals(client: CollimateClient) -> None:
+    """The globals the tests name are locked against the candidate, but
+    Node's own ``process`` is left writable for Node (a frozen one breaks
+    what Node does at exit)."""
+    need("javascript")
+    spec = ProgramReward(
+        "const assert = require('assert');\nassert.deepEqual(twice(21), 42);\n"
+        "process.stdout.write('tests done\\n');\nprocess.exitCode = 0;\n",
+        language="javascript",
+        prompt="function twice(x) {\n",
+    )
+    right, wrong = grade_batch(client, "py", ["  return 2 * x;\n}\n", "  return x;\n}\n"], spec)
+    assert (right.reward, wrong.reward) == (1.0, 0.0), (right.explain(), wrong.explain())

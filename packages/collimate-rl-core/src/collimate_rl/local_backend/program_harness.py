@@ -414,7 +414,8 @@ const {T} = (() => {
       String.prototype, Number.prototype, Boolean.prototype, Map.prototype, Set.prototype,
       Function.prototype, JSON, Math, console__]) lock__(value__);
   for (const name__ of __GLOBALS__) {
-    if (!(name__ in globalThis)) continue;
+    // process is Node's own to write (process.exit marks it): kept, not frozen
+    if (!(name__ in globalThis) || name__ === "process" || name__ === "globalThis") continue;
     try {
       Object.defineProperty(globalThis, name__, { writable: false, configurable: false });
     } catch (e) {}
