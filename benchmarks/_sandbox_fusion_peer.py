@@ -61,8 +61,23 @@ CACHE = Path.home() / ".cache" / "collimate-rl" / "sandbox-fusion"
 #: Where a checkout made by the smoke goes by default.
 DEFAULT_CHECKOUT = CACHE / "checkout"
 
-#: SandboxFusion's git directory on this machine (bare: no work tree).
-DEFAULT_REPO = Path("/work/.mirror/bytedance+SandboxFusion/repo")
+#: Names SandboxFusion's git repository (a clone of
+#: github.com/bytedance/SandboxFusion, bare or not) when ``--repo`` does not.
+REPO_ENV = "COLLIMATE_SANDBOX_FUSION_REPO"
+
+
+def sandbox_fusion_repo(given: Path | None = None) -> Path:
+    """SandboxFusion's git repository: ``given``, else ``$COLLIMATE_SANDBOX_FUSION_REPO``;
+    SystemExit saying how to get one when neither names a git repository."""
+    raw = given or (Path(os.environ[REPO_ENV]) if os.environ.get(REPO_ENV) else None)
+    if raw is None or not ((raw / "HEAD").exists() or (raw / ".git").exists()):
+        raise SystemExit(
+            "SandboxFusion's repository is needed: git clone "
+            "https://github.com/bytedance/SandboxFusion and pass its path with --repo "
+            f"or ${REPO_ENV} (got {raw})"
+        )
+    return raw
+
 
 #: Written into an export last: the commit it holds (its absence means the
 #: export did not finish).
@@ -378,13 +393,15 @@ def _load() -> str:
 
 def main(argv: list[str]) -> int:
     ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
-    ap.add_argument("--repo", type=Path, default=DEFAULT_REPO, help="SandboxFusion's git dir")
+    ap.add_argument(
+        "--repo", type=Path, default=None, help=f"SandboxFusion's git repository (or ${REPO_ENV})"
+    )
     ap.add_argument("--checkout", type=Path, default=DEFAULT_CHECKOUT)
     ap.add_argument("--python", default="python3.11")
     ap.add_argument("--cpp-requests", type=int, default=10)
     args = ap.parse_args(argv)
 
-    checkout = sandbox_fusion_checkout(args.repo, args.checkout)
+    checkout = sandbox_fusion_checkout(sandbox_fusion_repo(args.repo), args.checkout)
     print(f"checkout: {checkout} at {checkout_commit(checkout)}", flush=True)
     venv = ensure_sandbox_fusion_venv(checkout, args.python)
     print(f"venv: {venv}", flush=True)

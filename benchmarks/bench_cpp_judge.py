@@ -97,16 +97,17 @@ from collections import Counter
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from functools import reduce
+from pathlib import Path
 from typing import Any
 
 import httpx
 from _sandbox_fusion_peer import (
     DEFAULT_CHECKOUT,
-    DEFAULT_REPO,
     checkout_commit,
     ensure_sandbox_fusion_venv,
     run_code,
     sandbox_fusion_checkout,
+    sandbox_fusion_repo,
     sandbox_fusion_server,
 )
 from _sides import ours_backend
@@ -1983,6 +1984,10 @@ def main(argv: list[str]) -> int:
     ap.add_argument("--compile-timeout", type=float, default=120.0)
     ap.add_argument("--run-timeout", type=float, default=10.0)
     ap.add_argument("--quick", action="store_true", help="2 x 4 x 3, 1 round (a smoke run)")
+    ap.add_argument(
+        "--sf-repo", type=Path, default=None,
+        help="SandboxFusion's git repository (or $COLLIMATE_SANDBOX_FUSION_REPO)",
+    )  # fmt: skip
     args = ap.parse_args(argv)
     if args.quick:
         args.prompts, args.candidates, args.tests, args.rounds = 2, 4, 3, 1
@@ -2001,7 +2006,7 @@ def main(argv: list[str]) -> int:
         cells = " ".join(f"{r:4.2f}" for r in prompt.expected)
         print(f"  {prompt.name:<18} {cells}")
 
-    checkout = sandbox_fusion_checkout(DEFAULT_REPO, DEFAULT_CHECKOUT)
+    checkout = sandbox_fusion_checkout(sandbox_fusion_repo(args.sf_repo), DEFAULT_CHECKOUT)
     venv = ensure_sandbox_fusion_venv(checkout)
     times: dict[str, list[float]] = {w: [] for w in WAYS}
     failures: dict[str, Counter[str]] = {w: Counter() for w in WAYS}
