@@ -50,7 +50,10 @@ def ns() -> Iterator[httpx.Client]:
     isolation is unavailable: it needs root)."""
     with LocalCollimateBackend() as b, httpx.Client(base_url=b.base_url, timeout=300) as c:
         if c.get("/v1/health").json()["isolation"] != "namespaces":
-            pytest.skip("namespaces isolation is unavailable here")
+            # CI installs bubblewrap and runs as root: there it must not hide
+            if os.environ.get("CI"):
+                pytest.fail("CI must have namespaces isolation (bubblewrap, root)")
+            pytest.skip("namespaces isolation is unavailable here (it needs bubblewrap and root)")
         yield c
 
 

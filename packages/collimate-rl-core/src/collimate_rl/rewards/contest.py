@@ -26,6 +26,7 @@ exit 0 accepted; ``openr1``: ``checker input answer output``, prints 1 or
 
 from __future__ import annotations
 
+import abc
 import re
 from collections.abc import Mapping, Sequence
 from typing import Any, Final
@@ -147,9 +148,9 @@ class JudgedReward(RewardSpec):
             "into an exec program: grade it with grade() / grade_batch()"
         )
 
+    @abc.abstractmethod
     def problem(self) -> dict[str, Any]:
         """This reward's problem, as ``/v1/judge`` takes it."""
-        raise NotImplementedError
 
     def source_of(self, completion: str) -> str:
         """The source judged for ``completion`` (the candidate's code)."""
