@@ -176,7 +176,9 @@ class HostileSoakReport:
         return (
             # (+1 a clone: its standby's twin, forked once twins are wanted)
             self.processes_end <= self.processes_clean_end + warm + self.clones_end
-            and self.fds_end <= self.fds_clean_end + warm
+            # (+1 a new clone: its standby twin's pipe, as its process above)
+            and self.fds_end
+            <= self.fds_clean_end + warm + max(0, self.clones_end - self.clones_clean_end)
             and self.rss_end_mib - self.rss_clean_end_mib
             <= max(16.0, 0.15 * self.rss_clean_end_mib)
         )
