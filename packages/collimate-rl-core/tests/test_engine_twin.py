@@ -134,13 +134,24 @@ def test_nothing_of_the_job_is_in_the_twin(client: CollimateClient, session: str
 
 
 def test_the_twin_dies_with_its_exec_used_or_not(client: CollimateClient, session: str) -> None:
-    """A second exec of the same clone sees its own twin only: the last
-    one's is gone (the exec kills it; it dies with its parent besides)."""
+    """A second exec of the same clone soon sees its own twin only: the last
+    one's is gone, none piles up. The exec kills its twin just after it
+    reported its end (the answer first), so the next exec may still glimpse
+    the last twin dying for a moment: the listing waits a little for it."""
     listing = (
-        "import os\n"
-        "pids = [p for p in os.listdir('/proc') if p.isdigit()]\n"
-        "names = sorted(open(f'/proc/{p}/comm').read().strip() for p in pids)\n"
-        "print(os.environ['COLLIMATE_CLEAN_TWIN'].partition(':')[2], names)\n"
+        "import os, time\n"
+        "def names():\n"
+        "    found = []\n"
+        "    for p in (p for p in os.listdir('/proc') if p.isdigit()):\n"
+        "        try:\n"
+        "            found.append(open(f'/proc/{p}/comm').read().strip())\n"
+        "        except OSError:\n"
+        "            pass  # (gone between the listing and the read)\n"
+        "    return sorted(found)\n"
+        "deadline = time.monotonic() + 5\n"
+        "while names().count('collimate-twin') > 1 and time.monotonic() < deadline:\n"
+        "    time.sleep(0.02)\n"
+        "print(os.environ['COLLIMATE_CLEAN_TWIN'].partition(':')[2], names())\n"
     )
     for _ in range(3):
         twin, names = _run(client, session, WANT + listing).split(" ", 1)
