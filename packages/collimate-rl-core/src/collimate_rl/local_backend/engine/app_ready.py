@@ -1,8 +1,10 @@
 """Readiness of an app clone: its server answers HTTP on loopback.
 
-A tiny raw-asyncio HTTP/1.0 GET (the engine must not depend on the client
+A tiny raw-asyncio HTTP GET (the engine must not depend on the client
 transport layer): ready means a 2xx status line, like the gateway's
-``ready.http``. Without a path, an accepted TCP connection is enough.
+``ready.http``. Without a path, an accepted TCP connection is enough. The
+request is HTTP/1.1 with ``Connection: close``: some servers refuse 1.0
+outright (Chromium's DevTools endpoint answers it with nothing).
 """
 
 from __future__ import annotations
@@ -27,7 +29,9 @@ async def probe_once(port: int, path: str | None) -> bool:
     try:
         if path is None:
             return True
-        writer.write(f"GET {path} HTTP/1.0\r\nHost: 127.0.0.1:{port}\r\n\r\n".encode())
+        writer.write(
+            f"GET {path} HTTP/1.1\r\nHost: 127.0.0.1:{port}\r\nConnection: close\r\n\r\n".encode()
+        )
         await writer.drain()
         line = await asyncio.wait_for(reader.readline(), 2.0)
         parts = line.split()

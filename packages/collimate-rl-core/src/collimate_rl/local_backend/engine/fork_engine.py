@@ -52,6 +52,7 @@ from .app_ready import free_loopback_port, wait_ready
 from .channel import Channel
 from .exposure import host_view
 from .fork_clone import CloneDied, ForkClone
+from .netns_relay import NetnsRelay
 from .quotas import Quotas
 from .uid_pool import UidPool
 from .zygote_process import (
@@ -123,6 +124,8 @@ class ForkEngine:
         self._pool_targets: dict[PoolKey, int] = {}
         self._refills: dict[PoolKey, asyncio.Task[None]] = {}
         self._live: set[ForkClone] = set()
+        # app clones in a net namespace of their own, reached through a relay
+        self._relays: dict[ForkClone, NetnsRelay] = {}
         self._uids = UidPool()
         self._netns_free: list[int] = []
         self._state_dir: str | None = None  # process mode's working dirs, made on first use
@@ -410,9 +413,13 @@ class ForkEngine:
 
     def _forget(self, quota: str, c: ForkClone) -> None:
         """A closed clone: no longer live; its cgroup removed, its uid given
-        back, its net namespace kept for another clone when nothing can hold
-        a socket in it any more (else closed)."""
+        back, its relay (an app in a net namespace of its own) cut, its net
+        namespace kept for another clone when nothing can hold a socket in it
+        any more (else closed)."""
         self._live.discard(c)
+        relay = self._relays.pop(c, None)
+        if relay is not None:
+            relay.close()  # before its net namespace may go to another clone
         if quota:
             self.quotas.remove(quota)
         if c.uid is not None:
@@ -430,8 +437,9 @@ class ForkEngine:
     ) -> None:
         """Wait for the clone to say it is ready; keep a handle on its own net
         namespace (``keep_netns``), to reuse once it is gone; then, for an
-        app, wait for its server to answer on ``port``. A clone that does
-        not come up is closed (which gives back what it held)."""
+        app, wait for its server to answer on ``port`` (through a relay into
+        that namespace when it has one: see ``netns_relay``). A clone that
+        does not come up is closed (which gives back what it held)."""
         try:
             await clone.wait_ready(CLONE_READY_TIMEOUT_S)
             if keep_netns:
@@ -440,10 +448,24 @@ class ForkEngine:
                         f"/proc/{clone.pid}/ns/net", os.O_RDONLY | os.O_CLOEXEC
                     )
             if port is not None:
+                if keep_netns:
+                    await self._relay_into(clone, port)
                 await _until_app_answers(clone, template, port)
         except BaseException:
             await clone.close()
             raise
+
+    async def _relay_into(self, clone: ForkClone, port: int) -> None:
+        """The host's ``127.0.0.1:port`` relayed to the same port in the app
+        clone's own net namespace (its server cannot reach out; we reach in)."""
+        if clone.netns_fd < 0:
+            raise CloneDied("cannot open the app clone's net namespace to relay its port")
+        relay = NetnsRelay(clone.netns_fd, port, port)
+        await relay.start()
+        if clone.closed:  # closed while the relay started: nothing to serve
+            relay.close()
+            raise CloneDied("the app clone died before its port could be relayed")
+        self._relays[clone] = relay
 
     def _view(self, template: TemplateSpec, trees: list[str]) -> dict[str, list[str]]:
         """What of the host a clone of ``template`` sees (computed once)."""
