@@ -1,7 +1,7 @@
 #!/usr/bin/env bash
 # Install the compilers and runtimes the local backend's languages use,
 # where they are missing: g++, a JDK, Node.js, rustc and Go from Debian's
-# packages, TypeScript (with Node's type definitions) from npm, and the
+# packages, Chromium (the browser template) from Debian's too, TypeScript (with Node's type definitions) from npm, and the
 # test libraries of MultiPL-E, HumanEval-X and MBXP (javatuples, testify,
 # lodash, js-md5). Idempotent;
 # run as root (apt-get, npm -g). The tests of every language need them; in
@@ -24,6 +24,9 @@ command -v go >/dev/null 2>&1 || apt_packages+=(golang-go)
 [[ -f /usr/share/java/javatuples.jar ]] || apt_packages+=(libjavatuples-java)
 [[ -d /usr/share/gocode/src/github.com/stretchr/testify ]] ||
   apt_packages+=(golang-github-stretchr-testify-dev)
+# the browser template's headless Chromium (connect_browser and its tests)
+[[ -x /usr/lib/chromium/chromium ]] || command -v chromium >/dev/null 2>&1 ||
+  apt_packages+=(chromium)
 if ((${#apt_packages[@]})); then
   say "apt-get install ${apt_packages[*]}"
   apt-get update -qq >/dev/null
@@ -43,4 +46,5 @@ fi
 
 say "g++ $(g++ -dumpfullversion), $(javac -version 2>&1), node $(node --version)," \
   "$(rustc --version | cut -d' ' -f1-2), $(go version | cut -d' ' -f3)," \
-  "tsc $(node "$npm_root/typescript/lib/tsc.js" --version | cut -d' ' -f2)"
+  "tsc $(node "$npm_root/typescript/lib/tsc.js" --version | cut -d' ' -f2)," \
+  "$( (/usr/lib/chromium/chromium --version || chromium --version) 2>/dev/null | head -1)"

@@ -81,6 +81,10 @@ from .gateway_flows import (
 )
 # --- end gateway flows ---
 
+# --- browser (browser.py; Playwright is imported only when it is called) ---
+from .browser import connect_browser
+# --- end browser ---
+
 __all__ = [
     "__version__",
     "CollimateError",
@@ -157,4 +161,6 @@ __all__ = [
     "TemplateHandle",
     "AsyncTemplateHandle",
     "TemplateStatus",
+    # --- browser ---
+    "connect_browser",
 ]

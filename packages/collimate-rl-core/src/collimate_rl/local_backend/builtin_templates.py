@@ -4,6 +4,7 @@ Registered through the same ``collimate_rl_local_templates`` hook third-party
 plugins use, so the hook is exercised by core itself. ``dkr-python311`` is
 the template id the seed README's tour grades on; it runs on this server's
 own interpreter (whatever its version), as a stand-in for the real image.
+``browser`` is a headless Chromium (see ``browser_template``).
 """
 
 from __future__ import annotations
@@ -13,6 +14,7 @@ from typing import Any
 
 from ..plugins.markers import hookimpl
 from ..rewards.program import RUNTIME_MODULE, runtime_file
+from .browser_template import browser_template
 from .toolchains import LANGUAGE_TEMPLATE, toolchain_trees
 
 
@@ -55,6 +57,8 @@ def builtin_templates() -> tuple[Mapping[str, Any], ...]:
             "limits": {"memory": "4GiB", "address_space": False, "output": "256MiB",
                        "cpu_seconds": 3600},
         },
+        # headless Chromium for connect_browser (unavailable without Chromium)
+        browser_template(),
     )
 
 

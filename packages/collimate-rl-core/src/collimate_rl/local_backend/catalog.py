@@ -45,8 +45,13 @@ def catalog_row(spec: TemplateSpec) -> dict[str, Any]:
         "image": catalog_image(spec.id),
         "visibility": "public",
         "tier": "pro" if spec.networked else "demo",
-        "description": _DESCRIPTIONS.get(spec.kind, spec.kind),
+        "description": _description(spec),
     }
+
+
+def _description(spec: TemplateSpec) -> str:
+    text = _DESCRIPTIONS.get(spec.kind, spec.kind)
+    return f"{text} (unavailable here: {spec.unavailable})" if spec.unavailable else text
 
 
 def catalog_rows(templates: Mapping[str, TemplateSpec]) -> list[dict[str, Any]]:

@@ -28,6 +28,7 @@ from collections.abc import Sequence
 from dataclasses import asdict, dataclass
 from typing import Any, Final
 
+from .browser_template import INSTALL_HINT, find_chromium
 from .go_cache import GO_LIBRARIES, TESTIFY
 from .program_harness import JAVATUPLES_JAR
 from .toolchains import node_module_roots
@@ -165,14 +166,16 @@ def _libraries() -> list[Finding]:
 
 
 def _extras() -> list[Finding]:
-    chromium = shutil.which("chromium") or shutil.which("chromium-browser")
+    chromium = find_chromium()
     ray = importlib.util.find_spec("ray") is not None
     return [
         Finding(
             "chromium",
             chromium is not None,
-            chromium or "missing (browser templates)",
-            None if chromium else "apt-get install chromium",
+            f"{chromium} (the browser template)"
+            if chromium
+            else "missing: the browser template (connect_browser) is unavailable",
+            None if chromium else INSTALL_HINT,
         ),
         Finding(
             "ray",

@@ -12,6 +12,7 @@ file, a plugin's ``collimate_rl_local_templates`` hook, or the in-process
                                  # "name=/path/file.py" loads one file as module `name`
                                  # without importing the package around it
     networked = false
+    unavailable = "..."          # this host cannot run it, and why (clones are refused)
     expose = ["/data/x"]         # host paths its code may read (read-only); by
                                  # default it sees only system dirs and its interpreter
     [templates.limits]
@@ -66,7 +67,7 @@ __all__ = [
 
 _KINDS: tuple[TemplateKind, ...] = ("python", "shell", "app")
 _ID_RE = re.compile(r"^[A-Za-z0-9][A-Za-z0-9._-]{0,127}$")
-_COMMON_KEYS = {"id", "kind", "networked", "limits", "description", "expose"}
+_COMMON_KEYS = {"id", "kind", "networked", "limits", "description", "expose", "unavailable"}
 _KIND_KEYS: dict[str, set[str]] = {
     "python": {"python", "interpreter", "preload"},
     "shell": set(),
@@ -188,6 +189,9 @@ def parse_template(table: Mapping[str, Any], *, origin: str = "<config>") -> Tem
     python = table.get("python", table.get("interpreter"))
     if python is not None and (not isinstance(python, str) or not python):
         raise TemplateConfigError(f"{where}: python must be an interpreter path")
+    unavailable = table.get("unavailable")
+    if unavailable is not None and (not isinstance(unavailable, str) or not unavailable):
+        raise TemplateConfigError(f"{where}: unavailable must be a reason (a string)")
     expose = _str_list(table.get("expose"), what=f"{where}: expose")
     try:
         expose = tuple(check_exposable(p) for p in expose)
@@ -201,6 +205,7 @@ def parse_template(table: Mapping[str, Any], *, origin: str = "<config>") -> Tem
         "networked": networked,
         "limits": _limits(table.get("limits"), where=where),
         "expose": expose,
+        "unavailable": unavailable,
     }
     if kind == "app":
         spec_kw.update(_app_fields(table, where=where))

@@ -68,6 +68,10 @@ class TemplateSpec:
     # extra environment of every exec and app server of the template (a
     # gateway bake's ``ready.env``); the seed variables are the engine's own
     env: tuple[tuple[str, str], ...] = ()
+    # why this host cannot run it (what it needs is missing, such as the
+    # browser template's Chromium): listed, but every clone of it is refused
+    # with this reason instead of a bring-up that times out
+    unavailable: str | None = None
 
 
 @dataclass(frozen=True)

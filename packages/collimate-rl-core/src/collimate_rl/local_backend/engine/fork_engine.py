@@ -286,6 +286,8 @@ class ForkEngine:
         ready (its app server answering, for an app template; ``env``: that
         server's own variables). What was set aside for it is given back if
         the fork fails; once the clone exists, closing it gives it back."""
+        if template.unavailable:
+            raise CloneDied(f"template {template.id!r} is unavailable here: {template.unavailable}")
         ns = self.isolation == "namespaces"
         zygote = await self._zygote(template)
         held = self._hold_for_clone(template, ns)

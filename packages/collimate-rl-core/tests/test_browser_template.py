@@ -1,0 +1,141 @@
+"""The browser template and ``connect_browser``: Playwright in this process
+drives the Chromium of a real namespaced local backend's sandbox over CDP,
+reads pages the sandbox serves, and cannot make it reach the host."""
+
+from __future__ import annotations
+
+import http.server
+import threading
+from collections.abc import Iterator
+
+import pytest
+
+from collimate_rl import CollimateClient, CollimateError, Sandbox, connect_browser
+from collimate_rl.browser import _cdp_endpoint
+from collimate_rl.local_backend import LocalCollimateBackend
+from collimate_rl.local_backend.browser_template import BROWSER_TEMPLATE
+from collimate_rl.testing.browser import need_browser
+from collimate_rl.testing.engine import namespaced_backend
+
+pytestmark = pytest.mark.namespaces
+
+PAGE = b"<!doctype html><title>served in the sandbox</title><p>hi</p>"
+# a server the sandbox starts on its own loopback, for the life of the session
+SERVE = (
+    "mkdir -p /tmp/site && cd /tmp/site && printf '%s' \"$PAGE\" > index.html && "
+    "(nohup python3 -m http.server 8000 --bind 127.0.0.1 >/dev/null 2>&1 &) && "
+    "for i in $(seq 100); do python3 -c \"import urllib.request as u; "
+    "u.urlopen('http://127.0.0.1:8000/', timeout=1)\" 2>/dev/null && exit 0; sleep 0.1; done; "
+    "exit 1"
+)
+
+
+@pytest.fixture(scope="module")
+def backend() -> Iterator[LocalCollimateBackend]:
+    need_browser()
+    with namespaced_backend() as server:
+        yield server
+
+
+@pytest.fixture
+def sandbox(backend: LocalCollimateBackend) -> Iterator[Sandbox]:
+    with (
+        CollimateClient(backend.base_url) as client,
+        Sandbox(BROWSER_TEMPLATE, client=client, default_timeout=60) as sb,
+    ):
+        yield sb
+
+
+def test_connect_browser_reads_pages_the_sandbox_serves(sandbox: Sandbox) -> None:
+    sandbox.upload_bytes("/tmp/page.html", b"<title>a file of the sandbox</title>")
+    served = sandbox.exec(command=f"PAGE='{PAGE.decode()}'; {SERVE}")
+    assert served.exit_code == 0, served.stdout
+    browser = connect_browser(sandbox)
+    try:
+        page = browser.new_page()
+        page.goto("http://127.0.0.1:8000/")  # the sandbox's loopback, not ours
+        assert page.title() == "served in the sandbox"
+        page.goto("file:///tmp/page.html")  # its private /tmp
+        assert page.title() == "a file of the sandbox"
+    finally:
+        browser.close()
+
+
+def test_a_cdp_url_is_taken_as_is_and_reconnects_to_the_same_browser(sandbox: Sandbox) -> None:
+    url = _cdp_endpoint(sandbox, ttl=60)
+    first = connect_browser(url)
+    try:
+        # (a page of the browser's default context: contexts Playwright made
+        # itself are closed with its connection)
+        page = first.contexts[0].new_page()
+        page.set_content("<title>left open</title>")
+    finally:
+        first.close()  # ends this connection only: the sandbox's Chromium runs on
+    second = connect_browser(url)
+    try:
+        titles = [p.title() for c in second.contexts for p in c.pages]
+        assert "left open" in titles
+    finally:
+        second.close()
+
+
+class _Recorder(http.server.BaseHTTPRequestHandler):
+    seen: list[str] = []
+
+    def do_GET(self) -> None:  # noqa: N802 (the stdlib's name)
+        self.seen.append(self.path)
+        body = b"<title>the host</title>"
+        self.send_response(200)
+        self.send_header("Content-Length", str(len(body)))
+        self.end_headers()
+        self.wfile.write(body)
+
+    def log_message(self, *args: object) -> None:
+        pass
+
+
+@pytest.fixture
+def host_page() -> Iterator[tuple[int, list[str]]]:
+    """A page on the host's loopback (only there: nothing else is probed)."""
+    seen: list[str] = []
+    handler = type("Recorder", (_Recorder,), {"seen": seen})
+    server = http.server.ThreadingHTTPServer(("127.0.0.1", 0), handler)
+    thread = threading.Thread(target=server.serve_forever, daemon=True)
+    thread.start()
+    try:
+        yield server.server_address[1], seen
+    finally:
+        server.shutdown()
+        server.server_close()
+
+
+def test_the_sandbox_chromium_cannot_reach_the_host(
+    sandbox: Sandbox, host_page: tuple[int, list[str]]
+) -> None:
+    from playwright.sync_api import Error as PlaywrightError
+
+    port, seen = host_page
+    browser = connect_browser(sandbox)
+    try:
+        page = browser.new_page()
+        with pytest.raises(PlaywrightError, match="ERR_CONNECTION_REFUSED"):
+            page.goto(f"http://127.0.0.1:{port}/marker", timeout=15_000)
+    finally:
+        browser.close()
+    assert seen == []  # not one request reached the host's server
+
+
+def test_a_sandbox_without_devtools_is_refused_before_playwright(
+    backend: LocalCollimateBackend,
+) -> None:
+    with (
+        CollimateClient(backend.base_url) as client,
+        Sandbox("sh", client=client) as sb,
+        pytest.raises(CollimateError, match="no endpoint for port 9222"),
+    ):
+        connect_browser(sb)
+
+
+def test_connect_browser_takes_only_sandboxes_sessions_and_urls() -> None:
+    with pytest.raises(TypeError, match="not int"):
+        connect_browser(9222)  # type: ignore[arg-type]
