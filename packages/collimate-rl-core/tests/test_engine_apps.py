@@ -4,6 +4,7 @@ loopback, ``endpoints`` that answer from the host, a warm pool, teardown."""
 from __future__ import annotations
 
 import asyncio
+import dataclasses
 import functools
 import socket
 import sys
@@ -92,3 +93,40 @@ def test_an_app_that_never_gets_ready_fails_bringup_and_leaves_nothing(mode: str
         assert not engine._live
 
     run(mode, [never], body)
+
+
+@pytest.mark.namespaces
+def test_an_app_that_is_not_networked_is_reached_through_a_relay_and_reaches_nothing() -> None:
+    """Its server lives in a net namespace of its own: the host reaches it
+    on its endpoint (the engine relays into that namespace), it cannot
+    reach the host, and its endpoint is gone with it."""
+    closed = dataclasses.replace(WEB, id="web-own-net", networked=False)
+    host = socket.socket()
+    host.bind(("127.0.0.1", 0))
+    host.listen(4)
+    probe = (
+        "import socket\n"
+        "try:\n"
+        f"    socket.create_connection(('127.0.0.1', {host.getsockname()[1]}), timeout=2)\n"
+        "    print('reached the host')\n"
+        "except OSError as exc:\n"
+        "    print('blocked', type(exc).__name__)\n"
+    )
+
+    async def body(engine: ForkEngine) -> None:
+        clone = await engine.open_clone(closed, egress=None)
+        try:
+            ((guest, hostport),) = clone.endpoints.items()
+            assert guest == "8000" and hostport.startswith("127.0.0.1:")
+            for _ in range(3):  # one relayed connection each
+                assert await asyncio.to_thread(get, f"http://{hostport}/") == 200
+            out = await clone.run(ExecJob("code", probe, "ab" * 32, 10.0))
+            assert out.output.decode().startswith("blocked"), out.output
+        finally:
+            await clone.close()
+        assert refused(hostport)
+
+    try:
+        run("namespaces", [closed], body)
+    finally:
+        host.close()
