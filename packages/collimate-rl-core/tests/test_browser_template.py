@@ -24,7 +24,7 @@ PAGE = b"<!doctype html><title>served in the sandbox</title><p>hi</p>"
 SERVE = (
     "mkdir -p /tmp/site && cd /tmp/site && printf '%s' \"$PAGE\" > index.html && "
     "(nohup python3 -m http.server 8000 --bind 127.0.0.1 >/dev/null 2>&1 &) && "
-    "for i in $(seq 100); do python3 -c \"import urllib.request as u; "
+    'for i in $(seq 100); do python3 -c "import urllib.request as u; '
     "u.urlopen('http://127.0.0.1:8000/', timeout=1)\" 2>/dev/null && exit 0; sleep 0.1; done; "
     "exit 1"
 )
@@ -82,7 +82,7 @@ def test_a_cdp_url_is_taken_as_is_and_reconnects_to_the_same_browser(sandbox: Sa
 class _Recorder(http.server.BaseHTTPRequestHandler):
     seen: list[str] = []
 
-    def do_GET(self) -> None:  # noqa: N802 (the stdlib's name)
+    def do_GET(self) -> None:
         self.seen.append(self.path)
         body = b"<title>the host</title>"
         self.send_response(200)

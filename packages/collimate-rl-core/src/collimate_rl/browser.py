@@ -30,7 +30,7 @@ host, so this works on the machine the backend runs on).
 from __future__ import annotations
 
 import threading
-from typing import TYPE_CHECKING, Any, Final, Union
+from typing import TYPE_CHECKING, Any, Final, TypeAlias
 
 from .errors import CollimateError
 from .gateway_flows import Session
@@ -47,7 +47,7 @@ CDP_PORT: Final = 9222
 #: What :func:`connect_browser` connects to: a sandbox or session of a
 #: browser template, or a CDP endpoint URL (``http://host:port`` or the
 #: ``ws://`` URL of the browser's DevTools socket).
-BrowserTarget = Union[Sandbox, Session, str]
+BrowserTarget: TypeAlias = Sandbox | Session | str
 
 _INSTALL_HINT: Final = (
     "connect_browser needs Playwright, an optional dependency: "
