@@ -47,15 +47,12 @@ DEVTOOLS_PORT: Final = 9222
 #: What installs it (Debian's package; ``tools/install_toolchains.sh`` runs it).
 INSTALL_HINT: Final = "apt-get install chromium"
 
-#: Debian's real binary first (``/usr/bin/chromium`` is a shell wrapper that
-#: reads ``/etc/chromium.d``), then the usual names on PATH.
-_CANDIDATES: Final = (
-    "/usr/lib/chromium/chromium",
-    "chromium",
-    "chromium-browser",
-    "google-chrome",
-    "google-chrome-stable",
-)
+#: The names Chromium goes by on PATH, in the order they are looked for.
+_NAMES: Final = ("chromium", "chromium-browser", "google-chrome", "google-chrome-stable")
+#: What a name on PATH starts, where that is a wrapper script: Debian's
+#: ``/usr/bin/chromium`` sources ``/etc/chromium.d`` (API keys in the
+#: environment, a ``findmnt`` of ``/dev/shm``) before it execs the binary.
+_BINARY_BEHIND: Final = {"chromium": "/usr/lib/chromium/chromium"}
 
 CHROMIUM_FLAGS: Final = (
     "--headless=new",
@@ -82,11 +79,16 @@ CHROMIUM_FLAGS: Final = (
 
 
 def find_chromium() -> str | None:
-    """The Chromium executable of this host, or None."""
-    for candidate in _CANDIDATES:
-        found = candidate if os.path.isabs(candidate) else shutil.which(candidate)
-        if found and os.path.isfile(found) and os.access(found, os.X_OK):
-            return found
+    """The Chromium executable of this host (found on PATH, so a PATH
+    without it hides it), or None."""
+    for name in _NAMES:
+        found = shutil.which(name)
+        if found is None:
+            continue
+        binary = _BINARY_BEHIND.get(name)
+        if binary is not None and os.access(binary, os.X_OK):
+            return binary
+        return found
     return None
 
 
