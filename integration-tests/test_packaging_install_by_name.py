@@ -58,6 +58,7 @@ IMPORTS = {
     "openenv": ["collimate_rl.openenv"],
     "slime": ["collimate_rl.slime"],
     "demo": ["rich"],
+    "browser": ["playwright"],
     "all": [
         "collimate_rl.trl",
         "collimate_rl.verl",
@@ -65,6 +66,7 @@ IMPORTS = {
         "collimate_rl.openenv",
         "collimate_rl.slime",
         "rich",
+        "playwright",
     ],
 }
 #: installed but not importable as such: openenv-collimate-code needs the OpenEnv
