@@ -10,7 +10,14 @@ from collections.abc import Iterator
 
 import pytest
 
-from collimate_rl import CollimateClient, CollimateError, Sandbox, connect_browser
+from collimate_rl import (
+    CollimateClient,
+    CollimateError,
+    GatewayClient,
+    Sandbox,
+    Session,
+    connect_browser,
+)
 from collimate_rl.browser import _cdp_endpoint
 from collimate_rl.local_backend import LocalCollimateBackend
 from collimate_rl.local_backend.browser_template import BROWSER_TEMPLATE
@@ -18,6 +25,8 @@ from collimate_rl.testing.browser import need_browser
 from collimate_rl.testing.engine import namespaced_backend
 
 pytestmark = pytest.mark.namespaces
+
+PRO = "col_pro_browser-template"
 
 PAGE = b"<!doctype html><title>served in the sandbox</title><p>hi</p>"
 # a server the sandbox starts on its own loopback, for the life of the session
@@ -33,7 +42,7 @@ SERVE = (
 @pytest.fixture(scope="module")
 def backend() -> Iterator[LocalCollimateBackend]:
     need_browser()
-    with namespaced_backend() as server:
+    with namespaced_backend(api_keys=[PRO]) as server:
         yield server
 
 
@@ -77,6 +86,23 @@ def test_a_cdp_url_is_taken_as_is_and_reconnects_to_the_same_browser(sandbox: Sa
         assert "left open" in titles
     finally:
         second.close()
+
+
+def test_a_gateway_session_connects_too(backend: LocalCollimateBackend) -> None:
+    with (
+        GatewayClient(api_key=PRO, base_url=backend.base_url) as client,
+        Session(client, BROWSER_TEMPLATE) as session,
+    ):
+        browser = connect_browser(session)  # creates the sandbox: no exec ran yet
+        try:
+            assert session.id is not None
+            written = session.exec(command="printf '<title>via the gateway</title>' > /tmp/g.html")
+            assert written.exit_code == 0
+            page = browser.new_page()
+            page.goto("file:///tmp/g.html")
+            assert page.title() == "via the gateway"
+        finally:
+            browser.close()
 
 
 class _Recorder(http.server.BaseHTTPRequestHandler):

@@ -78,8 +78,8 @@ def _cdp_endpoint(target: BrowserTarget, *, ttl: int) -> str:
     """The CDP endpoint for ``target`` that Playwright in this process dials.
 
     A string is an endpoint already. A sandbox or session gives the address
-    its backend published for :data:`CDP_PORT` (a :class:`Sandbox` not yet
-    started is started first). ``ttl`` bounds a minted connect URL's life; a
+    its backend published for :data:`CDP_PORT` (one not yet created is
+    created first, as its first exec would). ``ttl`` bounds a minted connect URL's life; a
     published address has none.
     """
     if isinstance(target, str):
@@ -91,6 +91,7 @@ def _cdp_endpoint(target: BrowserTarget, *, ttl: int) -> str:
             target.start()
         name = f"sandbox {target.session_id}"
     elif isinstance(target, Session):
+        target.open()  # (once: an open session stays as it is)
         name = f"session {target.id}"
     else:
         raise TypeError(
