@@ -4,7 +4,12 @@ reads pages the sandbox serves, and cannot make it reach the host."""
 
 from __future__ import annotations
 
+import base64
+import http.client
 import http.server
+import json
+import os
+import socket
 import threading
 from collections.abc import Iterator
 
@@ -103,6 +108,49 @@ def test_a_gateway_session_connects_too(backend: LocalCollimateBackend) -> None:
             assert page.title() == "via the gateway"
         finally:
             browser.close()
+
+
+def _devtools_version(address: str, host_header: str) -> tuple[int, bytes]:
+    host, port = address.rsplit(":", 1)
+    conn = http.client.HTTPConnection(host, int(port), timeout=10)
+    try:
+        conn.putrequest("GET", "/json/version", skip_host=True)
+        conn.putheader("Host", host_header)
+        conn.endheaders()
+        answer = conn.getresponse()
+        return answer.status, answer.read()
+    finally:
+        conn.close()
+
+
+def test_devtools_answers_a_client_through_a_forward_on_another_port(sandbox: Sandbox) -> None:
+    """A port forward (or a tunnel) presents ``Host: 127.0.0.1:<its own
+    port>``: DevTools answers it, and names its socket on that address, so
+    the client dials the forward again; a WebSocket client that sends an
+    ``Origin`` is admitted (``--remote-allow-origins=*``). A host name is
+    refused by Chromium itself (DNS rebinding), which is why forwards must
+    present an address."""
+    address = sandbox.endpoints["9222"]
+    status, body = _devtools_version(address, "127.0.0.1:1")
+    assert status == 200, body
+    socket_url = json.loads(body)["webSocketDebuggerUrl"]
+    assert socket_url.startswith("ws://127.0.0.1:1/devtools/browser/")
+    status, body = _devtools_version(address, "sandbox.example:9222")
+    assert status == 500 and b"not an IP address or localhost" in body
+
+    host, port = address.rsplit(":", 1)
+    path = socket_url.split("/", 3)[3]
+    key = base64.b64encode(os.urandom(16)).decode()
+    with socket.create_connection((host, int(port)), timeout=10) as conn:
+        conn.sendall(
+            (
+                f"GET /{path} HTTP/1.1\r\nHost: 127.0.0.1:1\r\nUpgrade: websocket\r\n"
+                f"Connection: Upgrade\r\nSec-WebSocket-Key: {key}\r\n"
+                "Sec-WebSocket-Version: 13\r\nOrigin: http://client.example\r\n\r\n"
+            ).encode()
+        )
+        status_line = conn.recv(4096).split(b"\r\n", 1)[0]
+    assert status_line.startswith(b"HTTP/1.1 101"), status_line
 
 
 class _Recorder(http.server.BaseHTTPRequestHandler):
