@@ -8,6 +8,7 @@ import pytest
 
 from collimate_rl import CollimateClient, CollimateError, Sandbox
 from collimate_rl.local_backend import LocalCollimateBackend, browser_template
+from collimate_rl.local_backend.banner import banner
 from collimate_rl.local_backend.builtin_templates import builtin_templates
 from collimate_rl.local_backend.catalog import catalog_row
 from collimate_rl.local_backend.templates import TemplateConfigError, parse_template
@@ -63,6 +64,11 @@ def test_a_sandbox_of_an_unavailable_template_is_refused_with_the_reason() -> No
         CollimateClient(backend.base_url) as client,
     ):
         assert "needs-a-thing" in backend.health()["templates"]
+        # the start-up banner says it too, with the fix
+        assert (
+            "template needs-a-thing is unavailable here: the thing is not installed here; "
+            "apt-get install thing"
+        ) in banner(backend.server)
         with pytest.raises(CollimateError, match="apt-get install thing") as info:
             Sandbox("needs-a-thing", client=client).start()
         assert "unavailable here" in str(info.value)

@@ -37,6 +37,9 @@ def banner(server: BackendServer) -> str:
     if server.socket_path:
         lines.append(f"  listening on unix:{server.socket_path}")
     lines.append(f"  templates: {', '.join(sorted(svc.templates))}")
+    for tid, spec in sorted(svc.templates.items()):
+        if spec.unavailable:
+            lines.append(f"  template {tid} is unavailable here: {spec.unavailable}")
     limit = svc.admission.max_inflight or "unlimited"
     ttl = f"{svc.session_ttl:g}s" if svc.session_ttl else "off"
     slots = svc.run_queue.slots or "unpaced"
