@@ -122,7 +122,8 @@ LAYERS: tuple[dict[str, tuple[str, ...]], ...] = (
             "collimate_rl.batch",
             "collimate_rl.packing",
             "collimate_rl.rewards",
-        )
+        ),
+        "browser": ("collimate_rl.browser",),
     },
     {
         "applications": (
