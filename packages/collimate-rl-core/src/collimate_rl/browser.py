@@ -39,15 +39,15 @@ from .sandbox import Sandbox
 if TYPE_CHECKING:
     from playwright.sync_api import Browser, Playwright
 
-__all__ = ["CDP_PORT", "BrowserTarget", "connect_browser"]
+__all__ = ["CDP_PORT", "SandboxOrURL", "connect_browser"]
 
 #: The port Chromium's DevTools listens on in a browser sandbox.
 CDP_PORT: Final = 9222
 
-#: What :func:`connect_browser` connects to: a sandbox or session of a
+#: What :func:`connect_browser` connects to (0.8.0's name): a sandbox or session of a
 #: browser template, or a CDP endpoint URL (``http://host:port`` or the
 #: ``ws://`` URL of the browser's DevTools socket).
-BrowserTarget: TypeAlias = Sandbox | Session | str
+SandboxOrURL: TypeAlias = Sandbox | Session | str
 
 _INSTALL_HINT: Final = (
     "connect_browser needs Playwright, an optional dependency: "
@@ -74,7 +74,7 @@ def _playwright() -> Playwright:
     return driver
 
 
-def _cdp_endpoint(target: BrowserTarget, *, ttl: int) -> str:
+def _cdp_endpoint(target: SandboxOrURL, *, ttl: int) -> str:
     """The CDP endpoint for ``target`` that Playwright in this process dials.
 
     A string is an endpoint already. A sandbox or session gives the address
@@ -107,7 +107,7 @@ def _cdp_endpoint(target: BrowserTarget, *, ttl: int) -> str:
     return address if "://" in address else f"http://{address}"
 
 
-def connect_browser(sandbox_or_url: BrowserTarget, *, ttl: int = 600) -> Browser:
+def connect_browser(sandbox_or_url: SandboxOrURL, *, ttl: int = 600) -> Browser:
     """A Playwright ``Browser`` connected over CDP to the Chromium of
     ``sandbox_or_url`` (a sandbox or session of a browser template, or a CDP
     endpoint URL).
