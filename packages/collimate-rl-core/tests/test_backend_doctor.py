@@ -4,6 +4,7 @@ tools on PATH, and each thing missing comes with the command that adds it."""
 
 from __future__ import annotations
 
+import importlib.util
 import json
 import os
 import shutil
@@ -15,6 +16,7 @@ from typing import Any
 import httpx
 
 from collimate_rl.local_backend import LocalCollimateBackend
+from collimate_rl.local_backend.browser_template import find_chromium
 from collimate_rl.local_backend.toolchains import MissingToolchain, find_toolchains
 
 
@@ -42,6 +44,8 @@ def test_the_report_agrees_with_a_real_backend() -> None:
         assert entry["ok"] == (not isinstance(toolchain, MissingToolchain)), entry
         if isinstance(toolchain, MissingToolchain):
             assert entry["fix"] == toolchain.install
+    assert found["chromium"]["ok"] == (find_chromium() is not None)
+    assert found["playwright"]["ok"] == (importlib.util.find_spec("playwright") is not None)
     for entry in found.values():
         if not entry["ok"] and entry["name"] != "seccomp":
             assert entry["fix"], entry  # what is missing says how to add it

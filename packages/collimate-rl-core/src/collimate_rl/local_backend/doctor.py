@@ -167,6 +167,7 @@ def _libraries() -> list[Finding]:
 
 def _extras() -> list[Finding]:
     chromium = find_chromium()
+    playwright = importlib.util.find_spec("playwright") is not None
     ray = importlib.util.find_spec("ray") is not None
     return [
         Finding(
@@ -176,6 +177,12 @@ def _extras() -> list[Finding]:
             if chromium
             else "missing: the browser template (connect_browser) is unavailable",
             None if chromium else INSTALL_HINT,
+        ),
+        Finding(
+            "playwright",
+            playwright,
+            "importable" if playwright else "not installed (connect_browser's client)",
+            None if playwright else "pip install 'collimate-rl-core[browser]'",
         ),
         Finding(
             "ray",
