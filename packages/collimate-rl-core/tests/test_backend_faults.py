@@ -19,6 +19,8 @@ class _BrokenClone:
     def __init__(self, log: list[str]) -> None:
         self.clone_id = "broken"
         self.endpoints: dict[str, str] = {}
+        self.connections_in = 0
+        self.connections_at = 0.0
         self.log = log
 
     async def run(self, job: ExecJob) -> ExecOutcome:

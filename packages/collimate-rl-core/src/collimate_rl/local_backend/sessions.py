@@ -37,13 +37,20 @@ class Session:
     lock: asyncio.Lock = field(default_factory=asyncio.Lock)
     tasks: set[asyncio.Task[Any]] = field(default_factory=set)
 
+    def last_active_or_connected(self) -> float:
+        """The last exec, or the last connection to its endpoints through
+        the engine opening or closing, whichever came later (monotonic)."""
+        return max(self.last_active, self.clone.connections_at)
+
     def info(self, now: float | None = None) -> dict[str, Any]:
         now = time.monotonic() if now is None else now
         return {
             "session_id": self.session_id,
             "template_id": self.template.id,
             "age_secs": round(now - self.created_at, 3),
-            "idle_secs": 0.0 if self.busy else round(now - self.last_active, 3),
+            "idle_secs": 0.0
+            if self.busy or self.clone.connections_in
+            else round(now - self.last_active_or_connected(), 3),
             "exec_count": self.exec_count,
         }
 
@@ -93,8 +100,17 @@ class SessionStore:
         return True
 
     def idle_sessions(self, ttl: float) -> list[Session]:
+        """Sessions idle ``ttl`` seconds: no exec, and no connection to its
+        endpoints through the engine (a browser driven over CDP), open or
+        closed, for that long."""
         now = time.monotonic()
-        return [s for s in self._live.values() if not s.busy and now - s.last_active >= ttl]
+        return [
+            s
+            for s in self._live.values()
+            if not s.busy
+            and not s.clone.connections_in
+            and now - s.last_active_or_connected() >= ttl
+        ]
 
     def expire_tombstones(self) -> None:
         now = time.monotonic()

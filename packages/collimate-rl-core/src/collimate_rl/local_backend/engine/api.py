@@ -106,6 +106,11 @@ class Clone(Protocol):
 
     clone_id: str
     endpoints: dict[str, str]  # {"<guest port>": "<host>:<port>"} for app templates
+    # connections open to its endpoints through the engine (a relay into its
+    # own net namespace), and when one last opened or closed (monotonic): a
+    # session driven only through them (a browser over CDP) is not idle
+    connections_in: int
+    connections_at: float
 
     async def run(self, job: ExecJob) -> ExecOutcome:
         """Run one exec. Cancelling the awaiting task (client gone) must kill

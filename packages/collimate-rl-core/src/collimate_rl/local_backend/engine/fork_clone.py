@@ -59,6 +59,8 @@ class ForkClone:
     ) -> None:
         self.clone_id = "c_" + uuid.uuid4().hex[:16]
         self.endpoints: dict[str, str] = {}
+        self.connections_in = 0  # kept by the engine's relay (see api.Clone)
+        self.connections_at = 0.0
         self.template = template
         self.pid = pid
         self.mode = mode

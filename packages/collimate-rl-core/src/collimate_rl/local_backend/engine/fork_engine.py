@@ -42,6 +42,7 @@ import pwd
 import shutil
 import socket
 import tempfile
+import time
 from collections import deque
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
@@ -462,7 +463,7 @@ class ForkEngine:
         clone's own net namespace (its server cannot reach out; we reach in)."""
         if clone.netns_fd < 0:
             raise CloneDied("cannot open the app clone's net namespace to relay its port")
-        relay = NetnsRelay(clone.netns_fd, port, port)
+        relay = NetnsRelay(clone.netns_fd, port, port, functools.partial(_count_in, clone))
         await relay.start()
         if clone.closed:  # closed while the relay started: nothing to serve
             relay.close()
@@ -609,6 +610,12 @@ class ForkEngine:
         finally:
             self.isolation = "process"
             self._templates.pop(probe.id, None)
+
+
+def _count_in(clone: ForkClone, delta: int) -> None:
+    """A connection relayed to ``clone`` started (+1) or ended (-1)."""
+    clone.connections_in += delta
+    clone.connections_at = time.monotonic()
 
 
 def _limits_dict(limits: Limits) -> dict[str, Any]:

@@ -22,6 +22,7 @@ import contextlib
 import os
 import socket
 import threading
+from collections.abc import Callable
 
 from .guest.kernel import CLONE_NEWNET, setns
 
@@ -52,14 +53,22 @@ def socket_in_netns(netns_fd: int) -> socket.socket:
 
 class NetnsRelay:
     """``127.0.0.1:<host_port>`` on the host relayed to ``127.0.0.1:<inner_port>``
-    in one clone's net namespace, until :meth:`close`."""
+    in one clone's net namespace, until :meth:`close`. ``counted(+1 / -1)``
+    is told of each connection relayed as it starts and ends."""
 
-    def __init__(self, netns_fd: int, host_port: int, inner_port: int) -> None:
+    def __init__(
+        self,
+        netns_fd: int,
+        host_port: int,
+        inner_port: int,
+        counted: Callable[[int], None] = lambda _delta: None,
+    ) -> None:
         # our own handle on the namespace: the engine may close (or reuse) its
         # own once the clone is gone, and connections in flight must not care
         self._netns_fd = os.dup(netns_fd)
         self.host_port = host_port
         self.inner_port = inner_port
+        self._counted = counted
         self._server: asyncio.AbstractServer | None = None
         self._writers: set[asyncio.StreamWriter] = set()
 
@@ -92,9 +101,13 @@ class NetnsRelay:
             if self._server is None:
                 return  # closed meanwhile: the namespace may be another clone's by now
             self._writers.add(inner_writer)
-            await asyncio.gather(
-                _copy(reader, inner_writer), _copy(inner_reader, writer), return_exceptions=True
-            )
+            self._counted(+1)
+            try:
+                await asyncio.gather(
+                    _copy(reader, inner_writer), _copy(inner_reader, writer), return_exceptions=True
+                )
+            finally:
+                self._counted(-1)
         except OSError:
             pass  # nothing listens inside (yet): the host side sees a closed connection
         finally:
