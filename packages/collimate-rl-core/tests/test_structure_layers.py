@@ -70,8 +70,8 @@ LAYERS: tuple[dict[str, tuple[str, ...]], ...] = (
             "collimate_rl._sync.client",
             "collimate_rl._async.send",
             "collimate_rl._sync.send",
-            "collimate_rl._async.node_pool",
-            "collimate_rl._sync.node_pool",
+            "collimate_rl._async.multi_node_client",
+            "collimate_rl._sync.multi_node_client",
             "collimate_rl.gateway",
             "collimate_rl._async.gateway",
             "collimate_rl._sync.gateway",
@@ -108,6 +108,9 @@ LAYERS: tuple[dict[str, tuple[str, ...]], ...] = (
             "collimate_rl._async.fork_group",
             "collimate_rl._sync.fork_group",
             "collimate_rl.template",
+            "collimate_rl.fleetview",
+            "collimate_rl.fleet",
+            "collimate_rl.kubectl",
         )
     },
     {

@@ -213,6 +213,8 @@ class BakeBook:
             "id": bake.id,
             "name": bake.name,
             "image": bake.image,
+            # a bake is its tenant's alone (the catalog is /v1/images)
+            "visibility": "private",
             "phase": bake.phase,
             "bake_mode": bake.bake_mode,
         }
