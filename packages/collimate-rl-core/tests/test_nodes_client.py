@@ -127,6 +127,38 @@ def test_connect_with_several_urls_gives_a_pool(
         assert grade(pool, "py", RIGHT, SPEC).reward == 1.0
 
 
+def test_the_names_before_0_9_still_work_with_a_deprecation_warning(
+    three: list[LocalCollimateBackend],
+) -> None:
+    """``NodePool`` / ``AsyncNodePool`` were this client's names; code that
+    imports them from ``collimate_rl.nodes`` still runs, warned of the new
+    name. ``collimate_rl.NodePool`` is the fleet view's row (0.8.0's)."""
+    import collimate_rl
+    import collimate_rl.nodes as nodes
+    from collimate_rl.fleetview import NodePool as FleetRow
+
+    with pytest.warns(DeprecationWarning, match=r"collimate_rl\.nodes\.NodePool .*MultiNodeClient"):
+        from collimate_rl.nodes import NodePool
+    assert NodePool is MultiNodeClient
+    with NodePool([b.base_url for b in three[:2]]) as pool:
+        assert grade(pool, "py", RIGHT, SPEC).reward == 1.0
+    with pytest.warns(DeprecationWarning, match="AsyncMultiNodeClient"):
+        old_async = nodes.AsyncNodePool
+    assert old_async is AsyncMultiNodeClient
+
+    async def graded() -> list[float]:
+        async with old_async([three[0].base_url, three[1].base_url]) as pool:
+            return [r.reward for r in await grade_batch_async(pool, "py", [RIGHT, WRONG], SPEC)]
+
+    assert asyncio.run(graded()) == [1.0, 0.0]
+    with pytest.warns(DeprecationWarning, match=r"collimate_rl\.AsyncNodePool .*AsyncMultiNode"):
+        assert collimate_rl.AsyncNodePool is AsyncMultiNodeClient  # type: ignore[attr-defined]
+    assert collimate_rl.NodePool is FleetRow and collimate_rl.NodePool is not MultiNodeClient
+    assert "AsyncNodePool" not in collimate_rl.__all__  # no warning on import *
+    with pytest.raises(AttributeError):
+        nodes.NoSuchPool  # noqa: B018
+
+
 def test_a_dead_node_is_routed_around(three: list[LocalCollimateBackend]) -> None:
     dead = dead_url()
     with MultiNodeClient([dead, three[0].base_url, three[1].base_url]) as pool:
