@@ -80,8 +80,13 @@ def test_status_sums_the_tenants_templates_and_splits_them_by_node(
     dumped = status.as_dict()
     assert dumped["total"] == status.warm and dumped["converged"] is True
     assert dumped["nodes"] == [
-        {"node": "local", "warm": node.warm, "frozen": 0, "total": node.warm,
-         "templates": node.templates}
+        {
+            "node": "local",
+            "warm": node.warm,
+            "frozen": 0,
+            "total": node.warm,
+            "templates": node.templates,
+        }
     ]
     assert [t["id"] for t in dumped["templates"]] == ids
 
@@ -102,9 +107,11 @@ def test_a_foreign_or_unknown_template_is_missing_not_shown(
 def test_an_outage_is_raised_never_shown_as_an_empty_fleet(
     backend: LocalCollimateBackend, baked: list[TemplateHandle]
 ) -> None:
-    with GatewayClient(api_key="col_pro_not-a-key", base_url=backend.base_url) as bad:
-        with pytest.raises(GatewayError) as info:
-            FleetView(bad, template_ids=[baked[0].id]).status()
+    with (
+        GatewayClient(api_key="col_pro_not-a-key", base_url=backend.base_url) as bad,
+        pytest.raises(GatewayError) as info,
+    ):
+        FleetView(bad, template_ids=[baked[0].id]).status()
     assert info.value.code == "unauthorized"
 
 

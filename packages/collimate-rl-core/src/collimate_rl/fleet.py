@@ -403,8 +403,8 @@ class Fleet:
 
     def nodes(self) -> list[dict[str, Any]]:
         """Every node with what Collimate found on it: capacity, readiness,
-        its ``collimate.ai/`` annotations (the daemon's free slots, among
-        others) and the templates labelled warm there."""
+        the annotations Collimate put on it (the daemon's free slots,
+        among others) and the templates labelled warm there."""
         found = []
         for node in self._get_json(["get", "nodes"]).get("items", []):
             meta = node.get("metadata", {})

@@ -1,5 +1,6 @@
-"""``AsyncMultiNodeClient``: :class:`~collimate_rl.nodes.MultiNodeClient` with coroutines,
-over async clients (same routing, same rules: see :mod:`.pool`)."""
+"""``AsyncMultiNodeClient``: :class:`~collimate_rl.nodes.MultiNodeClient`
+with coroutines, over async clients (same routing, same rules: see
+:mod:`.client`)."""
 
 from __future__ import annotations
 
