@@ -68,13 +68,12 @@ def run(base_url, pro_key, demo_key):
 
     @check("client.env(catalog, width) -> env.sandbox() -> fork_group")
     def _():
-        with client.env("python", width=4) as env:
-            with env.sandbox() as sess:
-                sess.exec(command="echo parent > seed.txt")
-                with sess.fork_group(4) as group:
-                    assert len(group) == 4
-                    outs = group.exec_each(command="cat seed.txt", concurrency=4)
-                    assert [o.stdout for o in outs] == ["parent\n"] * 4, outs
+        with client.env("python", width=4) as env, env.sandbox() as sess:
+            sess.exec(command="echo parent > seed.txt")
+            with sess.fork_group(4) as group:
+                assert len(group) == 4
+                outs = group.exec_each(command="cat seed.txt", concurrency=4)
+                assert [o.stdout for o in outs] == ["parent\n"] * 4, outs
         assert client.list_sandboxes() == []
 
     @check("Template.bake to Live; expect_width / release_template")
@@ -147,7 +146,9 @@ def run(base_url, pro_key, demo_key):
     def _():
         bad = GatewayClient("col_pro_not-a-key", base_url)
         expect_error(
-            lambda: FleetView(bad, template_ids=["tpl_x"]).status(), 401, "unauthorized",
+            lambda: FleetView(bad, template_ids=["tpl_x"]).status(),
+            401,
+            "unauthorized",
             GatewayError,
         )
 
