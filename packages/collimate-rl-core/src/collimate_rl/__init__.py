@@ -81,6 +81,10 @@ from .gateway_flows import (
 )
 # --- end gateway flows ---
 
+# --- services reached from outside (tunnel.py) ---
+from .tunnel import PortForward, open_port_forward
+# --- end services reached from outside ---
+
 __all__ = [
     "__version__",
     "CollimateError",
@@ -157,4 +161,7 @@ __all__ = [
     "TemplateHandle",
     "AsyncTemplateHandle",
     "TemplateStatus",
+    # --- services reached from outside ---
+    "PortForward",
+    "open_port_forward",
 ]
