@@ -153,7 +153,7 @@ class GatewayRoutes:
             ("POST", "/v1/sandboxes/{id}/suspend", self.suspend),
             ("POST", "/v1/sandboxes/{id}/resume", self.resume),
             ("POST", "/v1/sandboxes/{id}/connect-url", self.connect_url),
-            ("GET", CONNECT_PATH, self.tunnel),
+            ("GET", "/connect", self.tunnel),
             ("GET", "/v1/usage", self.usage),
             ("POST", "/v1/judge", self.judge),
         ]
