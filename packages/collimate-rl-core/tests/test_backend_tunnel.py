@@ -166,6 +166,26 @@ def test_connect_url_answers_a_loopback_ws_url_bound_to_its_port(pro: GatewayCli
         tunnel.close()
 
 
+def test_an_open_tunnel_keeps_its_sandbox_from_idling(
+    backend: LocalCollimateBackend, pro: GatewayClient
+) -> None:
+    sid = pro.create_sandbox("svc-echo")["id"]
+    assert backend.server.service is not None
+    session = backend.server.service.sessions.get(sid)
+    assert session.busy == 0
+    tunnel = TunnelSocket(pro.connect_url(sid, ECHO_PORT)["url"])
+    try:
+        tunnel.send(b"x")
+        assert tunnel.recv() == b"x"
+        assert session.busy == 1  # never reaped as idle while connected
+    finally:
+        tunnel.close()
+    deadline = time.monotonic() + 30
+    while session.busy and time.monotonic() < deadline:  # the server sees the close
+        time.sleep(0.05)
+    assert session.busy == 0
+
+
 def test_forged_and_expired_tokens_are_refused(pro: GatewayClient) -> None:
     sid = pro.create_sandbox("svc-echo")["id"]
     url = pro.connect_url(sid, ECHO_PORT)["url"]

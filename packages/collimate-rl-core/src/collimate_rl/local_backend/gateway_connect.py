@@ -28,14 +28,14 @@ from urllib.parse import parse_qs
 
 from .._websocket import accept_key
 from .connect_tokens import CONNECT_DEFAULT_TTL_S, CONNECT_MAX_TTL_S, ConnectGrant, ConnectTokens
-from .routing import Request, Response
+from .routing import ByteStream, Request, Response
 from .tenants import Tenant
 from .tunnel_relay import relay
 from .usage import rfc3339
 from .wire_errors import WireError, bad_request
 
 if TYPE_CHECKING:
-    from .gateway_sandboxes import SandboxBook
+    from .gateway_sandboxes import Sandbox, SandboxBook
 
 #: the tunnel's path (the token in the query names the sandbox and port)
 CONNECT_PATH = "/connect"
@@ -134,4 +134,25 @@ class ConnectRoutes:
             ("connection", "Upgrade"),
             ("sec-websocket-accept", accept_key(key)),
         ]
-        return Response(101, None, headers, upgrade=functools.partial(relay, reader, writer))
+        return Response(
+            101, None, headers, upgrade=functools.partial(self._carry, box, reader, writer)
+        )
+
+    async def _carry(
+        self,
+        box: Sandbox,
+        reader: asyncio.StreamReader,
+        writer: asyncio.StreamWriter,
+        client: ByteStream,
+    ) -> None:
+        """Relay, the sandbox counted busy meanwhile: a sandbox someone is
+        connected to is in use, and is not reaped as idle under the tunnel."""
+        session = self.boxes.session_of(box)
+        if session is not None:
+            session.busy += 1
+        try:
+            await relay(reader, writer, client)
+        finally:
+            if session is not None:
+                session.busy = max(0, session.busy - 1)
+                session.last_active = time.monotonic()

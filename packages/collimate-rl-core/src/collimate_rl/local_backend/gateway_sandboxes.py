@@ -126,13 +126,18 @@ class SandboxBook:
             raise WireError(404, "not_found", f"no sandbox: {sandbox_id}")
         return box
 
+    def session_of(self, box: Sandbox) -> Session | None:
+        """The live session under ``box`` (``None`` once it is gone)."""
+        try:
+            return self.service.sessions.get(box.id)
+        except WireError:
+            return None
+
     def endpoints(self, box: Sandbox) -> dict[str, str]:
         """``{"<guest port>": "<host>:<port>"}``: where the sandbox's exposed
         guest ports are served on this host (empty when none is)."""
-        try:
-            return dict(self.service.sessions.get(box.id).clone.endpoints)
-        except WireError:
-            return {}
+        session = self.session_of(box)
+        return dict(session.clone.endpoints) if session is not None else {}
 
     def info(self, box: Sandbox) -> dict[str, Any]:
         session: Session | None = None
