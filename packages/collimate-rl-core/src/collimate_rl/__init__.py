@@ -91,6 +91,10 @@ from .fleetview import FleetStatus, FleetView, NodePool
 from .fleet import Fleet, RolloutHandle
 # --- end fleet ---
 
+# --- services reached from outside (tunnel.py) ---
+from .tunnel import PortForward, open_port_forward
+# --- end services reached from outside ---
+
 __all__ = [
     "__version__",
     "CollimateError",
@@ -177,6 +181,9 @@ __all__ = [
     "NodePool",
     "Fleet",
     "RolloutHandle",
+    # --- services reached from outside ---
+    "PortForward",
+    "open_port_forward",
 ]
 
 
