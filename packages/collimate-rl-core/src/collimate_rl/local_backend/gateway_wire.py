@@ -134,6 +134,7 @@ class GatewayRoutes:
         """(method, path pattern, handler), in the order they are matched."""
         return [
             ("GET", "/v1/health", self.health),
+            ("GET", "/v1/stats", self.stats),
             ("GET", "/v1/images", self.images),
             ("POST", "/v1/templates", self.create_template),
             ("GET", "/v1/templates", self.list_templates),
@@ -167,6 +168,10 @@ class GatewayRoutes:
 
     async def health(self, _req: Request, _p: dict[str, str]) -> Response:
         return Response(200, self.service.health())
+
+    async def stats(self, _req: Request, _p: dict[str, str]) -> Response:
+        # node-wide counters, as open as /v1/health (which shows execs_run)
+        return Response(200, self.service.stats())
 
     async def images(self, req: Request, _p: dict[str, str]) -> Response:
         self.tenant(req)
