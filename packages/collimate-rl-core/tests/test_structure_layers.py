@@ -55,6 +55,8 @@ LAYERS: tuple[dict[str, tuple[str, ...]], ...] = (
             "collimate_rl.seeds",
             "collimate_rl._aio",
             "collimate_rl._blocking",
+            "collimate_rl._percentile",
+            "collimate_rl._terminal",
             "collimate_rl._async",
             "collimate_rl._sync",
         )
@@ -133,6 +135,8 @@ LAYERS: tuple[dict[str, tuple[str, ...]], ...] = (
             "collimate_rl.dataset_grading.*",
             "collimate_rl.testing",
             "collimate_rl.testing.*",
+            "collimate_rl.views",
+            "collimate_rl.views.*",
         )
     },
 )

@@ -25,7 +25,7 @@ __all__ = ["BurstRun", "add_burst_command", "run_burst"]
 
 #: The exec of each lifecycle: a trivial interpreter one-liner, so the figures
 #: measure the sandbox's lifecycle rather than the work done in it.
-DEFAULT_EXEC = "python3 -c \"import os; print(os.getpid())\""
+DEFAULT_EXEC = 'python3 -c "import os; print(os.getpid())"'
 
 
 def add_burst_command(subparsers: Any) -> None:

@@ -176,7 +176,9 @@ def run_demo(args: argparse.Namespace) -> int:
                 if gateway is not None and gateway is not target.client:
                     gateway.close()
             screen.final(
-                rounds.frame(f"demo: {len(rounds.rounds)} rounds of {len(rounds.labels)} "
-                             f"completions graded in {baked or args.template}")
+                rounds.frame(
+                    f"demo: {len(rounds.rounds)} rounds of {len(rounds.labels)} "
+                    f"completions graded in {baked or args.template}"
+                )
             )
     return 130 if interrupted else 0

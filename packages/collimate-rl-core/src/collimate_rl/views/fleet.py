@@ -119,8 +119,10 @@ def run_fleet(args: argparse.Namespace) -> int:
     with open_target(args) as target:
         gateway = target.gateway()
         if gateway is None:
-            print("collimate fleet: a daemon has no fleet; name the gateway (--api-key)",
-                  file=sys.stderr)
+            print(
+                "collimate fleet: a daemon has no fleet; name the gateway (--api-key)",
+                file=sys.stderr,
+            )
             return 2
         with Screen(out, rich=wants_rich(out, plain=args.plain)) as screen:
             screen.line(f"fleet on {target.where}")

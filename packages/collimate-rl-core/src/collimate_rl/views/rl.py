@@ -71,7 +71,11 @@ class Rollouts:
         """Step ``k``'s batch: the next ``batch`` entries, cycling."""
         n = len(self.codes)
         idx = [(k * batch + i) % n for i in range(batch)]
-        return [self.codes[i] for i in idx], [self.specs[i] for i in idx], [self.seeds[i] for i in idx]
+        return (
+            [self.codes[i] for i in idx],
+            [self.specs[i] for i in idx],
+            [self.seeds[i] for i in idx],
+        )
 
 
 def sample_rollouts() -> Rollouts:
@@ -166,7 +170,7 @@ class RlRun:
             self._step_results = []
         t0 = time.perf_counter()
         grade_batch(
-            _Stoppable(self.target.client, self.stop),  # type: ignore[arg-type]
+            _Stoppable(self.target.client, self.stop),
             self.args.template,
             codes,
             specs,
@@ -185,7 +189,9 @@ class RlRun:
         self.fork += forks
         self.grade += grades
         self.rewards += rewards
-        self.verdicts.update("infra_error" if r.infra_error else (r.verdict or "?") for r in results)
+        self.verdicts.update(
+            "infra_error" if r.infra_error else (r.verdict or "?") for r in results
+        )
         self.graded_s += wall
         self.timeline.append(
             StepRow(
@@ -323,5 +329,3 @@ def run_rl(args: argparse.Namespace) -> int:
                 interrupted = True
             screen.final(run.frame(final=True))
     return 130 if interrupted else 0
-
-

@@ -1,19 +1,19 @@
 """Where a view draws: a live Rich frame, or plain lines.
 
-Rich is used only when it is installed, stdout is a terminal, ``NO_COLOR``
-is unset and ``--plain`` was not given; otherwise a view prints plain text
-lines, no escape sequences, so a log file or a pipe stays readable. Plain
-mode prints a progress line when its text changed and at most every
-``plain_interval`` seconds, so a long run does not flood a log.
+Which one is :func:`collimate_rl._terminal.wants_rich`'s rule (Rich
+installed, a terminal, no ``NO_COLOR``, no ``--plain``). Plain mode prints
+a progress line when its text changed and at most every ``plain_interval``
+seconds, so a long run does not flood a log.
 """
 
 from __future__ import annotations
 
-import os
 import time
 from collections.abc import Callable, Sequence
 from types import TracebackType
 from typing import Any, TextIO
+
+from .._terminal import rich_available, wants_rich
 
 __all__ = ["Frame", "Screen", "rich_available", "wants_rich"]
 
@@ -29,24 +29,6 @@ class Frame:
     def __init__(self, plain: Sequence[str], rich: RichFrame | None = None) -> None:
         self.plain = list(plain)
         self.rich = rich
-
-
-def rich_available() -> bool:
-    try:
-        import rich  # noqa: F401
-    except ImportError:
-        return False
-    return True
-
-
-def wants_rich(out: TextIO, *, plain: bool = False) -> bool:
-    """Whether a view on ``out`` draws with Rich (see the module docstring)."""
-    if plain or os.environ.get("NO_COLOR"):
-        return False
-    isatty = getattr(out, "isatty", None)
-    if not callable(isatty) or not isatty():
-        return False
-    return rich_available()
 
 
 class Screen:

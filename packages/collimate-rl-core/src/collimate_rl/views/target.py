@@ -26,7 +26,9 @@ DEFAULT_TEMPLATE = "dkr-python311"
 
 def add_target_options(p: argparse.ArgumentParser, *, transport: bool = True) -> None:
     """The target flags (none: the embedded local backend)."""
-    g = p.add_argument_group("target (default: an embedded local backend, started and stopped here)")
+    g = p.add_argument_group(
+        "target (default: an embedded local backend, started and stopped here)"
+    )
     g.add_argument("--url", help="a daemon's URL (the gateway's origin, with --api-key)")
     g.add_argument("--socket", help="a daemon's unix socket")
     g.add_argument("--api-key", help="a col_* key: the gateway (at --url, else the default origin)")

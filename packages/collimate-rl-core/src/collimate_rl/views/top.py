@@ -68,7 +68,8 @@ def top_frame(
     )
     lines = [
         f"top: {rate:.1f} execs/s, {_num(now, 'execs_run')} execs, "
-        f"{_num(now, 'queued')} queued, {_num(now, 'inflight')}/{_num(now, 'max_inflight')} in flight",
+        f"{_num(now, 'queued')} queued, "
+        f"{_num(now, 'inflight')}/{_num(now, 'max_inflight')} in flight",
         f"clones: {_num(now, 'clones', 'warm')} warm, {_num(now, 'clones', 'busy')} busy, "
         f"{_num(now, 'sessions')} sessions; warm hits {warm_hit}",
         f"exec ms (last {_num(now, 'exec_ms', 'samples')}): "
