@@ -15,7 +15,7 @@ import threading
 import time
 from typing import Any
 
-from .draw import histogram_lines, histogram_panel, latency_lines, latency_table
+from .draw import histogram_lines, histogram_panel, latency_lines, latency_table, stack
 from .fanout import FanOut
 from .figures import Samples
 from .screen import Frame, Screen, wants_rich
@@ -103,14 +103,12 @@ class BurstRun:
             ]
 
         def rich() -> Any:
-            from rich.console import Group
-
             parts: list[Any] = [head, latency_table("latency", series)]
             parts.append(histogram_panel("lifecycle ms", series["lifecycle"]))
             if final:
                 parts.insert(1, plain[1])
                 parts += [f"error: {e}" for e in self.fan.errors]
-            return Group(*parts)
+            return stack(*parts)
 
         return Frame(plain, rich)
 

@@ -18,7 +18,7 @@ import time
 from typing import Any
 
 from ..errors import CollimateError
-from .draw import latency_lines, latency_table
+from .draw import latency_lines, latency_table, stack
 from .screen import Frame, Screen, wants_rich
 from .target import DEFAULT_TEMPLATE, add_target_options, open_target
 
@@ -53,8 +53,9 @@ def bake_frame(status: Any, elapsed: float) -> Frame:
     def rich() -> Any:
         from rich.progress_bar import ProgressBar
         from rich.table import Table
+        from rich.text import Text
 
-        table = Table(title=head, title_justify="left", show_header=False)
+        table = Table(title=Text(head), title_justify="left", show_header=False)
         table.add_row("phase", status.phase)
         table.add_row(
             "pool",
@@ -114,16 +115,16 @@ class GradingRounds:
         lines += latency_lines(series)
 
         def rich() -> Any:
-            from rich.console import Group
             from rich.table import Table
+            from rich.text import Text
 
-            table = Table(title=head, title_justify="left")
+            table = Table(title=Text(head), title_justify="left")
             for col in ("completion", "reward", "verdict", "exec ms"):
                 table.add_column(col, justify="left" if col == "completion" else "right")
             for label, r in zip(self.labels, last, strict=False):
                 table.add_row(label, f"{r.reward:.3f}", r.verdict, f"{r.exec_time_ms or 0:.1f}")
             rounds = "\n".join(lines[1 + len(last) : 1 + len(last) + len(means)])
-            return Group(table, rounds, latency_table("grade latency", series))
+            return stack(table, rounds, latency_table("grade latency", series))
 
         return Frame(lines, rich)
 

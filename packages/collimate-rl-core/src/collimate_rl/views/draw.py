@@ -14,6 +14,7 @@ __all__ = [
     "latency_table",
     "histogram_panel",
     "rich_lines",
+    "stack",
 ]
 
 
@@ -58,6 +59,15 @@ def histogram_panel(title: str, values: Sequence[float], buckets: int = 10) -> A
 
     body = Text("\n".join(histogram_lines(values, buckets)) or "(no samples yet)")
     return Panel(body, title=title, title_align="left")
+
+
+def stack(*parts: Any) -> Any:
+    """Renderables one under the other; a ``str`` part is shown as it is
+    (no markup read into a template name, no highlighting split into it)."""
+    from rich.console import Group
+    from rich.text import Text
+
+    return Group(*(Text(p) if isinstance(p, str) else p for p in parts))
 
 
 def rich_lines(lines: Sequence[str]) -> Any:

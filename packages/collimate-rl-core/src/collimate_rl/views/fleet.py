@@ -17,6 +17,7 @@ from typing import Any
 
 from ..errors import CollimateError
 from ..gateway_flows.status import TemplateStatus
+from .draw import stack
 from .screen import Frame, Screen, wants_rich
 from .target import add_target_options, open_target
 
@@ -89,10 +90,10 @@ def fleet_frame(rows: Sequence[TemplateStatus]) -> Frame:
     plain += [f"  node {name}: {w} warm, {f} frozen" for name, (w, f) in sorted(nodes.items())]
 
     def rich() -> Any:
-        from rich.console import Group
         from rich.table import Table
+        from rich.text import Text
 
-        table = Table(title=head, title_justify="left")
+        table = Table(title=Text(head), title_justify="left")
         for col in ("template", "phase", "ready", "warm", "frozen", "state"):
             table.add_column(col, justify="left" if col in ("template", "phase") else "right")
         for st in rows:
@@ -109,7 +110,7 @@ def fleet_frame(rows: Sequence[TemplateStatus]) -> Frame:
             per_node.add_column(col, justify="left" if col == "node" else "right")
         for name, (w, f) in sorted(nodes.items()):
             per_node.add_row(name, str(w), str(f))
-        return Group(table, per_node)
+        return stack(table, per_node)
 
     return Frame(plain, rich)
 

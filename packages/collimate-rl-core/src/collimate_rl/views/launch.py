@@ -14,7 +14,7 @@ import sys
 import time
 from typing import Any
 
-from .draw import histogram_lines, histogram_panel, latency_lines, latency_table
+from .draw import histogram_lines, histogram_panel, latency_lines, latency_table, stack
 from .fanout import FanOut
 from .figures import Samples
 from .screen import Frame, Screen, wants_rich
@@ -74,7 +74,6 @@ class LaunchRun:
 
         def rich() -> Any:
             from rich.align import Align
-            from rich.console import Group
             from rich.panel import Panel
             from rich.text import Text
 
@@ -87,7 +86,7 @@ class LaunchRun:
             if final:
                 parts.append(f"{elapsed:.2f} s to bring them up; deleted {self.deleted}")
                 parts += [f"error: {e}" for e in self.fan.errors]
-            return Group(*parts)
+            return stack(*parts)
 
         return Frame(plain, rich)
 

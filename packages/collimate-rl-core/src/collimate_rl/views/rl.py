@@ -24,7 +24,7 @@ from collections import Counter
 from dataclasses import dataclass
 from typing import Any
 
-from .draw import latency_lines, latency_table
+from .draw import latency_lines, latency_table, stack
 from .figures import percentiles
 from .screen import Frame, Screen, wants_rich
 from .target import DEFAULT_TEMPLATE, Target, add_target_options, open_target
@@ -254,10 +254,10 @@ class RlRun:
             ]
 
         def rich() -> Any:
-            from rich.console import Group
             from rich.table import Table
+            from rich.text import Text
 
-            table = Table(title=head, title_justify="left")
+            table = Table(title=Text(head), title_justify="left")
             for col in ("step", "rollouts", "wall s", "rollouts/s", "R", "fork p50", "grade p50"):
                 table.add_column(col, justify="right")
             for s in self.timeline:
@@ -274,7 +274,7 @@ class RlRun:
             parts += [f"verdicts: {mix or '-'}", *server]
             if final:
                 parts.insert(0, f"data: {self.rollouts.source}")
-            return Group(*parts)
+            return stack(*parts)
 
         return Frame(plain, rich)
 

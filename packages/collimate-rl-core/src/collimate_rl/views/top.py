@@ -88,7 +88,7 @@ def top_frame(
         from rich.text import Text
 
         body = Text("\n".join(lines[1:]))
-        return Panel(body, title=lines[0], title_align="left")
+        return Panel(body, title=Text(lines[0]), title_align="left")
 
     return Frame(lines, rich)
 
