@@ -15,6 +15,7 @@ import threading
 import time
 from typing import Any
 
+from ..plugins.events import Subcommands
 from .draw import histogram_lines, histogram_panel, latency_lines, latency_table, stack
 from .fanout import FanOut
 from .figures import Samples
@@ -28,7 +29,7 @@ __all__ = ["BurstRun", "add_burst_command", "run_burst"]
 DEFAULT_EXEC = 'python3 -c "import os; print(os.getpid())"'
 
 
-def add_burst_command(subparsers: Any) -> None:
+def add_burst_command(subparsers: Subcommands) -> argparse.ArgumentParser:
     p = subparsers.add_parser(
         "burst", help="create, exec and delete N sandboxes at concurrency C; latency figures"
     )
@@ -39,6 +40,7 @@ def add_burst_command(subparsers: Any) -> None:
     p.add_argument("--timeout", type=int, default=30, help="seconds per exec (30)")
     add_target_options(p)
     p.set_defaults(func=run_burst)
+    return p
 
 
 class BurstRun:

@@ -18,6 +18,7 @@ import time
 from typing import Any
 
 from ..errors import CollimateError
+from ..plugins.events import Subcommands
 from .draw import latency_lines, latency_table, stack
 from .screen import Frame, Screen, wants_rich
 from .target import DEFAULT_TEMPLATE, add_target_options, open_target
@@ -25,7 +26,7 @@ from .target import DEFAULT_TEMPLATE, add_target_options, open_target
 __all__ = ["add_demo_command", "run_demo"]
 
 
-def add_demo_command(subparsers: Any) -> None:
+def add_demo_command(subparsers: Subcommands) -> argparse.ArgumentParser:
     p = subparsers.add_parser(
         "demo", help="bake a template, watch its pool converge, grade a GRPO group in it"
     )
@@ -42,6 +43,7 @@ def add_demo_command(subparsers: Any) -> None:
     p.add_argument("--keep", action="store_true", help="keep the baked template at the end")
     add_target_options(p, transport=False)
     p.set_defaults(func=run_demo)
+    return p
 
 
 def bake_frame(status: Any, elapsed: float) -> Frame:

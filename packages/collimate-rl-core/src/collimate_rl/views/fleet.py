@@ -17,6 +17,7 @@ from typing import Any
 
 from ..errors import CollimateError
 from ..gateway_flows.status import TemplateStatus
+from ..plugins.events import Subcommands
 from .draw import stack
 from .screen import Frame, Screen, wants_rich
 from .target import add_target_options, open_target
@@ -24,7 +25,7 @@ from .target import add_target_options, open_target
 __all__ = ["add_fleet_command", "fetch_fleet", "fleet_frame", "run_fleet"]
 
 
-def add_fleet_command(subparsers: Any) -> None:
+def add_fleet_command(subparsers: Subcommands) -> argparse.ArgumentParser:
     p = subparsers.add_parser(
         "fleet", help="the tenant's warm pools across nodes, from the gateway (once or --watch)"
     )
@@ -46,6 +47,7 @@ def add_fleet_command(subparsers: Any) -> None:
     )
     add_target_options(p, transport=False)
     p.set_defaults(func=run_fleet)
+    return p
 
 
 def fetch_fleet(gateway: Any, template_ids: Sequence[str] = ()) -> list[TemplateStatus]:

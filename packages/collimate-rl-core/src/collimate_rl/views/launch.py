@@ -14,6 +14,7 @@ import sys
 import time
 from typing import Any
 
+from ..plugins.events import Subcommands
 from .draw import histogram_lines, histogram_panel, latency_lines, latency_table, stack
 from .fanout import FanOut
 from .figures import Samples
@@ -23,7 +24,7 @@ from .target import DEFAULT_TEMPLATE, SessionLedger, Target, add_target_options,
 __all__ = ["LaunchRun", "add_launch_command", "run_launch"]
 
 
-def add_launch_command(subparsers: Any) -> None:
+def add_launch_command(subparsers: Subcommands) -> argparse.ArgumentParser:
     p = subparsers.add_parser(
         "launch", help="create N sandboxes at concurrency C (no exec), hold them, delete them"
     )
@@ -35,6 +36,7 @@ def add_launch_command(subparsers: Any) -> None:
     )
     add_target_options(p)
     p.set_defaults(func=run_launch)
+    return p
 
 
 class LaunchRun:

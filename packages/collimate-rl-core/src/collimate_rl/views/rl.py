@@ -24,6 +24,7 @@ from collections import Counter
 from dataclasses import dataclass
 from typing import Any
 
+from ..plugins.events import Subcommands
 from .draw import latency_lines, latency_table, stack
 from .figures import percentiles
 from .screen import Frame, Screen, wants_rich
@@ -32,7 +33,7 @@ from .target import DEFAULT_TEMPLATE, Target, add_target_options, open_target
 __all__ = ["Rollouts", "StepRow", "add_rl_command", "run_rl", "sample_rollouts"]
 
 
-def add_rl_command(subparsers: Any) -> None:
+def add_rl_command(subparsers: Subcommands) -> argparse.ArgumentParser:
     p = subparsers.add_parser(
         "rl", help="K training steps of real reward grading, live: timeline and percentiles"
     )
@@ -43,7 +44,12 @@ def add_rl_command(subparsers: Any) -> None:
     )
     p.add_argument("--steps", type=int, default=5, help="training steps (5)")
     p.add_argument("--batch", type=int, default=32, help="rollouts per step (32)")
-    p.add_argument("--template", default=DEFAULT_TEMPLATE, help=f"template ({DEFAULT_TEMPLATE})")
+    p.add_argument(
+        "template",
+        nargs="?",
+        default=DEFAULT_TEMPLATE,
+        help=f"template to grade in ({DEFAULT_TEMPLATE})",
+    )
     p.add_argument("-c", "--concurrency", type=int, default=24, help="execs in flight (24)")
     p.add_argument(
         "--timeout",
@@ -56,6 +62,7 @@ def add_rl_command(subparsers: Any) -> None:
     )
     add_target_options(p)
     p.set_defaults(func=run_rl)
+    return p
 
 
 @dataclass(frozen=True)

@@ -15,13 +15,14 @@ import time
 from collections.abc import Mapping
 from typing import Any
 
+from ..plugins.events import Subcommands
 from .screen import Frame, Screen, wants_rich
 from .target import add_target_options, open_target
 
 __all__ = ["add_top_command", "run_top", "top_frame"]
 
 
-def add_top_command(subparsers: Any) -> None:
+def add_top_command(subparsers: Subcommands) -> argparse.ArgumentParser:
     p = subparsers.add_parser(
         "top", help="a running server live: execs/s, queue, clones, latencies, verdicts"
     )
@@ -31,6 +32,7 @@ def add_top_command(subparsers: Any) -> None:
     )
     add_target_options(p, transport=False)
     p.set_defaults(func=run_top)
+    return p
 
 
 def _get(d: Mapping[str, Any], *path: str) -> Any:
