@@ -333,3 +333,30 @@ def test_demo_bakes_grades_and_deletes_its_template(
     assert 3 / 8 <= mean <= 4 / 8
     with GatewayClient(api_key=PRO, base_url=backend.base_url) as gw:
         assert not [t for t in gw.list_templates() if t.get("name") == "views-demo"]
+
+
+# -- every view's Rich frames, in a terminal ----------------------------------
+
+
+@pytest.mark.parametrize(
+    ("argv", "expected"),
+    [
+        (["launch", "-n", "3", "-c", "3", "--hold", "0"], "3 / 3"),
+        (["rl", "--steps", "1", "--batch", "8"], "8 rollouts graded"),
+        (["top", "--count", "2", "--interval", "0.1"], "during the watch: +0 execs"),
+        (["demo", "--rounds", "1", "--width", "2", "--name", "views-pty-demo"], "1 rounds of 8"),
+        (["fleet"], "fleet: "),
+    ],
+    ids=["launch", "rl", "top", "demo", "fleet"],
+)
+def test_each_view_draws_its_final_frame_with_rich(
+    backend: LocalCollimateBackend, argv: list[str], expected: str
+) -> None:
+    target = ["--url", backend.base_url]
+    if argv[0] in ("demo", "fleet"):
+        target += ["--api-key", PRO]
+    code, out = run_in_pty([*argv, *target])
+    assert code == 0, out
+    assert ANSI in out
+    assert expected in unstyled(out)
+    assert "Traceback" not in out
