@@ -360,3 +360,70 @@ def test_each_view_draws_its_final_frame_with_rich(
     assert ANSI in out
     assert expected in unstyled(out)
     assert "Traceback" not in out
+
+
+def test_ctrl_c_while_launch_holds_deletes_them_all(backend: LocalCollimateBackend) -> None:
+    before = stats(backend)
+    proc = subprocess.Popen(
+        [
+            sys.executable,
+            "-m",
+            "collimate_rl.cli",
+            "launch",
+            "-n",
+            "6",
+            "-c",
+            "3",
+            "--hold",
+            "120",
+            "--url",
+            backend.base_url,
+        ],
+        stdout=subprocess.PIPE,
+        stderr=subprocess.STDOUT,
+    )
+    try:
+        deadline = time.monotonic() + 60
+        while stats(backend)["sessions"] - before["sessions"] < 6:
+            assert time.monotonic() < deadline, "the launch never brought them up"
+            time.sleep(0.1)
+        proc.send_signal(signal.SIGINT)
+        out, _ = proc.communicate(timeout=60)
+    finally:
+        if proc.poll() is None:
+            proc.kill()
+    assert proc.returncode == 130, out
+    after = stats(backend)
+    assert delta(before, after, "sessions_created") == 6
+    assert delta(before, after, "sessions_ended") == 6
+    assert after["sessions"] == before["sessions"]
+    assert "deleted: 6" in out.decode()
+
+
+def test_demo_leaves_a_template_the_tenant_already_had(
+    backend: LocalCollimateBackend, capsys: pytest.CaptureFixture[str]
+) -> None:
+    with GatewayClient(api_key=PRO, base_url=backend.base_url) as gw:
+        tid = str(gw.create_template(name="views-mine", image="python:3.11", width=2)["id"])
+        try:
+            code, out = run_cli(
+                [
+                    "demo",
+                    "--rounds",
+                    "1",
+                    "--width",
+                    "2",
+                    "--name",
+                    "views-mine",
+                    "--url",
+                    backend.base_url,
+                    "--api-key",
+                    PRO,
+                ],
+                capsys,
+            )
+            assert code == 0, out
+            assert f"graded in {tid}" in out
+            assert gw.get_template(tid)["phase"] == "Live"  # still there
+        finally:
+            gw.delete_template(tid)

@@ -6,8 +6,8 @@ it for a few rounds (the completions and reward of
 On the embedded backend (the default) the bake goes through its gateway
 wire with the key it generated; with ``--api-key`` on the gateway named.
 A daemon (``--url`` / ``--socket``) has no bakes: the view grades in
-``--template`` directly. The template baked here is deleted at the end
-unless ``--keep``.
+``--template`` directly. The template baked here is deleted at the end,
+Ctrl-C included, unless ``--keep`` or the tenant had it before.
 """
 
 from __future__ import annotations
@@ -131,20 +131,34 @@ class GradingRounds:
         return Frame(lines, rich)
 
 
-def _bake(gateway: Any, args: argparse.Namespace, screen: Screen) -> str:
-    """Bake and follow the pool; the template id."""
+def _start_bake(gateway: Any, args: argparse.Namespace) -> tuple[Any, bool]:
+    """Start the bake; its handle, and whether the template was there
+    before (the bake is idempotent: the same request names the same id)."""
     from ..gateway_flows.templates import Template
 
-    started = time.monotonic()
+    existed = any(t.get("name") == args.name for t in gateway.list_templates())
     handle = Template.bake(gateway, name=args.name, image=args.image, width=args.width)
-    screen.line(f"baking {handle.id} from {args.image}, width {args.width}")
+    return handle, existed
+
+
+def _follow_bake(handle: Any, args: argparse.Namespace, screen: Screen) -> None:
+    """Show the bake's phase and pool until the pool is full."""
+    started = time.monotonic()
     last = handle.wait(
         args.timeout,
         poll_interval=0.2,
         on_update=lambda st: screen.update(bake_frame(st, time.monotonic() - started)),
     )
     screen.line(bake_frame(last, time.monotonic() - started).plain[0])
-    return str(handle.id)
+
+
+def _delete_template(gateway: Any, template_id: str, screen: Screen) -> None:
+    """Delete the template the demo baked; a refusal is told, not raised
+    (the run's own outcome is what the exit status reports)."""
+    try:
+        gateway.delete_template(template_id)
+    except CollimateError as exc:
+        screen.line(f"could not delete {template_id}: {exc}")
 
 
 def run_demo(args: argparse.Namespace) -> int:
@@ -157,13 +171,17 @@ def run_demo(args: argparse.Namespace) -> int:
         gateway = target.gateway()
         client = gateway if gateway is not None else target.client
         rounds = GradingRounds()
-        baked: str | None = None
+        baked: str | None = None  # the template to delete at the end
+        template: str = args.template
         with Screen(out, rich=wants_rich(out, plain=args.plain)) as screen:
             screen.line(f"demo on {target.where}")
             try:
-                template = args.template
                 if gateway is not None:
-                    baked = template = _bake(gateway, args, screen)
+                    handle, existed = _start_bake(gateway, args)
+                    template = str(handle.id)
+                    baked = None if existed else template  # never delete what was there
+                    screen.line(f"baking {template} from {args.image}, width {args.width}")
+                    _follow_bake(handle, args, screen)
                 for i in range(args.rounds):
                     rounds.grade(client, template)
                     screen.update(rounds.frame(f"round {i + 1}/{args.rounds} in {template}"))
@@ -175,13 +193,13 @@ def run_demo(args: argparse.Namespace) -> int:
                 return 1
             finally:
                 if baked is not None and not args.keep:
-                    gateway.delete_template(baked)
+                    _delete_template(gateway, baked, screen)
                 if gateway is not None and gateway is not target.client:
                     gateway.close()
             screen.final(
                 rounds.frame(
                     f"demo: {len(rounds.rounds)} rounds of {len(rounds.labels)} "
-                    f"completions graded in {baked or args.template}"
+                    f"completions graded in {template}"
                 )
             )
     return 130 if interrupted else 0
