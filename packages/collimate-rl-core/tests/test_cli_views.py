@@ -7,6 +7,7 @@ Ctrl-C."""
 from __future__ import annotations
 
 import fcntl
+import io
 import json
 import os
 import re
@@ -427,3 +428,35 @@ def test_demo_leaves_a_template_the_tenant_already_had(
             assert gw.get_template(tid)["phase"] == "Live"  # still there
         finally:
             gw.delete_template(tid)
+
+
+# -- the figures and the Rich-or-plain rule ------------------------------------
+
+
+def test_percentiles_are_observed_values_and_the_histogram_counts_every_sample() -> None:
+    from collimate_rl.views.figures import histogram, percentiles
+
+    values = [float(v) for v in range(1, 101)]
+    assert percentiles(values, (50.0, 99.0, 100.0)) == {50.0: 50.0, 99.0: 99.0, 100.0: 100.0}
+    assert percentiles([7.0], (1.0, 50.0)) == {1.0: 7.0, 50.0: 7.0}
+    rows = histogram([1.0, 1.5, 2.0, 9.0, 10.0], buckets=3)
+    assert [c for _, _, c in rows] == [3, 0, 2]
+    assert sum(c for _, _, c in histogram(values, 7)) == 100
+    assert histogram([4.0, 4.0]) == [(4.0, 4.0, 2)]
+
+
+class _Tty:
+    def isatty(self) -> bool:
+        return True
+
+
+def test_rich_only_on_a_terminal_without_no_color_or_plain(monkeypatch: pytest.MonkeyPatch) -> None:
+    from collimate_rl._terminal import wants_rich
+
+    monkeypatch.delenv("NO_COLOR", raising=False)
+    tty: Any = _Tty()
+    assert wants_rich(tty)
+    assert not wants_rich(tty, plain=True)
+    assert not wants_rich(io.StringIO())  # not a terminal
+    monkeypatch.setenv("NO_COLOR", "1")
+    assert not wants_rich(tty)
