@@ -120,6 +120,10 @@ def test_stats_counts_outcomes_latencies_and_pool_hits(backend: LocalCollimateBa
         backend.base_url + "/v1/stats", headers={"Authorization": f"Bearer {PRO}"}, timeout=10
     )
     assert gw.status_code == 200 and gw.json()["execs_run"] == after["execs_run"]
+    wrong = httpx.get(
+        backend.base_url + "/v1/stats", headers={"Authorization": "Bearer col_pro_nope"}, timeout=10
+    )
+    assert wrong.status_code == 401
 
 
 # -- burst ------------------------------------------------------------------

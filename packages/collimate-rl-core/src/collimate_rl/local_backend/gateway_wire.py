@@ -169,8 +169,10 @@ class GatewayRoutes:
     async def health(self, _req: Request, _p: dict[str, str]) -> Response:
         return Response(200, self.service.health())
 
-    async def stats(self, _req: Request, _p: dict[str, str]) -> Response:
-        # node-wide counters, as open as /v1/health (which shows execs_run)
+    async def stats(self, req: Request, _p: dict[str, str]) -> Response:
+        # node-wide counters (as open as /v1/health, which shows execs_run,
+        # on the daemon wire); a Bearer key is checked like any other
+        self.tenant(req)
         return Response(200, self.service.stats())
 
     async def images(self, req: Request, _p: dict[str, str]) -> Response:

@@ -13,7 +13,6 @@ __all__ = [
     "latency_lines",
     "latency_table",
     "histogram_panel",
-    "rich_lines",
     "stack",
 ]
 
@@ -68,10 +67,3 @@ def stack(*parts: Any) -> Any:
     from rich.text import Text
 
     return Group(*(Text(p) if isinstance(p, str) else p for p in parts))
-
-
-def rich_lines(lines: Sequence[str]) -> Any:
-    """Plain lines as one Rich renderable (no markup is interpreted)."""
-    from rich.text import Text
-
-    return Text("\n".join(lines))

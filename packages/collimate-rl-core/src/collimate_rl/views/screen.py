@@ -13,12 +13,12 @@ from collections.abc import Callable, Sequence
 from types import TracebackType
 from typing import Any, TextIO
 
-from .._terminal import rich_available, wants_rich
+from .._terminal import wants_rich
 
-__all__ = ["Frame", "Screen", "rich_available", "wants_rich"]
+__all__ = ["Frame", "Screen", "wants_rich"]
 
-#: A view's picture of itself now: Rich renderables (built only when Rich
-#: is used) and the same figures as plain lines.
+#: Builds a frame's Rich renderable; called only in Rich mode, so a view
+#: never imports Rich when it prints plain lines.
 RichFrame = Callable[[], Any]
 
 

@@ -18,7 +18,7 @@ from typing import Any
 
 from ..transport import SessionClient, connect
 
-__all__ = ["Target", "add_target_options", "open_target", "SessionLedger"]
+__all__ = ["DEFAULT_TEMPLATE", "SessionLedger", "Target", "add_target_options", "open_target"]
 
 #: The python template of the local backend, under the real daemon's name.
 DEFAULT_TEMPLATE = "dkr-python311"
@@ -46,6 +46,7 @@ def add_target_options(p: argparse.ArgumentParser, *, transport: bool = True) ->
 
 
 def uses_embedded(args: argparse.Namespace) -> bool:
+    """No target flag was given: the view starts its own backend."""
     return not any(getattr(args, k, None) for k in ("url", "socket", "api_key", "transport"))
 
 
