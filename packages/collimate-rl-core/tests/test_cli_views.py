@@ -316,6 +316,7 @@ def test_fleet_shows_the_tenants_pools(
 def test_demo_bakes_grades_and_deletes_its_template(
     backend: LocalCollimateBackend, capsys: pytest.CaptureFixture[str]
 ) -> None:
+    before = stats(backend)
     code, out = run_cli(
         [
             "demo",
@@ -338,6 +339,13 @@ def test_demo_bakes_grades_and_deletes_its_template(
     assert 3 / 8 <= mean <= 4 / 8
     with GatewayClient(api_key=PRO, base_url=backend.base_url) as gw:
         assert not [t for t in gw.list_templates() if t.get("name") == "views-demo"]
+    after = stats(backend)
+    execs = delta(before, after, "execs_run")
+    # on the gateway every exec has a sandbox of its own, deleted after it
+    assert execs >= 1 and delta(before, after, "sessions_created") == execs
+    assert after["sessions"] == before["sessions"]
+    # the round's grades: the server's latency samples grew by its execs
+    assert after["exec_ms"]["samples"] == min(2048, before["exec_ms"]["samples"] + execs)
 
 
 # -- every view's Rich frames, in a terminal ----------------------------------
