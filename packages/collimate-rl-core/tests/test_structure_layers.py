@@ -56,6 +56,8 @@ LAYERS: tuple[dict[str, tuple[str, ...]], ...] = (
             "collimate_rl._websocket",
             "collimate_rl._aio",
             "collimate_rl._blocking",
+            "collimate_rl._percentile",
+            "collimate_rl._terminal",
             "collimate_rl._async",
             "collimate_rl._sync",
         )
@@ -138,6 +140,8 @@ LAYERS: tuple[dict[str, tuple[str, ...]], ...] = (
             "collimate_rl.dataset_grading.*",
             "collimate_rl.testing",
             "collimate_rl.testing.*",
+            "collimate_rl.views",
+            "collimate_rl.views.*",
         )
     },
 )

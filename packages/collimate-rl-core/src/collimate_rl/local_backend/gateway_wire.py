@@ -137,6 +137,7 @@ class GatewayRoutes:
         """(method, path pattern, handler), in the order they are matched."""
         return [
             ("GET", "/v1/health", self.health),
+            ("GET", "/v1/stats", self.stats),
             ("GET", "/v1/images", self.images),
             ("POST", "/v1/templates", self.create_template),
             ("GET", "/v1/templates", self.list_templates),
@@ -172,6 +173,12 @@ class GatewayRoutes:
 
     async def health(self, _req: Request, _p: dict[str, str]) -> Response:
         return Response(200, self.service.health())
+
+    async def stats(self, req: Request, _p: dict[str, str]) -> Response:
+        # node-wide counters (as open as /v1/health, which shows execs_run,
+        # on the daemon wire); a Bearer key is checked like any other
+        self.tenant(req)
+        return Response(200, self.service.stats())
 
     async def images(self, req: Request, _p: dict[str, str]) -> Response:
         self.tenant(req)
