@@ -38,7 +38,7 @@ PACKAGE = ROOT / "packages" / "collimate-rl-core" / "src" / "collimate_rl"
 #: -> ``_sync/<name>.py``)
 MODULES: tuple[str, ...] = (
     "client",
-    "node_pool",
+    "multi_node_client",
     "sandbox",
     "gateway",
     "sessions",

@@ -88,6 +88,7 @@ def test_a_cmd_bake_walks_to_live_and_its_pool_is_the_real_pool(
     assert final["declared"] == 2 and final["warm"] >= 2 and final["frozen"] == 0
     assert final["per_node"] == [{"node": "local", "warm": final["warm"], "frozen": 0}]
     assert final["error"] == "" and final["build_fails"] == 0
+    assert final["visibility"] == "private"  # a bake is its tenant's own
     assert final["warm"] <= _engine_warm(backend, created["id"]) + 1
     # it runs sandboxes
     sid = client.create_sandbox(created["id"])["id"]

@@ -53,8 +53,11 @@ LAYERS: tuple[dict[str, tuple[str, ...]], ...] = (
             "collimate_rl.wire",
             "collimate_rl.retry",
             "collimate_rl.seeds",
+            "collimate_rl._websocket",
             "collimate_rl._aio",
             "collimate_rl._blocking",
+            "collimate_rl._percentile",
+            "collimate_rl._terminal",
             "collimate_rl._async",
             "collimate_rl._sync",
         )
@@ -70,8 +73,8 @@ LAYERS: tuple[dict[str, tuple[str, ...]], ...] = (
             "collimate_rl._sync.client",
             "collimate_rl._async.send",
             "collimate_rl._sync.send",
-            "collimate_rl._async.node_pool",
-            "collimate_rl._sync.node_pool",
+            "collimate_rl._async.multi_node_client",
+            "collimate_rl._sync.multi_node_client",
             "collimate_rl.gateway",
             "collimate_rl._async.gateway",
             "collimate_rl._sync.gateway",
@@ -82,6 +85,7 @@ LAYERS: tuple[dict[str, tuple[str, ...]], ...] = (
             "collimate_rl._sync.session_client",
             "collimate_rl.builtin_transports",
             "collimate_rl.manifest",
+            "collimate_rl.tunnel",
         ),
         "local backend": ("collimate_rl.local_backend", "collimate_rl.local_backend.*"),
     },
@@ -108,6 +112,9 @@ LAYERS: tuple[dict[str, tuple[str, ...]], ...] = (
             "collimate_rl._async.fork_group",
             "collimate_rl._sync.fork_group",
             "collimate_rl.template",
+            "collimate_rl.fleetview",
+            "collimate_rl.fleet",
+            "collimate_rl.kubectl",
         )
     },
     {
@@ -134,6 +141,8 @@ LAYERS: tuple[dict[str, tuple[str, ...]], ...] = (
             "collimate_rl.dataset_grading.*",
             "collimate_rl.testing",
             "collimate_rl.testing.*",
+            "collimate_rl.views",
+            "collimate_rl.views.*",
         )
     },
 )

@@ -26,7 +26,7 @@ CLIENT = {**CONTEXT, "close": "aclose"}  # (a client's close is ``aclose``, as h
 CLASS_PAIRS = [
     (c.CollimateClient, c.AsyncCollimateClient, CLIENT),
     (c.GatewayClient, c.AsyncGatewayClient, CLIENT),
-    (c.NodePool, c.AsyncNodePool, CLIENT),
+    (c.MultiNodeClient, c.AsyncMultiNodeClient, CLIENT),
     (c.Sandbox, c.AsyncSandbox, CONTEXT),
     (c.Session, c.AsyncSession, CONTEXT),
     (c.ForkGroup, c.AsyncForkGroup, CONTEXT),

@@ -36,7 +36,11 @@ pytestmark = pytest.mark.skipif(
 #: (blocking, async) of the generated pairs, and where each is public
 GENERATED = [
     (c.CollimateClient, c.AsyncCollimateClient, "collimate_rl.client"),
-    (c.NodePool, c.AsyncNodePool, "collimate_rl.nodes.pool collimate_rl.nodes.async_pool"),
+    (
+        c.MultiNodeClient,
+        c.AsyncMultiNodeClient,
+        "collimate_rl.nodes.client collimate_rl.nodes.async_client",
+    ),
     (c.Sandbox, c.AsyncSandbox, "collimate_rl.sandbox"),
     (c.GatewayClient, c.AsyncGatewayClient, "collimate_rl.gateway"),
     (c.Session, c.AsyncSession, "collimate_rl.gateway_flows.sessions"),

@@ -217,7 +217,7 @@ def test_settings_never_show_the_api_key() -> None:
 
 def test_a_fleet_of_nodes_is_one_target(rows: Any, skyrl_gym_module: Any) -> None:
     """``base_url`` may list several daemons (comma-separated): the step's
-    grades spread over them (a ``NodePool``), each reward its own."""
+    grades spread over them (a ``MultiNodeClient``), each reward its own."""
     from concurrent.futures import ThreadPoolExecutor
 
     from collimate_rl.local_backend import LocalCollimateBackend

@@ -289,7 +289,7 @@ def test_clients_close_with_their_loop_and_at_exit(
 
 def test_a_fleet_of_nodes_is_one_target(slime: SimpleNamespace, groups: Any) -> None:
     """``collimate_base_url`` may list several daemons (comma-separated): the
-    rollout's grades spread over them (a ``NodePool``), each reward still
+    rollout's grades spread over them (a ``MultiNodeClient``), each reward still
     the sample's own."""
     nodes = [LocalCollimateBackend(run_slots=1).start() for _ in range(2)]
     try:

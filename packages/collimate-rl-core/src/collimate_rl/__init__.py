@@ -19,14 +19,18 @@ from .errors import (
     CollimateError,
     CollimateTaskError,
     DemoTierLimit,
+    ClusterUnreachable,
     GatewayError,
+    KubectlError,
+    KubectlNotFound,
     TemplateBakeFailed,
 )
 
 # --- transports (client.py, gateway.py, transport.py) ---
 from .client import AsyncCollimateClient, CollimateClient
 from .gateway import AsyncGatewayClient, GatewayClient
-from .nodes import AsyncNodePool, NodePool
+from .nodes import AsyncMultiNodeClient, MultiNodeClient
+from .nodes import renamed as _renamed
 from .transport import SessionClient, connect, connect_async
 # --- end transports ---
 
@@ -79,7 +83,17 @@ from .gateway_flows import (
     TemplateHandle,
     TemplateStatus,
 )
+from .template import open_session
 # --- end gateway flows ---
+
+# --- fleet (fleetview.py over the gateway; fleet.py, kubectl.py self-hosted) ---
+from .fleetview import FleetStatus, FleetView, NodePool
+from .fleet import Fleet, RolloutHandle
+# --- end fleet ---
+
+# --- services reached from outside (tunnel.py) ---
+from .tunnel import PortForward, open_port_forward
+# --- end services reached from outside ---
 
 # --- browser (browser.py; Playwright is imported only when it is called) ---
 from .browser import connect_browser
@@ -93,13 +107,16 @@ __all__ = [
     "GatewayError",
     "DemoTierLimit",
     "TemplateBakeFailed",
+    "KubectlError",
+    "KubectlNotFound",
+    "ClusterUnreachable",
     # --- transports ---
     "CollimateClient",
     "AsyncCollimateClient",
     "GatewayClient",
     "AsyncGatewayClient",
-    "NodePool",
-    "AsyncNodePool",
+    "MultiNodeClient",
+    "AsyncMultiNodeClient",
     "SessionClient",
     "connect",
     "connect_async",
@@ -161,6 +178,25 @@ __all__ = [
     "TemplateHandle",
     "AsyncTemplateHandle",
     "TemplateStatus",
+    "open_session",
+    # --- fleet ---
+    "FleetView",
+    "FleetStatus",
+    "NodePool",
+    "Fleet",
+    "RolloutHandle",
+    # --- services reached from outside ---
+    "PortForward",
+    "open_port_forward",
     # --- browser ---
     "connect_browser",
 ]
+
+
+def __getattr__(name: str) -> object:
+    # AsyncNodePool was the async many-node client until 0.9.0 (now
+    # AsyncMultiNodeClient): still importable, with a DeprecationWarning.
+    # NodePool is not here: it is the 0.8.0 fleet-view row again.
+    if name == "AsyncNodePool":
+        return _renamed(name, __name__)
+    raise AttributeError(f"module {__name__!r} has no attribute {name!r}")

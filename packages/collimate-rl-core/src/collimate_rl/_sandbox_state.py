@@ -114,6 +114,17 @@ class SandboxState:
     def started(self) -> bool:
         return self.session_id is not None
 
+    def _ingress_client(self, what: str) -> Any:
+        """The client, if it can mint connect URLs (a gateway client); the
+        node-local daemon has no way in from outside, said plainly."""
+        client = getattr(self, "client", None)
+        if not callable(getattr(client, "connect_url", None)):
+            raise CollimateError(
+                f"{what} needs a gateway client (a col_* API key): the node-local "
+                "daemon has no host->guest ingress. Give the sandbox a GatewayClient."
+            )
+        return client
+
     def _exec_kwargs(
         self,
         code: str | None,

@@ -25,6 +25,9 @@ __all__ = [
     "GatewayError",
     "DemoTierLimit",
     "TemplateBakeFailed",
+    "KubectlError",
+    "KubectlNotFound",
+    "ClusterUnreachable",
 ]
 
 
@@ -132,3 +135,36 @@ class TemplateBakeFailed(GatewayError):
 
     def __str__(self) -> str:  # ``status`` is a TemplateStatus here, not an HTTP code
         return f"{self.message} [{self.error_code}]"
+
+
+class KubectlError(CollimateError):
+    """A ``kubectl`` command of :class:`~collimate_rl.Fleet` failed.
+
+    ``command`` is the argv that ran, ``returncode`` and ``stderr`` what it
+    answered (``None`` and ``""`` when it could not run at all).
+    """
+
+    def __init__(
+        self,
+        message: str,
+        *,
+        command: list[str] | None = None,
+        returncode: int | None = None,
+        stderr: str = "",
+        error_code: str = "kubectl_failed",
+    ) -> None:
+        super().__init__(message, None, error_code)
+        self.command = list(command or [])
+        self.returncode = returncode
+        self.stderr = stderr
+
+
+class KubectlNotFound(KubectlError):
+    """There is no ``kubectl`` to run: :class:`~collimate_rl.Fleet` drives a
+    self-hosted control plane through it, so it must be installed (or named
+    with ``Fleet(kubectl=...)``)."""
+
+
+class ClusterUnreachable(KubectlError):
+    """``kubectl`` ran but reached no cluster: no kubeconfig, a context that
+    does not exist, or an API server that does not answer."""

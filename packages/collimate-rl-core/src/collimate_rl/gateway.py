@@ -19,8 +19,15 @@ from ._async.gateway import AsyncGatewayClient
 from ._sync.gateway import GatewayClient
 from ._transport.gateway_base import DEFAULT_GATEWAY_URL
 from ._transport.gateway_base import register_flows as register_flows
+from ._transport.gateway_calls import CDP_PORT, CONNECT_URL_MAX_TTL
 
-__all__ = ["DEFAULT_GATEWAY_URL", "AsyncGatewayClient", "GatewayClient"]
+__all__ = [
+    "CDP_PORT",
+    "CONNECT_URL_MAX_TTL",
+    "DEFAULT_GATEWAY_URL",
+    "AsyncGatewayClient",
+    "GatewayClient",
+]
 
 # Their public home: reprs, docs and pickles name this module. (The async
 # client is written in collimate_rl/_async/gateway.py; the blocking one is

@@ -4,6 +4,7 @@
 
 from __future__ import annotations
 
+from collections.abc import Mapping, Sequence
 from typing import Any
 
 from .errors import DemoTierLimit, TemplateBakeFailed
@@ -21,6 +22,7 @@ from .gateway_flows import (
     TemplateHandle,
     TemplateStatus,
 )
+from .wire import DEFAULT_EXEC_TIMEOUT_S
 
 __all__ = [
     "AsyncEnv",
@@ -41,7 +43,31 @@ __all__ = [
 ]
 
 
-def open_session(client: Any, template: Any, **kwargs: Any) -> Session:
-    """A :class:`Session` on ``template`` (an id or a handle), not yet open:
-    ``client.session(template)`` spelled as a function."""
-    return Session(client, template, **kwargs)
+def open_session(
+    client: Any,
+    template: Any,
+    *,
+    label: str | None = None,
+    egress: Mapping[str, Any] | None = None,
+    default_timeout: int = DEFAULT_EXEC_TIMEOUT_S,
+    secret_refs: Sequence[str] | None = None,
+    **kwargs: Any,
+) -> Session:
+    """A :class:`Session` on ``template`` (an id or a handle), not open yet:
+    ``client.session(template)`` spelled as a function, to use as a context
+    manager (``with open_session(client, handle) as sess: ...``).
+
+    ``secret_refs`` (tenant secrets injected at create time, in the 0.8.0
+    release) are not supported by this gateway client: naming any raises
+    :class:`NotImplementedError` rather than open a sandbox without them.
+    Other keywords (``labels``) go to :class:`Session`.
+    """
+    if secret_refs:
+        raise NotImplementedError(
+            "open_session(secret_refs=...): runtime-injected tenant secrets are not "
+            "supported by this release's gateway client; pass values through the "
+            "template's env or the session's exec instead"
+        )
+    return Session(
+        client, template, label=label, egress=egress, default_timeout=default_timeout, **kwargs
+    )

@@ -15,7 +15,7 @@ what the caller named, then from the environment (docs/wire.md §5):
 8. ``http://127.0.0.1:8080``.
 
 A daemon URL naming several nodes, comma-separated (explicit or in
-``$COLLIMATE_SERVE_URL``), gives a :class:`~collimate_rl.nodes.NodePool`
+``$COLLIMATE_SERVE_URL``), gives a :class:`~collimate_rl.nodes.MultiNodeClient`
 over them: every adapter that calls ``connect()`` spreads over a fleet.
 
 ``transport="name"`` skips all of that and calls a client factory that a
@@ -33,7 +33,7 @@ from ._async.session_client import AsyncSessionClient
 from ._sync.session_client import SessionClient
 from .client import AsyncCollimateClient
 from .gateway import AsyncGatewayClient
-from .nodes import AsyncNodePool, NodePool
+from .nodes import AsyncMultiNodeClient, MultiNodeClient
 from .plugins.registry import transport_factories
 
 __all__ = [
@@ -125,7 +125,7 @@ def connect(
         return made
     wire, kw = _resolve(base_url, api_key, unix_socket)
     if wire == "daemon" and _several(kw):
-        return NodePool(kw["base_url"], **kwargs)
+        return MultiNodeClient(kw["base_url"], **kwargs)
     # the built-in wires are transports like any plugin's: resolved through
     # the hook, so a plugin wrapping it sees (and may trace) them too
     client: SessionClient = _named(wire)(**kw, **kwargs)
@@ -155,5 +155,5 @@ def connect_async(
     if wire == "gateway":
         return AsyncGatewayClient(**kw, **kwargs)
     if _several(kw):
-        return AsyncNodePool(kw["base_url"], **kwargs)
+        return AsyncMultiNodeClient(kw["base_url"], **kwargs)
     return AsyncCollimateClient(**kw, **kwargs)

@@ -22,6 +22,7 @@ from .._transport.calls import Call, exec_call
 from .._transport.calls import segment as _seg
 from .._transport.gateway_base import Argvs, Files, GatewayClientBase, flow, log
 from .._transport.send import AsyncHTTP
+from ..tunnel import PortForward, forward_with
 from ..wire import DEFAULT_EXEC_TIMEOUT_S, build_exec_request
 
 if TYPE_CHECKING:
@@ -201,6 +202,54 @@ class AsyncGatewayClient(GatewayClientBase):
         """Thaw a suspended sandbox."""
         result: dict[str, Any] = await self._send(routes.state_change(sandbox_id, "resume"))
         return result
+
+    async def connect_url(
+        self, sandbox_id: str, port: int, *, ttl_seconds: int = 600, protocol: str = "tcp"
+    ) -> dict[str, Any]:
+        """A short-lived URL to reach guest ``port`` of a sandbox from this
+        machine: ``{url, expires_at}``. The ``ws://`` / ``wss://`` url carries
+        a token bound to that sandbox and port; ``protocol="tcp"`` tunnels raw
+        bytes, ``"cdp"`` whole DevTools messages (see :meth:`cdp_url`).
+        ``ttl_seconds`` is clamped to one hour. A below-pro key is refused
+        (403), an unknown sandbox is 404, a port the sandbox does not expose
+        409 ``port_not_exposed``."""
+        answer: dict[str, Any] = await self._send(
+            routes.connect_url(sandbox_id, port, ttl_seconds, protocol)
+        )
+        return answer
+
+    async def cdp_url(self, sandbox_id: str, *, ttl_seconds: int = 600) -> str:
+        """The connect URL of the sandbox's Chrome DevTools port (9222), minted
+        in ``cdp`` mode: what ``playwright``'s ``connect_over_cdp`` takes."""
+        answer = await self.connect_url(
+            sandbox_id, routes.CDP_PORT, ttl_seconds=ttl_seconds, protocol="cdp"
+        )
+        return routes.minted_url(answer)
+
+    async def port_forward(
+        self,
+        sandbox_id: str,
+        port: int,
+        *,
+        local_port: int = 0,
+        local_host: str = "127.0.0.1",
+        ttl_seconds: int = 3600,
+    ) -> PortForward:
+        """Guest ``port`` of a sandbox on a loopback port of this machine: a
+        started :class:`~collimate_rl.PortForward` (close it, or use it as a
+        context manager). One URL is minted now, so a refusal (tier, unknown
+        sandbox, unexposed port) raises here rather than on first use."""
+        first = routes.minted_url(await self.connect_url(sandbox_id, port, ttl_seconds=ttl_seconds))
+        return forward_with(
+            self._settings,
+            self._policy,
+            sandbox_id,
+            port,
+            first_url=first,
+            local_host=local_host,
+            local_port=local_port,
+            ttl_seconds=ttl_seconds,
+        )
 
     async def judge(
         self,

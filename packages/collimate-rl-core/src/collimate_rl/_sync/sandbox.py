@@ -15,12 +15,13 @@ from types import TracebackType
 from typing import TYPE_CHECKING, Any
 
 from .._sandbox_state import ExecResult, SandboxState, session_fields, template_of
+from .._transport.gateway_calls import CDP_PORT
 from ..fileio import check_step, download_command, parse_download, upload_plan
 from ..seeds import check_seed
 
 if TYPE_CHECKING:
     from ..transport import SessionClient
-
+    from ..tunnel import PortForward
 __all__ = ["Sandbox", "rollout_once"]
 
 
@@ -142,6 +143,46 @@ class Sandbox(SandboxState):
             command=command,
             timeout_seconds=timeout_seconds or self.default_timeout,
         )
+
+    # services reached from outside
+    def connect_url(self, port: int, *, ttl_seconds: int = 600, protocol: str = "tcp") -> str:
+        """A short-lived ``ws://`` / ``wss://`` URL to reach guest ``port`` of
+        the clone from this machine (started first if need be); gateway
+        clients only. See :meth:`GatewayClient.connect_url
+        <collimate_rl.GatewayClient.connect_url>` for the refusals."""
+        client = self._ingress_client("connect_url")
+        self.start()
+        answer = client.connect_url(
+            self.session_id, port, ttl_seconds=ttl_seconds, protocol=protocol
+        )
+        return str(answer["url"])
+
+    def cdp_url(self, *, ttl_seconds: int = 600) -> str:
+        """The connect URL of the clone's Chrome DevTools port (9222), in
+        ``cdp`` mode (what ``connect_over_cdp`` takes)."""
+        return self.connect_url(CDP_PORT, ttl_seconds=ttl_seconds, protocol="cdp")
+
+    def port_forward(
+        self,
+        port: int,
+        *,
+        local_port: int = 0,
+        local_host: str = "127.0.0.1",
+        ttl_seconds: int = 3600,
+    ) -> PortForward:
+        """Guest ``port`` of the clone on a loopback port here: a started
+        :class:`~collimate_rl.PortForward` (a context manager); gateway
+        clients only."""
+        client = self._ingress_client("port_forward")
+        self.start()
+        forward: PortForward = client.port_forward(
+            self.session_id,
+            port,
+            local_port=local_port,
+            local_host=local_host,
+            ttl_seconds=ttl_seconds,
+        )
+        return forward
 
     def upload_bytes(self, path: str, data: bytes, *, timeout_seconds: int | None = None) -> None:
         """Write ``data`` to ``path`` in the clone, byte for byte (verified

@@ -158,3 +158,38 @@ def deleted_session(answer: Mapping[str, Any], session_id: str) -> dict[str, Any
     out["deleted"] = bool(out.get("deleted"))
     out["session_id"] = session_id
     return out
+
+
+# --- services reached from outside (connect URLs) ---------------------------
+
+#: the longest a connect URL may live (the gateway's contract: one hour);
+#: a longer ask is clamped here, before it is sent
+CONNECT_URL_MAX_TTL = 3600
+#: the Chrome DevTools port a browser template serves (``cdp_url``)
+CDP_PORT = 9222
+#: how the tunnel carries bytes: raw (``tcp``) or as whole DevTools messages (``cdp``)
+CONNECT_PROTOCOLS = ("tcp", "cdp")
+
+
+def connect_url(sandbox_id: str, port: int, ttl_seconds: float, protocol: str) -> Call:
+    """``POST /v1/sandboxes/{id}/connect-url``. Bad arguments fail here, before
+    anything is sent; minting forks nothing and runs nothing, so it may be
+    repeated."""
+    if isinstance(port, bool) or not isinstance(port, int) or not 1 <= port <= 65535:
+        raise ValueError(f"port must be an int in 1..65535, got {port!r}")
+    if protocol not in CONNECT_PROTOCOLS:
+        raise ValueError(f"protocol must be 'tcp' or 'cdp', got {protocol!r}")
+    ttl = max(1, min(int(ttl_seconds), CONNECT_URL_MAX_TTL))
+    body: dict[str, Any] = {"port": port, "ttl_seconds": ttl}
+    if protocol != "tcp":  # a tcp mint is the same request as before cdp existed
+        body["protocol"] = protocol
+    return post(f"/v1/sandboxes/{segment(sandbox_id)}/connect-url", body, idempotent=True)
+
+
+def minted_url(answer: Any) -> str:
+    """The ``url`` of a connect-url answer; an answer without one is a broken
+    gateway, said plainly."""
+    url = answer.get("url") if isinstance(answer, Mapping) else None
+    if not isinstance(url, str) or not url.startswith(("ws://", "wss://")):
+        raise CollimateError(f"the gateway minted no ws:// or wss:// url: {answer!r:.200}")
+    return url

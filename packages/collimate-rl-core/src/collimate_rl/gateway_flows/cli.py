@@ -2,9 +2,10 @@
 gateway flows from a terminal.
 
 ``bake`` starts a bake and follows it: every change of phase or pool is one
-line (``--plain``, or when stdout is not a terminal) or a live table (with
-``rich`` on a terminal). Exit status: 0 when the bake reached its goal, 1
-when the gateway refused, the bake ``Failed`` or the wait timed out, 2 when
+line (``--plain``, ``NO_COLOR``, or when stdout is not a terminal) or a live
+table (with ``rich`` on a terminal); ``status`` prints one reading the same
+way (:func:`collimate_rl._terminal.wants_rich`). Exit status: 0 when the
+bake reached its goal, 1 when the gateway refused, the bake ``Failed`` or the wait timed out, 2 when
 no API key was given. Keys come from ``--api-key`` or ``$COLLIMATE_API_KEY``
 and are never printed.
 """
@@ -17,6 +18,7 @@ import sys
 import time
 from typing import Any, TextIO
 
+from .._terminal import wants_rich
 from ..errors import CollimateError, DemoTierLimit, TemplateBakeFailed
 from ..plugins.events import Subcommands
 from .status import Ready, TemplateStatus
@@ -86,6 +88,9 @@ def add_gateway_commands(subparsers: Subcommands) -> None:
     _common(status)
     status.add_argument("template", help="the template id")
     status.add_argument("--json", action="store_true", help="machine-readable output")
+    status.add_argument(
+        "--plain", action="store_true", help="plain lines, no table (also: NO_COLOR, no tty)"
+    )
     status.set_defaults(func=run_status)
 
 
@@ -149,7 +154,7 @@ class BakeView:
             return
         self._last = key
         if self._live is not None:
-            self._live.update(self._table(st))
+            self._live.update(self.table(st))
             return
         elapsed = time.monotonic() - self.started
         nodes = ", ".join(
@@ -163,7 +168,9 @@ class BakeView:
             line += f"  error ({st.build_fails}): {st.error}"
         print(line, file=self.out, flush=True)
 
-    def _table(self, st: TemplateStatus) -> Any:
+    @staticmethod
+    def table(st: TemplateStatus) -> Any:
+        """The Rich table of one reading: per node, then all nodes."""
         from rich.table import Table
 
         table = Table(title=f"{st.id}  {st.phase}  {st.total}/{st.declared}")
@@ -204,7 +211,7 @@ def run_bake(args: argparse.Namespace) -> int:
         print(f"baking {handle.id} (image {handle.image}, width {args.width})", file=out)
         if args.no_wait:
             return 0
-        view = BakeView(out, live=not args.plain and out.isatty())
+        view = BakeView(out, live=wants_rich(out, plain=args.plain))
         try:
             st = handle.wait(
                 args.timeout, poll_interval=args.poll_interval, on_update=view, until=args.until
@@ -259,6 +266,11 @@ def run_status(args: argparse.Namespace) -> int:
             return _fail(exc, sys.stderr)
     if args.json:
         print(json.dumps(st.raw, indent=2))
+        return 0
+    if wants_rich(sys.stdout, plain=args.plain):
+        from rich.console import Console
+
+        Console(file=sys.stdout).print(BakeView.table(st))
         return 0
     print(st.summary())
     for n in st.per_node:

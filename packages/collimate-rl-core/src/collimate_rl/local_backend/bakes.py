@@ -322,6 +322,8 @@ class BakeBook:
             "id": bake.id,
             "name": bake.name,
             "image": bake.image,
+            # a bake is its tenant's alone (the public catalog is /v1/images)
+            "visibility": "private",
             "phase": bake.phase,
             "declared": declared,
             "warm": warm,

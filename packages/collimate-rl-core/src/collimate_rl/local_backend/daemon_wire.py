@@ -76,7 +76,11 @@ def build_daemon_router(service: BackendService, *, on_drain: Callable[[], None]
         on_drain()
         return Response(202, {"status": "draining", "inflight": service.admission.inflight})
 
+    async def stats(_req: Request, _p: dict[str, str]) -> Response:
+        return Response(200, service.stats())
+
     router.add("GET", "/v1/health", health)
+    router.add("GET", "/v1/stats", stats)
     router.add("POST", "/v1/judge", judge)
     router.add("GET", "/v1/sessions", list_sessions)
     router.add("POST", "/v1/sessions", create_session)

@@ -117,10 +117,27 @@ class SandboxBook:
         return sum(1 for b in self.of(tenant) if b.template == template_id)
 
     def get(self, tenant: Tenant, sandbox_id: str) -> Sandbox:
+        return self.get_owned(tenant.id, sandbox_id)
+
+    def get_owned(self, tenant_id: str, sandbox_id: str) -> Sandbox:
+        """The live sandbox ``sandbox_id`` of tenant ``tenant_id``, else 404."""
         box = self._boxes.get(sandbox_id)
-        if box is None or box.tenant != tenant.id or not self.service.sessions.is_live(box.id):
+        if box is None or box.tenant != tenant_id or not self.service.sessions.is_live(box.id):
             raise WireError(404, "not_found", f"no sandbox: {sandbox_id}")
         return box
+
+    def session_of(self, box: Sandbox) -> Session | None:
+        """The live session under ``box`` (``None`` once it is gone)."""
+        try:
+            return self.service.sessions.get(box.id)
+        except WireError:
+            return None
+
+    def endpoints(self, box: Sandbox) -> dict[str, str]:
+        """``{"<guest port>": "<host>:<port>"}``: where the sandbox's exposed
+        guest ports are served on this host (empty when none is)."""
+        session = self.session_of(box)
+        return dict(session.clone.endpoints) if session is not None else {}
 
     def info(self, box: Sandbox) -> dict[str, Any]:
         session: Session | None = None

@@ -17,8 +17,10 @@ from urllib.parse import parse_qs
 
 from .bakes import BakeBook
 from .catalog import catalog_rows
+from .connect_tokens import ConnectTokens
 from .egress import EgressDecision, decide_egress
 from .engine.api import TemplateSpec
+from .gateway_connect import CONNECT_PATH, ConnectRoutes
 from .gateway_sandboxes import SandboxBook
 from .judging import judge_body
 from .routing import Handler, Request, Response, Router
@@ -28,7 +30,7 @@ from .tiers import network_requires_pro
 from .usage import UsageMeter
 from .wire_errors import WireError, bad_request
 
-_GATEWAY_PATHS = ("/v1/images", "/v1/templates", "/v1/sandboxes", "/v1/usage")
+_GATEWAY_PATHS = ("/v1/images", "/v1/templates", "/v1/sandboxes", "/v1/usage", CONNECT_PATH)
 _AS_NOT_FOUND = {"no_such_session", "no_template", "session_gone"}
 KNOWN_PRESETS = ("rl-leakage",)
 
@@ -77,6 +79,7 @@ class Gateway:
         self.meter = UsageMeter()
         self.sandboxes = SandboxBook(service, self.meter)
         self.bakes = BakeBook(service, max_warm=max_warm)
+        self.connect = ConnectRoutes(self.sandboxes, ConnectTokens())
 
     async def close(self) -> None:
         await self.bakes.close()
@@ -134,6 +137,7 @@ class GatewayRoutes:
         """(method, path pattern, handler), in the order they are matched."""
         return [
             ("GET", "/v1/health", self.health),
+            ("GET", "/v1/stats", self.stats),
             ("GET", "/v1/images", self.images),
             ("POST", "/v1/templates", self.create_template),
             ("GET", "/v1/templates", self.list_templates),
@@ -149,6 +153,8 @@ class GatewayRoutes:
             ("POST", "/v1/sandboxes/{id}/fork", self.fork),
             ("POST", "/v1/sandboxes/{id}/suspend", self.suspend),
             ("POST", "/v1/sandboxes/{id}/resume", self.resume),
+            ("POST", "/v1/sandboxes/{id}/connect-url", self.connect_url),
+            ("GET", "/connect", self.tunnel),
             ("GET", "/v1/usage", self.usage),
             ("POST", "/v1/judge", self.judge),
         ]
@@ -167,6 +173,12 @@ class GatewayRoutes:
 
     async def health(self, _req: Request, _p: dict[str, str]) -> Response:
         return Response(200, self.service.health())
+
+    async def stats(self, req: Request, _p: dict[str, str]) -> Response:
+        # node-wide counters (as open as /v1/health, which shows execs_run,
+        # on the daemon wire); a Bearer key is checked like any other
+        self.tenant(req)
+        return Response(200, self.service.stats())
 
     async def images(self, req: Request, _p: dict[str, str]) -> Response:
         self.tenant(req)
@@ -232,6 +244,17 @@ class GatewayRoutes:
 
     async def resume(self, req: Request, p: dict[str, str]) -> Response:
         return Response(200, await self.boxes.resume(self.tenant(req), p["id"]))
+
+    # -- services reached from outside (gateway_connect)
+
+    async def connect_url(self, req: Request, p: dict[str, str]) -> Response:
+        who = self.tenant(req)
+        host = req.headers.get("host") or "127.0.0.1"
+        return Response(200, self.gateway.connect.mint(who, p["id"], _body_of(req), host))
+
+    async def tunnel(self, req: Request, _p: dict[str, str]) -> Response:
+        # no key: the connect token in the URL is the credential
+        return await self.gateway.connect.tunnel(req)
 
     # -- usage
 

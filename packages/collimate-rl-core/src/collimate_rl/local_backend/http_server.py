@@ -30,7 +30,7 @@ from http import HTTPStatus
 import h11
 
 from ..__about__ import __version__
-from .routing import Request, Response
+from .routing import Request, Response, Upgrade
 
 log = logging.getLogger("collimate_rl.local_backend.http")
 
@@ -79,6 +79,7 @@ class HttpConnection:
         self.busy = False  # a request is being handled or answered
         self.idle_since = time.monotonic()
         self.closing = False  # the server is stopping: finish the current answer, then close
+        self.upgraded = False  # switched protocols (a tunnel): no longer HTTP
         # accepted as the server began to stop: one request is still read and answered
         self.one_more = False
         peer = writer.get_extra_info("peername")
@@ -205,6 +206,20 @@ class HttpConnection:
         out += self.conn.send(h11.EndOfMessage()) or b""
         self.writer.write(out)
 
+    async def _switch(self, response: Response, upgrade: Upgrade) -> None:
+        """Answer 101 and hand the raw connection to ``upgrade`` until it
+        returns. Bytes already received past the request (h11's trailing
+        data, a read in flight) are the stream's first bytes."""
+        headers = [(k.encode(), v.encode()) for k, v in response.headers]
+        headers.append((b"server", _SERVER_HEADER))
+        self.writer.write(
+            self.conn.send(h11.InformationalResponse(status_code=101, headers=headers)) or b""
+        )
+        await self.writer.drain()
+        self.upgraded = True
+        early, _closed = self.conn.trailing_data
+        await upgrade(_SwitchedStream(self, bytes(early)))
+
     def _send_protocol_error(self, exc: h11.RemoteProtocolError) -> None:
         if self.conn.our_state not in (h11.IDLE, h11.SEND_RESPONSE):
             return
@@ -231,6 +246,13 @@ class HttpConnection:
                 self._handler = None
                 if response is None:
                     break
+                if response.upgrade is not None and response.status == 101:
+                    await self._switch(response, response.upgrade)
+                    break
+                if "upgrade" in request.headers:
+                    # a refused upgrade ends the connection: the client is
+                    # waiting for the other protocol, not for a next answer
+                    self.closing = True
                 self._send(response)
                 await self.writer.drain()
                 self.busy = False
@@ -256,6 +278,34 @@ class HttpConnection:
             self.writer.close()
             with contextlib.suppress(Exception):
                 await self.writer.wait_closed()
+
+
+class _SwitchedStream:
+    """The client's connection after a 101: its bytes, raw."""
+
+    def __init__(self, conn: HttpConnection, early: bytes) -> None:
+        self._conn = conn
+        self._early = early
+
+    async def read(self) -> bytes:
+        if self._early:
+            data, self._early = self._early, b""
+            return data
+        if self._conn._eof:
+            return b""
+        try:
+            data = await self._conn._read()
+        except (ConnectionError, OSError):
+            data = b""
+        if not data:
+            self._conn._eof = True
+        return data
+
+    def write(self, data: bytes) -> None:
+        self._conn.writer.write(data)
+
+    async def drain(self) -> None:
+        await self._conn.writer.drain()
 
 
 def default_max_connections() -> int:
@@ -363,7 +413,7 @@ class HttpServer:
         self._closing = True
         for conn in list(self._connections.values()):
             conn.closing = True
-            if not conn.busy:
+            if not conn.busy or conn.upgraded:  # a tunnel has no answer to finish
                 conn.writer.close()
         deadline = asyncio.get_running_loop().time() + grace_s
         while pending := list(self._connections):

@@ -13,7 +13,7 @@ import logging
 import re
 from collections.abc import Awaitable, Callable, Sequence
 from dataclasses import dataclass, field
-from typing import Any
+from typing import Any, Protocol
 
 from .wire_errors import WireError, bad_request, not_found_route
 
@@ -50,11 +50,30 @@ class Request:
         )
 
 
+class ByteStream(Protocol):
+    """The raw connection a handler takes over after a protocol switch."""
+
+    async def read(self) -> bytes:
+        """The next bytes the client sent (``b""``: it closed its side)."""
+        ...
+
+    def write(self, data: bytes) -> None: ...
+
+    async def drain(self) -> None: ...
+
+
+#: What serves a connection once switched: it owns the stream until it returns.
+Upgrade = Callable[[ByteStream], Awaitable[None]]
+
+
 @dataclass
 class Response:
     status: int
     body: Any
     headers: list[tuple[str, str]] = field(default_factory=list)
+    #: set with status 101: the HTTP layer sends the 101 (with ``headers``)
+    #: and hands the connection to it (a WebSocket upgrade)
+    upgrade: Upgrade | None = None
 
 
 Handler = Callable[[Request, dict[str, str]], Awaitable[Response]]

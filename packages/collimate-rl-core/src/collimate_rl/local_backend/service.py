@@ -28,6 +28,7 @@ from .language_runs import LanguageRuns
 from .run_queue import RunQueue
 from .session_env import parse_session_env
 from .sessions import Session, SessionStore, new_session_id
+from .stats import ExecTally
 from .toolchains import LANGUAGE_TEMPLATE
 from .wire_errors import WireError, bad_request
 
@@ -69,6 +70,8 @@ class BackendService:
         # stop): created - ended == live, what a leak check compares
         self.sessions_created = 0
         self.sessions_ended = 0
+        # outcomes and recent latencies of the execs answered (``/v1/stats``)
+        self.tally = ExecTally()
         self._background: set[asyncio.Task[None]] = set()
         self._reaper: asyncio.Task[None] | None = None
         self._closed = False
@@ -148,6 +151,34 @@ class BackendService:
         if LANGUAGE_TEMPLATE in self.templates:
             out["languages"] = self.languages.describe()
             out["compile_cache"] = self.languages.cache.describe()
+        return out
+
+    def stats(self) -> dict[str, Any]:
+        """The ``GET /v1/stats`` body: the load counters of :meth:`health`
+        with the clone pools, the exec outcomes and recent latencies, and
+        the compile cache, for a live view of this server."""
+        out: dict[str, Any] = {
+            "execs_run": self.execs_run,
+            "running": self.running,
+            "queued": self.queued + self.run_queue.waiting,
+            "inflight": self.admission.inflight,
+            "max_inflight": self.admission.max_inflight,
+            "sessions": len(self.sessions),
+            "sessions_created": self.sessions_created,
+            "sessions_ended": self.sessions_ended,
+        }
+        out.update(self.tally.describe())
+        counts = getattr(self.engine, "pool_counts", None)
+        pools = counts() if callable(counts) else {}
+        out["clones"] = {
+            "warm": pools.get("warm"),
+            "busy": self.running,
+            "pool_hits": pools.get("pool_hits"),
+            "pool_misses": pools.get("pool_misses"),
+        }
+        out["compile_cache"] = (
+            self.languages.cache.describe() if LANGUAGE_TEMPLATE in self.templates else None
+        )
         return out
 
     def template(self, template_id: Any) -> TemplateSpec:
@@ -415,6 +446,10 @@ class BackendService:
             sep = "\n" if stdout and not stdout.endswith("\n") else ""
             stdout = f"{stdout}{sep}{format_timeout(job.timeout_s)}"
         req_id = body.get("id") if isinstance(body, Mapping) else None
+        total_ms = _ms(time.perf_counter() - started)
+        self.tally.record(
+            exit_code=outcome.exit_code, timed_out=outcome.timed_out, total_ms=total_ms
+        )
         return {
             "id": req_id if isinstance(req_id, str) and req_id else "req_" + secrets.token_hex(8),
             "stdout": stdout,
@@ -422,7 +457,7 @@ class BackendService:
             "exit_code": -1 if outcome.timed_out else outcome.exit_code,
             "fork_time_ms": round(_ms(clone_fork_s) + outcome.fork_time_ms, 3),
             "exec_time_ms": round(outcome.exec_time_ms, 3),
-            "total_time_ms": _ms(time.perf_counter() - started),
+            "total_time_ms": total_ms,
             "seed": job.seed,
             "seed_ack": outcome.seed_ack,
             "truncated": outcome.truncated,

@@ -1,6 +1,6 @@
 """Which node gets the next request, and what a refusal says about a node.
 
-Pure bookkeeping shared by :class:`~collimate_rl.nodes.NodePool` and its
+Pure bookkeeping shared by :class:`~collimate_rl.nodes.MultiNodeClient` and its
 async twin, so the two cannot drift: the load of each node (requests in
 flight against the execs it runs at once), which nodes are out for a
 while (draining, unreachable, full) and which node owns which session.

@@ -127,6 +127,10 @@ class ForkEngine:
         self._live: set[ForkClone] = set()
         # app clones in a net namespace of their own, reached through a relay
         self._relays: dict[ForkClone, NetnsRelay] = {}
+        # clones handed out from a pool (warm hits) and spawned on demand
+        # (misses): what ``/v1/stats`` reports as the warm-hit ratio
+        self.pool_hits = 0
+        self.pool_misses = 0
         self._uids = UidPool()
         self._netns_free: list[int] = []
         self._state_dir: str | None = None  # process mode's working dirs, made on first use
@@ -233,6 +237,7 @@ class ForkEngine:
         own_net = self._own_net(template, egress)
         if env:
             # its server must start with these variables: a clone of its own
+            self.pool_misses += 1
             return await self._spawn(template, own_net, env)
         key = (template.id, own_net)
         pool = self._pools.get(key)
@@ -240,9 +245,11 @@ class ForkEngine:
             clone = pool.popleft()
             self._refill(key)
             if not clone.closed:
+                self.pool_hits += 1
                 return clone
         if key in self._pool_targets:
             self._refill(key)
+        self.pool_misses += 1
         return await self._spawn(template, own_net)
 
     async def set_warm(self, template: TemplateSpec, count: int) -> None:
@@ -258,6 +265,15 @@ class ForkEngine:
             extra.append(pool.pop())
         await asyncio.gather(*(c.close() for c in extra), return_exceptions=True)
         self._refill(key)
+
+    def pool_counts(self) -> dict[str, int]:
+        """Ready clones in every pool now, and the pool hits and misses of
+        every clone handed out so far (a clone with its own env is a miss)."""
+        return {
+            "warm": sum(len(pool) for pool in self._pools.values()),
+            "pool_hits": self.pool_hits,
+            "pool_misses": self.pool_misses,
+        }
 
     def warm_count(self, template: TemplateSpec) -> int:
         """Ready clones of ``template`` in its pool right now."""

@@ -25,12 +25,14 @@ __all__ = ["BUILTIN_PLUGIN_MODULES", "register_builtin_plugins"]
 #: Dotted module names, registered in this order under their own names. The
 #: CLI adds subcommands in pluggy's call order (last registered first): the
 #: feature commands come before ``builtin.commands`` here so that ``collimate
-#: --help`` lists plugins, version, serve, grade, bake, images, status.
+#: --help`` lists plugins, version, serve, doctor, then the views (demo, burst,
+#: rl, launch, fleet, top), grade, bake, images, status.
 BUILTIN_PLUGIN_MODULES: tuple[str, ...] = (
     "collimate_rl.plugins.builtin.core",
     "collimate_rl.builtin_transports",
     "collimate_rl.gateway_flows.builtin_commands",
     "collimate_rl.dataset_grading.builtin_commands",
+    "collimate_rl.views.builtin_commands",
     "collimate_rl.plugins.builtin.commands",
     "collimate_rl.rewards.builtin_kinds",
     "collimate_rl.local_backend.builtin_templates",

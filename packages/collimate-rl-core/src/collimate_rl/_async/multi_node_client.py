@@ -1,9 +1,9 @@
-"""One client over several nodes, ``AsyncNodePool``.
+"""One client over several nodes, ``AsyncMultiNodeClient``.
 
 One of a pair of twins: the async module is written by hand, its blocking
 twin generated from it by ``tools/unasync.py`` (edit the async one, then
 ``hatch run lint:unasync``). The public modules are
-``collimate_rl.nodes.pool`` and ``collimate_rl.nodes.async_pool`` (the
+``collimate_rl.nodes.client`` and ``collimate_rl.nodes.async_client`` (the
 first one says how the pool routes); what both twins share is
 ``collimate_rl.nodes.router`` and ``collimate_rl.nodes.members``.
 """
@@ -21,13 +21,13 @@ from ..nodes.router import Router, merged_health, retry_delay, session_id_of
 from ..retry import RetryPolicy
 from ..wire import nothing_happened
 
-__all__ = ["AsyncNodePool"]
+__all__ = ["AsyncMultiNodeClient"]
 
 T = TypeVar("T")
 
 
-class AsyncNodePool:
-    """A client over several nodes (see :mod:`collimate_rl.nodes.pool`).
+class AsyncMultiNodeClient:
+    """A client over several nodes (see :mod:`collimate_rl.nodes.client`).
 
     ``nodes``: URLs, ``unix:/path`` sockets or clients (any mix), or one
     comma-separated string of URLs. ``retries``, ``backoff`` and
@@ -68,7 +68,7 @@ class AsyncNodePool:
         return self._router.snapshot()
 
     def __repr__(self) -> str:
-        return f"AsyncNodePool({[n.endpoint for n in self._router.nodes]!r})"
+        return f"AsyncMultiNodeClient({[n.endpoint for n in self._router.nodes]!r})"
 
     # -- the session surface -----------------------------------------------
 
@@ -155,7 +155,7 @@ class AsyncNodePool:
         for client in self._clients:
             await client.aclose()
 
-    async def __aenter__(self) -> AsyncNodePool:
+    async def __aenter__(self) -> AsyncMultiNodeClient:
         return self
 
     async def __aexit__(self, *exc: object) -> None:

@@ -1,4 +1,4 @@
-"""``NodePool``: one client over several nodes (daemons on many machines,
+"""``MultiNodeClient``: one client over several nodes (daemons on many machines,
 or several gateways), accepted wherever a client is.
 
 Work that may go anywhere (a one-shot ``exec_once``, ``create_session``)
@@ -18,10 +18,10 @@ grading sizes its packs and its concurrency for the whole pool.
 
 from __future__ import annotations
 
-from .._sync.node_pool import NodePool
+from .._sync.multi_node_client import MultiNodeClient
 
-__all__ = ["NodePool"]
+__all__ = ["MultiNodeClient"]
 
 # Its public home: reprs, docs and pickles name this module. (The pool is
-# generated, by tools/unasync.py, from collimate_rl/_async/node_pool.py.)
-NodePool.__module__ = __name__
+# generated, by tools/unasync.py, from collimate_rl/_async/multi_node_client.py.)
+MultiNodeClient.__module__ = __name__

@@ -16,11 +16,11 @@ import httpx
 import pytest
 
 from collimate_rl import (
-    AsyncNodePool,
+    AsyncMultiNodeClient,
     CollimateClient,
     CollimateDrainingError,
     CollimateError,
-    NodePool,
+    MultiNodeClient,
     Sandbox,
     UnitTestReward,
     connect,
@@ -70,7 +70,7 @@ def dead_url() -> str:
 
 def test_one_shots_spread_over_every_node(three: list[LocalCollimateBackend]) -> None:
     before = [execs_run(b) for b in three]
-    with NodePool([b.base_url for b in three]) as pool:
+    with MultiNodeClient([b.base_url for b in three]) as pool:
         with ThreadPoolExecutor(12) as workers:
             answers = list(
                 workers.map(lambda i: pool.exec_once("py", code=f"print({i})"), range(36))
@@ -83,7 +83,7 @@ def test_one_shots_spread_over_every_node(three: list[LocalCollimateBackend]) ->
 
 
 def test_health_sums_what_the_nodes_run_and_admit(three: list[LocalCollimateBackend]) -> None:
-    with NodePool([b.base_url for b in three]) as pool:
+    with MultiNodeClient([b.base_url for b in three]) as pool:
         health = pool.health()
     assert health["status"] == "ok"
     assert health["nodes_ok"] == 3
@@ -96,7 +96,7 @@ def test_a_session_stays_on_its_node_and_sandbox_files_are_byte_exact(
     three: list[LocalCollimateBackend],
 ) -> None:
     blob = bytes(range(256)) * 40
-    with NodePool([b.base_url for b in three]) as pool:
+    with MultiNodeClient([b.base_url for b in three]) as pool:
         with Sandbox("py", client=pool) as box:
             box.upload_bytes("data.bin", blob)
             assert box.download("data.bin") == blob
@@ -108,7 +108,7 @@ def test_a_session_stays_on_its_node_and_sandbox_files_are_byte_exact(
 
 
 def test_grading_runs_unchanged_over_a_pool(three: list[LocalCollimateBackend]) -> None:
-    with NodePool([b.base_url for b in three]) as pool:
+    with MultiNodeClient([b.base_url for b in three]) as pool:
         assert grade(pool, "py", RIGHT, SPEC).reward == 1.0
         results = grade_batch(pool, "py", [RIGHT, WRONG] * 12, SPEC)
     assert [r.reward for r in results] == [1.0, 0.0] * 12
@@ -123,13 +123,45 @@ def test_connect_with_several_urls_gives_a_pool(
     for var in ("COLLIMATE_SERVE_SOCKET", "COLLIMATE_API_KEY"):
         monkeypatch.delenv(var, raising=False)
     with connect() as pool:
-        assert isinstance(pool, NodePool)
+        assert isinstance(pool, MultiNodeClient)
         assert grade(pool, "py", RIGHT, SPEC).reward == 1.0
+
+
+def test_the_names_before_0_9_still_work_with_a_deprecation_warning(
+    three: list[LocalCollimateBackend],
+) -> None:
+    """``NodePool`` / ``AsyncNodePool`` were this client's names; code that
+    imports them from ``collimate_rl.nodes`` still runs, warned of the new
+    name. ``collimate_rl.NodePool`` is the fleet view's row (0.8.0's)."""
+    import collimate_rl
+    import collimate_rl.nodes as nodes
+    from collimate_rl.fleetview import NodePool as FleetRow
+
+    with pytest.warns(DeprecationWarning, match=r"collimate_rl\.nodes\.NodePool .*MultiNodeClient"):
+        from collimate_rl.nodes import NodePool
+    assert NodePool is MultiNodeClient
+    with NodePool([b.base_url for b in three[:2]]) as pool:
+        assert grade(pool, "py", RIGHT, SPEC).reward == 1.0
+    with pytest.warns(DeprecationWarning, match="AsyncMultiNodeClient"):
+        old_async = nodes.AsyncNodePool
+    assert old_async is AsyncMultiNodeClient
+
+    async def graded() -> list[float]:
+        async with old_async([three[0].base_url, three[1].base_url]) as pool:
+            return [r.reward for r in await grade_batch_async(pool, "py", [RIGHT, WRONG], SPEC)]
+
+    assert asyncio.run(graded()) == [1.0, 0.0]
+    with pytest.warns(DeprecationWarning, match=r"collimate_rl\.AsyncNodePool .*AsyncMultiNode"):
+        assert collimate_rl.AsyncNodePool is AsyncMultiNodeClient  # type: ignore[attr-defined]
+    assert collimate_rl.NodePool is FleetRow and collimate_rl.NodePool is not MultiNodeClient
+    assert "AsyncNodePool" not in collimate_rl.__all__  # no warning on import *
+    with pytest.raises(AttributeError):
+        nodes.NoSuchPool  # noqa: B018
 
 
 def test_a_dead_node_is_routed_around(three: list[LocalCollimateBackend]) -> None:
     dead = dead_url()
-    with NodePool([dead, three[0].base_url, three[1].base_url]) as pool:
+    with MultiNodeClient([dead, three[0].base_url, three[1].base_url]) as pool:
         answers = [pool.exec_once("py", code="print('x')") for _ in range(9)]
         assert all(a["stdout"].strip() == "x" for a in answers)
         state = pool.nodes()[0]
@@ -140,7 +172,7 @@ def test_a_dead_node_is_routed_around(three: list[LocalCollimateBackend]) -> Non
 
 def test_every_node_refusing_raises_the_last_refusal() -> None:
     with (
-        NodePool([dead_url(), dead_url()], retries=1, backoff=0.01) as pool,
+        MultiNodeClient([dead_url(), dead_url()], retries=1, backoff=0.01) as pool,
         pytest.raises(CollimateError) as info,
     ):
         pool.exec_once("py", code="print(1)")
@@ -162,7 +194,7 @@ def test_an_exec_that_may_have_run_is_never_sent_elsewhere(
     )
     live = three[2]
     before = execs_run(live)
-    with NodePool([flaky, live.base_url]) as pool:
+    with MultiNodeClient([flaky, live.base_url]) as pool:
         pool._router.nodes[1].in_flight = 5  # (the flaky node is picked first)
         with pytest.raises(CollimateError) as info:
             pool.exec_once("py", code="print(1)")
@@ -175,7 +207,7 @@ def test_a_session_on_a_dead_node_fails_loudly(three: list[LocalCollimateBackend
     (they are never replayed elsewhere)."""
     backend = LocalCollimateBackend(run_slots=1).start()
     try:
-        with NodePool([backend.base_url]) as pool:
+        with MultiNodeClient([backend.base_url]) as pool:
             sid = pool.create_session("py")["session_id"]
             backend.stop()
             with pytest.raises(CollimateError):
@@ -185,7 +217,7 @@ def test_a_session_on_a_dead_node_fails_loudly(three: list[LocalCollimateBackend
 
 
 def test_a_pool_travels_by_pickle_with_its_sessions(three: list[LocalCollimateBackend]) -> None:
-    with NodePool([b.base_url for b in three]) as pool:
+    with MultiNodeClient([b.base_url for b in three]) as pool:
         sid = pool.create_session("py")["session_id"]
         pool.session_exec(sid, code="open('mark', 'w').write('here')")
         copy = pickle.loads(pickle.dumps(pool))
@@ -206,7 +238,7 @@ def test_a_batch_completes_exactly_once_with_a_node_drained_mid_batch() -> None:
     victim = backends[2]
     try:
         cands = [RIGHT if i % 3 else WRONG for i in range(1000)]
-        with NodePool([b.base_url for b in backends]) as pool:
+        with MultiNodeClient([b.base_url for b in backends]) as pool:
             drained = threading.Event()
 
             def drain_once_work_ran() -> None:
@@ -242,7 +274,7 @@ def test_the_async_pool_grades_and_routes_around_a_draining_node(
         draining.drain()
 
         async def main() -> list[float]:
-            async with AsyncNodePool([draining.base_url, three[0].base_url]) as pool:
+            async with AsyncMultiNodeClient([draining.base_url, three[0].base_url]) as pool:
                 results = await grade_batch_async(pool, "py", [RIGHT, WRONG] * 8, SPEC, pack=4)
                 # the draining node ran nothing (its state may be back to "in"
                 # by now: it is left alone for DRAINING_OUT_S, then asked again)
@@ -257,11 +289,11 @@ def test_the_async_pool_grades_and_routes_around_a_draining_node(
 
 def test_bad_nodes_are_refused_with_a_clear_error() -> None:
     with pytest.raises(ValueError, match="at least one node"):
-        NodePool([])
+        MultiNodeClient([])
     with pytest.raises(ValueError, match="expected http"):
-        NodePool(["ftp://x"])
+        MultiNodeClient(["ftp://x"])
     with pytest.raises(ValueError, match="socket path"):
-        NodePool(["unix:"])
+        MultiNodeClient(["unix:"])
 
 
 def test_a_lone_draining_node_raises_the_typed_draining_error() -> None:
@@ -269,7 +301,7 @@ def test_a_lone_draining_node_raises_the_typed_draining_error() -> None:
     ``draining`` (nothing ran: the caller may send it elsewhere)."""
     backend = LocalCollimateBackend(run_slots=1).start()
     try:
-        with NodePool([backend.base_url], retries=0) as pool:
+        with MultiNodeClient([backend.base_url], retries=0) as pool:
             sid = pool.create_session("py")["session_id"]
             running = threading.Thread(
                 target=pool.session_exec, args=(sid,), kwargs={"code": "import time; time.sleep(2)"}
@@ -300,11 +332,11 @@ class _Py:
 class TestNodePoolConformance(_Py, SessionSurfaceConformance):
     @pytest.fixture
     def client(self, three: list[LocalCollimateBackend]) -> Iterator[Any]:
-        with NodePool([b.base_url for b in three]) as pool:
+        with MultiNodeClient([b.base_url for b in three]) as pool:
             yield pool
 
 
 class TestAsyncNodePoolConformance(_Py, AsyncSessionSurfaceConformance):
     @pytest.fixture
     def client(self, three: list[LocalCollimateBackend]) -> Any:
-        return AsyncNodePool([three[0].base_url, f"unix:{three[1].socket_path}"])
+        return AsyncMultiNodeClient([three[0].base_url, f"unix:{three[1].socket_path}"])
