@@ -76,7 +76,8 @@ def test_connect_browser_reads_pages_the_sandbox_serves(sandbox: Sandbox) -> Non
 
 
 def test_a_cdp_url_is_taken_as_is_and_reconnects_to_the_same_browser(sandbox: Sandbox) -> None:
-    url = _cdp_endpoint(sandbox, ttl=60)
+    url, forward = _cdp_endpoint(sandbox, ttl=60)
+    assert forward is None  # the daemon wire: the address the backend published
     first = connect_browser(url)
     try:
         # (a page of the browser's default context: contexts Playwright made
@@ -91,6 +92,36 @@ def test_a_cdp_url_is_taken_as_is_and_reconnects_to_the_same_browser(sandbox: Sa
         assert "left open" in titles
     finally:
         second.close()
+
+
+def test_over_a_gateway_client_the_port_is_forwarded_through_the_tunnel(
+    backend: LocalCollimateBackend,
+) -> None:
+    with (
+        GatewayClient(api_key=PRO, base_url=backend.base_url) as client,
+        Sandbox(BROWSER_TEMPLATE, client=client) as sb,
+    ):
+        url, forward = _cdp_endpoint(sb, ttl=60)
+        assert forward is not None
+        try:
+            assert url == forward.url != f"http://{sb.endpoints['9222']}"
+            browser = connect_browser(url)  # Playwright through the forward
+            try:
+                page = browser.new_page()
+                page.set_content("<title>through the tunnel</title>")
+                assert page.title() == "through the tunnel"
+            finally:
+                browser.close()
+        finally:
+            forward.close()
+        sb.upload_bytes("/tmp/t.html", b"<title>a sandbox over the gateway</title>")
+        browser = connect_browser(sb)  # the forward is connect_browser's own
+        try:
+            page = browser.new_page()
+            page.goto("file:///tmp/t.html")
+            assert page.title() == "a sandbox over the gateway"
+        finally:
+            browser.close()
 
 
 def test_a_gateway_session_connects_too(backend: LocalCollimateBackend) -> None:

@@ -22,9 +22,12 @@ imported when :func:`connect_browser` is called, never by importing
 needed): the browser is the sandbox's.
 
 Where the endpoint comes from is :func:`_cdp_endpoint`'s one job: a URL
-given as is, else the address the backend published for the sandbox's
-port 9222 (the local backend relays it to ``127.0.0.1:<port>`` on its own
-host, so this works on the machine the backend runs on).
+given as is; over a gateway client (a ``col_*`` key), a port forward of the
+sandbox's port 9222 through the gateway's tunnel (``port_forward``), which
+lives as long as the browser's connection; over the node-local daemon, the
+address the backend published for port 9222 (the local backend relays it to
+``127.0.0.1:<port>`` on its own host, so this works on the machine the
+backend runs on).
 """
 
 from __future__ import annotations
@@ -33,16 +36,16 @@ import threading
 from typing import TYPE_CHECKING, Any, Final, TypeAlias
 
 from .errors import CollimateError
+from .gateway import CDP_PORT, GatewayClient
 from .gateway_flows import Session
 from .sandbox import Sandbox
 
 if TYPE_CHECKING:
     from playwright.sync_api import Browser, Playwright
 
-__all__ = ["CDP_PORT", "SandboxOrURL", "connect_browser"]
+    from .tunnel import PortForward
 
-#: The port Chromium's DevTools listens on in a browser sandbox.
-CDP_PORT: Final = 9222
+__all__ = ["CDP_PORT", "SandboxOrURL", "connect_browser"]
 
 #: What :func:`connect_browser` connects to (0.8.0's name): a sandbox or session of a
 #: browser template, or a CDP endpoint URL (``http://host:port`` or the
@@ -74,31 +77,42 @@ def _playwright() -> Playwright:
     return driver
 
 
-def _cdp_endpoint(target: SandboxOrURL, *, ttl: int) -> str:
-    """The CDP endpoint for ``target`` that Playwright in this process dials.
+def _cdp_endpoint(target: SandboxOrURL, *, ttl: int) -> tuple[str, PortForward | None]:
+    """The CDP endpoint for ``target`` that Playwright in this process
+    dials, and the port forward behind it (None when there is none), which
+    the caller closes once the browser's connection ends.
 
-    A string is an endpoint already. A sandbox or session gives the address
-    its backend published for :data:`CDP_PORT` (one not yet created is
-    created first, as its first exec would). ``ttl`` bounds a minted connect URL's life; a
-    published address has none.
+    A string is an endpoint already. A sandbox or session is created first
+    if it is not yet (as its first exec would). Over a gateway client, its
+    port :data:`CDP_PORT` is forwarded to a loopback port here through the
+    gateway's tunnel (each connection a tunnel of its own, minted for
+    ``ttl`` seconds); DevTools answers the forward's ``Host`` (an address)
+    and names its socket on it, so Playwright dials the forward again.
+    Over the node-local daemon, it is the address the backend published.
     """
     if isinstance(target, str):
         if not target:
             raise ValueError("connect_browser: the CDP endpoint URL is empty")
-        return target
-    if isinstance(target, Sandbox):
-        if target.session_id is None:
-            target.start()
-        name = f"sandbox {target.session_id}"
-    elif isinstance(target, Session):
-        target.open()  # (once: an open session stays as it is)
-        name = f"session {target.id}"
-    else:
+        return target, None
+    if isinstance(target, Session):
+        forward = target.port_forward(CDP_PORT, ttl_seconds=ttl)
+        return forward.url, forward
+    if not isinstance(target, Sandbox):
         raise TypeError(
             "connect_browser takes a Sandbox, a Session or a CDP endpoint URL, "
             f"not {type(target).__name__}"
         )
-    address = target.endpoints.get(str(CDP_PORT))
+    if isinstance(target.client, GatewayClient):
+        forward = target.port_forward(CDP_PORT, ttl_seconds=ttl)
+        return forward.url, forward
+    if target.session_id is None:
+        target.start()
+    return _published(target.endpoints, f"sandbox {target.session_id}"), None
+
+
+def _published(endpoints: dict[str, str], name: str) -> str:
+    """The address a backend published for :data:`CDP_PORT`, as a URL."""
+    address = endpoints.get(str(CDP_PORT))
     if not address:
         raise CollimateError(
             f"{name} publishes no endpoint for port {CDP_PORT}: create it from a browser "
@@ -107,19 +121,38 @@ def _cdp_endpoint(target: SandboxOrURL, *, ttl: int) -> str:
     return address if "://" in address else f"http://{address}"
 
 
+def _close_with(browser: Any, forward: PortForward) -> None:
+    """Close ``forward`` once ``browser``'s connection ends (on a thread of
+    its own: the event comes on Playwright's dispatcher, which must not wait
+    for the forward's threads)."""
+
+    def closed(_browser: object) -> None:
+        threading.Thread(target=forward.close, name="cdp-forward-close", daemon=True).start()
+
+    browser.on("disconnected", closed)
+
+
 def connect_browser(sandbox_or_url: SandboxOrURL, *, ttl: int = 600) -> Browser:
     """A Playwright ``Browser`` connected over CDP to the Chromium of
     ``sandbox_or_url`` (a sandbox or session of a browser template, or a CDP
     endpoint URL).
 
     The caller owns the returned browser: ``browser.close()`` ends this
-    connection; the sandbox's Chromium keeps running until the sandbox is
-    deleted. ``ttl`` is how long a minted connect URL stays valid.
+    connection (and the port forward under it, over a gateway client); the
+    sandbox's Chromium keeps running until the sandbox is deleted. ``ttl``
+    is how long a minted connect URL stays valid.
 
     Raises ImportError (with the install command) without Playwright,
     :class:`~collimate_rl.CollimateError` when the sandbox serves no
     DevTools port, and Playwright's own error when nothing answers there.
     """
-    endpoint = _cdp_endpoint(sandbox_or_url, ttl=ttl)
-    browser: Any = _playwright().chromium.connect_over_cdp(endpoint)
+    endpoint, forward = _cdp_endpoint(sandbox_or_url, ttl=ttl)
+    try:
+        browser: Any = _playwright().chromium.connect_over_cdp(endpoint)
+    except BaseException:
+        if forward is not None:
+            forward.close()
+        raise
+    if forward is not None:
+        _close_with(browser, forward)
     return browser  # type: ignore[no-any-return,unused-ignore]
