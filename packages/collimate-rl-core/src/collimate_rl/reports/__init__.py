@@ -1,0 +1,31 @@
+"""Figures drawn without a plotting stack: SVG charts (:mod:`.svg_chart`)
+that the benchmarks write beside their results and that ``collimate grade
+--report`` inlines in its HTML page.
+
+Pure text building, standard library only: nothing here imports the rest of
+``collimate_rl``.
+"""
+
+from __future__ import annotations
+
+from .svg_chart import (
+    PALETTE,
+    Series,
+    bar_chart,
+    bin_counts,
+    even_edges,
+    histogram,
+    line_chart,
+    readable_number,
+)
+
+__all__ = [
+    "PALETTE",
+    "Series",
+    "bar_chart",
+    "bin_counts",
+    "even_edges",
+    "histogram",
+    "line_chart",
+    "readable_number",
+]
