@@ -57,6 +57,8 @@ LAYERS: tuple[dict[str, tuple[str, ...]], ...] = (
             "collimate_rl._blocking",
             "collimate_rl._async",
             "collimate_rl._sync",
+            "collimate_rl.reports",
+            "collimate_rl.reports.*",
         )
     },
     {"hooks": ("collimate_rl.plugins", "collimate_rl.plugins.*", "collimate_rl.cli")},

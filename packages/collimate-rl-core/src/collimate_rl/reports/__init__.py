@@ -1,6 +1,7 @@
 """Figures drawn without a plotting stack: SVG charts (:mod:`.svg_chart`)
-that the benchmarks write beside their results and that ``collimate grade
---report`` inlines in its HTML page.
+that the benchmarks write beside their results (described in the results
+JSON: :mod:`.chart_spec`) and that ``collimate grade --report`` inlines in
+its HTML page.
 
 Pure text building, standard library only: nothing here imports the rest of
 ``collimate_rl``.
@@ -8,6 +9,7 @@ Pure text building, standard library only: nothing here imports the rest of
 
 from __future__ import annotations
 
+from .chart_spec import ChartSpecError, render_chart, write_charts
 from .svg_chart import (
     PALETTE,
     Series,
@@ -21,6 +23,7 @@ from .svg_chart import (
 
 __all__ = [
     "PALETTE",
+    "ChartSpecError",
     "Series",
     "bar_chart",
     "bin_counts",
@@ -28,4 +31,6 @@ __all__ = [
     "histogram",
     "line_chart",
     "readable_number",
+    "render_chart",
+    "write_charts",
 ]
