@@ -9,6 +9,7 @@ import json
 import subprocess
 import sys
 import xml.etree.ElementTree as ET
+from itertools import pairwise
 from pathlib import Path
 from typing import Any
 
@@ -103,7 +104,9 @@ def test_a_bar_chart_from_a_results_file(tmp_path: Path) -> None:
     assert texts(root, "axis-label y") == ["latency (ms)"]
     assert texts(root, "axis-label x") == ["percentile"]
     assert texts(root, "tick x") == ["p50", "p99"]
-    legend = [e.get("data-series") for e in root.iter(f"{SVG}g") if e.get("class") == "legend-entry"]
+    legend = [
+        e.get("data-series") for e in root.iter(f"{SVG}g") if e.get("class") == "legend-entry"
+    ]
     assert legend == ["ours", "collimate-rl 0.5.0"]
     assert texts(root, "value") == ["4.6", "23", "9.2", "46"]
 
@@ -134,7 +137,7 @@ def test_a_line_chart_keeps_its_points_in_order_and_in_proportion(tmp_path: Path
     points = shapes(root, "circle", "point")
     assert [float(p.get("data-value", "nan")) for p in points] == [100, 190, 350, 600]
     xs = [float(p.get("cx", "nan")) for p in points]
-    steps = [b - a for a, b in zip(xs, xs[1:])]
+    steps = [b - a for a, b in pairwise(xs)]
     assert steps == pytest.approx([steps[0]] * 3, abs=0.02)  # log2 x: doublings evenly spaced
     zero = axis_zero_y(root)
     rise = [zero - float(p.get("cy", "nan")) for p in points]
@@ -144,7 +147,7 @@ def test_a_line_chart_keeps_its_points_in_order_and_in_proportion(tmp_path: Path
 
 def test_a_histogram_labels_its_bins_and_counts() -> None:
     root = parse(render_chart(RESULTS["charts"][2]))
-    assert texts(root, "tick x") == ["0–5", "5–10", "10–15"]
+    assert texts(root, "tick x") == ["0\u20135", "5\u201310", "10\u201315"]  # en dashes
     bins = shapes(root, "rect", "bin")
     assert [(b.get("data-low"), b.get("data-high"), b.get("data-value")) for b in bins] == [
         ("0.0", "5.0", "40.0"),

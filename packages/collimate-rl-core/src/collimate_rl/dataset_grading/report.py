@@ -173,6 +173,7 @@ def _charts(sources: Sequence[tuple[str, SourceTally]], total: SourceTally) -> l
                 series=[Series(name, counts) for name, counts in outcomes],
                 y_label="rows",
                 x_label="data source",
+                counts=True,
             ),
             "Every input row in one outcome. Infrastructure errors are the grader's failures, "
             "not the candidates': a rerun of the same command grades those rows again.",

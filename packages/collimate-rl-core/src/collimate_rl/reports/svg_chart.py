@@ -21,6 +21,7 @@ from __future__ import annotations
 import math
 from collections.abc import Callable, Iterable, Sequence
 from dataclasses import dataclass
+from itertools import pairwise
 from xml.sax.saxutils import escape, quoteattr
 
 __all__ = [
@@ -53,6 +54,8 @@ _RIGHT = 24
 _TOP = 64  # the title, then the legend
 _BOTTOM = 78  # the category labels, then the axis label
 _FONT = "font-family:sans-serif"
+#: Between a bin's edges in its label (a range, typeset as such).
+_EN_DASH = "\u2013"
 
 
 @dataclass(frozen=True, init=False)
@@ -83,7 +86,7 @@ def even_edges(low: float, high: float, bins: int) -> tuple[float, ...]:
     if bins < 1 or not high > low:
         raise ValueError(f"need bins >= 1 and high > low, got {bins}, {low}, {high}")
     step = (high - low) / bins
-    return tuple(low + i * step for i in range(bins)) + (high,)
+    return (*(low + i * step for i in range(bins)), high)
 
 
 def bin_counts(values: Iterable[float], edges: Sequence[float]) -> tuple[int, ...]:
@@ -107,7 +110,7 @@ def bin_counts(values: Iterable[float], edges: Sequence[float]) -> tuple[int, ..
 def _nice_step(span: float) -> float:
     """A tick step of 1, 2, 2.5 or 5 times a power of ten, giving about five ticks."""
     raw = span / 5
-    power = 10 ** math.floor(math.log10(raw))
+    power = 10.0 ** math.floor(math.log10(raw))
     for factor in (1, 2, 2.5, 5, 10):
         if raw <= factor * power:
             return factor * power
@@ -249,13 +252,15 @@ def bar_chart(
     y_label: str,
     x_label: str = "",
     y_max: float | None = None,
+    counts: bool = False,
     value_format: Callable[[float], str] = readable_number,
     width: int = _WIDTH,
     height: int = _HEIGHT,
 ) -> str:
     """Grouped bars: one group per category, one bar per series in it,
     from zero. ``y_label`` names the values and their unit (``"grades per
-    second"``); ``y_max`` fixes the axis' top (100 for percentages)."""
+    second"``); ``y_max`` fixes the axis' top (100 for percentages);
+    ``counts`` ticks the axis at whole numbers only."""
     return _bars(
         title=title,
         labels=list(categories),
@@ -268,6 +273,7 @@ def bar_chart(
         height=height,
         kind="bar",
         edges=None,
+        counts=counts,
     )
 
 
@@ -288,7 +294,7 @@ def histogram(
     one set of bins."""
     if len(edges) < 2:
         raise ValueError("need at least two edges")
-    labels = [f"{edge_format(a)}–{edge_format(b)}" for a, b in zip(edges, edges[1:])]
+    labels = [f"{edge_format(a)}{_EN_DASH}{edge_format(b)}" for a, b in pairwise(edges)]
     return _bars(
         title=title,
         labels=labels,
@@ -301,6 +307,7 @@ def histogram(
         height=height,
         kind="bin",
         edges=edges,
+        counts=True,
     )
 
 
@@ -317,10 +324,10 @@ def _bars(
     height: int,
     kind: str,
     edges: Sequence[float] | None,
+    counts: bool,
 ) -> str:
     _check_lengths(series, len(labels), "categories" if kind == "bar" else "bins")
     canvas = _Canvas(title, width, height)
-    counts = kind == "bin"
     low, high, step = _value_range((v for s in series for v in s.values), y_max, float(counts))
     y_of = canvas.value_axis(low, high, step, y_label, readable_number)
     slot = (canvas.right - canvas.left) / max(1, len(labels))
@@ -333,7 +340,7 @@ def _bars(
             value = s.values[c]
             x = x0 + i * bar_w
             top, bottom = sorted((y_of(value), zero))
-            where = f' data-category={quoteattr(label)}'
+            where = f" data-category={quoteattr(label)}"
             if edges is not None:
                 where += f' data-low="{edges[c]!r}" data-high="{edges[c + 1]!r}"'
             shown = value_format(value)
@@ -392,9 +399,11 @@ def line_chart(
     pad = 24
 
     def x_of(position: float) -> float:
-        return canvas.left + pad + (position - first) / span * (canvas.right - canvas.left - 2 * pad)
+        return (
+            canvas.left + pad + (position - first) / span * (canvas.right - canvas.left - 2 * pad)
+        )
 
-    for x, position in zip(x_values, xs):
+    for x, position in zip(x_values, xs, strict=True):
         canvas.parts.append(
             canvas.text(
                 x_of(position), canvas.bottom + 16, readable_number(x), size=10,
@@ -403,13 +412,13 @@ def line_chart(
         )  # fmt: skip
     for i, s in enumerate(series):
         colour = PALETTE[i % len(PALETTE)]
-        points = [(x_of(p), y_of(v)) for p, v in zip(xs, s.values)]
+        points = [(x_of(p), y_of(v)) for p, v in zip(xs, s.values, strict=True)]
         path = " ".join(f"{x:.2f},{y:.2f}" for x, y in points)
         canvas.parts.append(
             f'<polyline class="line" data-series={quoteattr(s.name)} points="{path}" '
             f'fill="none" stroke="{colour}" stroke-width="2"/>'
         )
-        for x_value, (x, y), value in zip(x_values, points, s.values):
+        for x_value, (x, y), value in zip(x_values, points, s.values, strict=True):
             shown = value_format(value)
             canvas.parts.append(
                 f'<circle class="point" data-series={quoteattr(s.name)} data-x="{x_value!r}" '
