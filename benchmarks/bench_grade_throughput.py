@@ -52,6 +52,7 @@ from collections.abc import Callable
 from pathlib import Path
 
 import httpx
+from _results import add_out_option, write_results
 from _sides import ours_backend, peer_backend, peer_env, peer_python
 
 from collimate_rl import (
@@ -264,6 +265,7 @@ def main(argv: list[str]) -> int:
     )  # fmt: skip
     ap.add_argument("--threads", type=int, default=32, help="ours, singles from threads")
     ap.add_argument("--peer-concurrency", type=int, default=24)
+    add_out_option(ap)
     args, _ = ap.parse_known_args(argv)
 
     spec = PropertyReward(reference=REFERENCE, generator=GENERATOR, k=args.k)
@@ -321,7 +323,62 @@ def main(argv: list[str]) -> int:
             f"time {single} / {batch} (same round): median {statistics.median(per_round):.2f}x "
             f"(rounds: {', '.join(f'{r:.2f}' for r in per_round)})"
         )
+    _write(args, seconds, agree, peer_conc)
     return 0 if all(agree.values()) else 1
+
+
+#: The ways as the charts name them (0.5.0 by its package's name).
+LABELS = {
+    "documented": "grade_batch (documented)",
+    "documented async": "grade_batch_async",
+    "singles async": "concurrent grade_async",
+    "singles threads": "grade from threads",
+    "0.5.0": "collimate-rl 0.5.0 grade_batch",
+}
+
+
+def _write(
+    args: argparse.Namespace,
+    seconds: dict[str, list[float]],
+    agree: dict[str, bool],
+    peer_conc: list[int],
+) -> None:
+    """The results JSON and its charts: median grades/s per way, and each
+    way's grades/s round by round (the spread the median hides)."""
+    rates = {name: [args.n / s for s in times] for name, times in seconds.items()}
+    figures = {
+        "candidates": args.n,
+        "k": args.k,
+        "grades_per_s": {LABELS[name]: r for name, r in rates.items()},
+        "median_grades_per_s": {LABELS[name]: statistics.median(r) for name, r in rates.items()},
+        "rewards_agree_with_0_5_0": {LABELS[name]: ok for name, ok in agree.items()},
+        "peer_concurrency_per_round": peer_conc,
+    }
+    what = f"{args.n} candidates, PropertyReward(k={args.k})"
+    rounds = f"median of {args.rounds} rounds, {args.calls} calls a round for ours"
+    charts: list[dict[str, object]] = [
+        {
+            "name": "ways",
+            "kind": "bar",
+            "title": f"One GRPO group graded ({what})",
+            "categories": [f"grades/s ({rounds})"],
+            "series": [
+                {"name": LABELS[name], "values": [statistics.median(r)]}
+                for name, r in rates.items()
+            ],
+            "y_label": "grades per second, higher is better",
+        },
+        {
+            "name": "rounds",
+            "kind": "line",
+            "title": f"Each round's grades/s ({what})",
+            "x_values": list(range(1, args.rounds + 1)),
+            "series": [{"name": LABELS[name], "values": r} for name, r in rates.items()],
+            "y_label": "grades per second",
+            "x_label": "round (ours and 0.5.0 interleaved)",
+        },
+    ]
+    write_results(__file__, args, figures, charts)
 
 
 if __name__ == "__main__":
