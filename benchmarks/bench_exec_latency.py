@@ -38,6 +38,8 @@ from urllib.parse import urlsplit
 import httpx
 from _results import add_out_option, write_results
 
+from collimate_rl.reports import bin_counts, round_edges
+
 HERE = Path(__file__).resolve().parent
 PEER_VENV = HERE.parent / "integration-tests" / "compat" / "peer_venv.py"
 BODY = {"template_id": "py", "code": "print(1)"}
@@ -293,14 +295,14 @@ def _write(
             "x_label": "percentile (http.client, keep-alive)",
         }
     ]
-    top = max(pct(samples, 0.99) for samples in results.values())
-    edges = [top * i / 12 for i in range(13)]
+    edges = list(round_edges(max(pct(samples, 0.95) for samples in results.values())))
+    top = edges[-1]
     beyond = sum(s > top for samples in results.values() for s in samples)
     charts.append(
         {
             "name": "distribution",
             "kind": "histogram",
-            "title": f"Latency distribution ({run}; {beyond} above {top:.1f} ms not drawn)",
+            "title": f"Latency distribution ({run}; {beyond} above {top:g} ms not drawn)",
             "edges": edges,
             "series": [
                 {"name": SIDES[name], "values": _counts(samples, edges)}
@@ -327,8 +329,6 @@ def _write(
 
 
 def _counts(samples: list[float], edges: list[float]) -> list[int]:
-    from collimate_rl.reports import bin_counts
-
     return list(bin_counts(samples, edges))
 
 

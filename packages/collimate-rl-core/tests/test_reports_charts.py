@@ -23,6 +23,7 @@ from collimate_rl.reports import (
     even_edges,
     readable_number,
     render_chart,
+    round_edges,
     write_charts,
 )
 
@@ -168,6 +169,8 @@ def test_bin_counts_and_edges() -> None:
     )  # fmt: skip
     with pytest.raises(ValueError):
         even_edges(1.0, 1.0, 4)
+    assert round_edges(521.3) == tuple(50.0 * i for i in range(12))  # 0-50, ..., 500-550
+    assert round_edges(43.0, bins=10) == tuple(5.0 * i for i in range(10))
 
 
 def test_text_is_escaped_and_numbers_read_plainly() -> None:

@@ -19,6 +19,7 @@ from .svg_chart import (
     histogram,
     line_chart,
     readable_number,
+    round_edges,
 )
 
 __all__ = [
@@ -32,5 +33,6 @@ __all__ = [
     "line_chart",
     "readable_number",
     "render_chart",
+    "round_edges",
     "write_charts",
 ]

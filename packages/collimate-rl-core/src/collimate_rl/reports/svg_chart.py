@@ -33,6 +33,7 @@ __all__ = [
     "histogram",
     "line_chart",
     "readable_number",
+    "round_edges",
 ]
 
 #: Okabe and Ito's colours: told apart with any colour vision, and in grey.
@@ -87,6 +88,17 @@ def even_edges(low: float, high: float, bins: int) -> tuple[float, ...]:
         raise ValueError(f"need bins >= 1 and high > low, got {bins}, {low}, {high}")
     step = (high - low) / bins
     return (*(low + i * step for i in range(bins)), high)
+
+
+def round_edges(high: float, bins: int = 12) -> tuple[float, ...]:
+    """Bins from zero of a round width (1, 2, 2.5 or 5 times a power of
+    ten), about ``bins`` of them, the last reaching ``high``: bin labels a
+    reader takes in at once (``0-10``, ``10-20``), unlike ``0-43.4``."""
+    if not high > 0 or bins < 1:
+        raise ValueError(f"need high > 0 and bins >= 1, got {high}, {bins}")
+    step = _nice_step(high * 5 / bins)  # _nice_step aims at five steps a span
+    count = math.ceil(high / step - 1e-9)
+    return tuple(round(i * step, 12) for i in range(count + 1))  # 0.3, not 0.30000000000000004
 
 
 def bin_counts(values: Iterable[float], edges: Sequence[float]) -> tuple[int, ...]:
