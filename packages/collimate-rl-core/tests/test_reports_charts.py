@@ -218,3 +218,21 @@ def test_the_module_redraws_a_results_file(tmp_path: Path) -> None:
         timeout=60,
     )
     assert bad.returncode == 1 and "cannot read" in bad.stderr
+
+
+def test_a_long_legend_wraps_and_pushes_the_plot_down() -> None:
+    names = [f"a rather long name for series number {i}" for i in range(4)]
+    root = parse(
+        bar_chart(
+            title="t",
+            categories=["c"],
+            series=[Series(name, [i + 1]) for i, name in enumerate(names)],
+            y_label="u",
+        )
+    )
+    entries = [e for e in root.iter(f"{SVG}g") if e.get("class") == "legend-entry"]
+    assert [e.get("data-series") for e in entries] == names
+    swatch_y = [float(e.find(f"{SVG}rect").get("y", "nan")) for e in entries]  # type: ignore[union-attr]
+    assert len(set(swatch_y)) >= 2  # more than one row
+    highest_bar = min(float(r.get("y", "nan")) for r in shapes(root, "rect", "bar"))
+    assert highest_bar > max(swatch_y) + 12  # the plot starts below the last row

@@ -52,7 +52,9 @@ _WIDTH = 720
 _HEIGHT = 420
 _LEFT = 78  # room for the value axis' ticks and label
 _RIGHT = 24
-_TOP = 64  # the title, then the legend
+_TOP = 64  # the title, then the legend's first row
+_LEGEND_ROW = 18  # each further row of the legend pushes the plot down by this
+_CHAR_WIDTH = 6.6  # an 11 px sans-serif character's width, about
 _BOTTOM = 78  # the category labels, then the axis label
 _FONT = "font-family:sans-serif"
 #: Between a bin's edges in its label (a range, typeset as such).
@@ -147,9 +149,12 @@ def _value_range(
 class _Canvas:
     """The SVG under construction: a plot area and text helpers."""
 
-    def __init__(self, title: str, width: int, height: int) -> None:
+    def __init__(self, title: str, width: int, height: int, names: Sequence[str]) -> None:
         self.width, self.height = width, height
-        self.left, self.top = _LEFT, _TOP
+        self.left = _LEFT
+        self.legend_at = self._legend_layout(names, width - _RIGHT)
+        rows = len({y for _, y in self.legend_at})
+        self.top = _TOP + _LEGEND_ROW * (max(1, rows) - 1)
         self.right, self.bottom = width - _RIGHT, height - _BOTTOM
         self.parts: list[str] = [
             f'<svg xmlns="http://www.w3.org/2000/svg" width="{width}" height="{height}" '
@@ -158,6 +163,20 @@ class _Canvas:
             f'<rect width="{width}" height="{height}" fill="#ffffff"/>',
             self.text(width / 2, 22, title, size=16, anchor="middle", cls="chart-title"),
         ]
+
+    @staticmethod
+    def _legend_layout(names: Sequence[str], right: float) -> list[tuple[float, float]]:
+        """Where each legend entry goes: left to right, wrapping to a new
+        row (the widths are estimated: no font metrics without a renderer)."""
+        places = []
+        x, y = float(_LEFT), 44.0
+        for name in names:
+            needed = 16 + _CHAR_WIDTH * len(name)
+            if x > _LEFT and x + needed > right:
+                x, y = float(_LEFT), y + _LEGEND_ROW
+            places.append((x, y))
+            x += needed + 18
+        return places
 
     @staticmethod
     def text(
@@ -232,16 +251,17 @@ class _Canvas:
             )
 
     def legend(self, names: Sequence[str]) -> None:
-        """One swatch and name per series, in a row under the title."""
+        """One swatch and name per series, in rows under the title (laid
+        out when the canvas was made: the plot starts below them)."""
         self.parts.append('<g class="legend">')
-        x = float(self.left)
-        for i, name in enumerate(names):
+        for i, (name, (x, y)) in enumerate(zip(names, self.legend_at, strict=True)):
             colour = PALETTE[i % len(PALETTE)]
             self.parts.append(f'<g class="legend-entry" data-series={quoteattr(name)}>')
-            self.parts.append(f'<rect x="{x:.2f}" y="34" width="12" height="12" fill="{colour}"/>')
-            self.parts.append(self.text(x + 16, 44, name, size=11))
+            self.parts.append(
+                f'<rect x="{x:.2f}" y="{y - 10:.2f}" width="12" height="12" fill="{colour}"/>'
+            )
+            self.parts.append(self.text(x + 16, y, name, size=11))
             self.parts.append("</g>")
-            x += 16 + 7 * len(name) + 18
         self.parts.append("</g>")
 
     def done(self) -> str:
@@ -339,7 +359,7 @@ def _bars(
     counts: bool,
 ) -> str:
     _check_lengths(series, len(labels), "categories" if kind == "bar" else "bins")
-    canvas = _Canvas(title, width, height)
+    canvas = _Canvas(title, width, height, [s.name for s in series])
     low, high, step = _value_range((v for s in series for v in s.values), y_max, float(counts))
     y_of = canvas.value_axis(low, high, step, y_label, readable_number)
     slot = (canvas.right - canvas.left) / max(1, len(labels))
@@ -402,7 +422,7 @@ def line_chart(
         raise ValueError("no x values")
     if log_x and min(x_values) <= 0:
         raise ValueError("a log scale needs x values above zero")
-    canvas = _Canvas(title, width, height)
+    canvas = _Canvas(title, width, height, [s.name for s in series])
     low, high, step = _value_range((v for s in series for v in s.values), None)
     y_of = canvas.value_axis(low, high, step, y_label, readable_number)
     xs = [math.log2(x) if log_x else float(x) for x in x_values]
