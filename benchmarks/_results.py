@@ -50,8 +50,22 @@ def _commit() -> str | None:
     return done.stdout.strip() or None
 
 
+#: The load average when the benchmark started (this module is imported then).
+LOAD_AT_START = os.getloadavg()
+
+
+def _shown(value: object) -> object:
+    """A path as the repository names it (no home or worktree in the file)."""
+    if not isinstance(value, Path):
+        return value
+    try:
+        return value.resolve().relative_to(HERE.parent).as_posix()
+    except ValueError:
+        return str(value)
+
+
 def _options(args: argparse.Namespace) -> dict[str, Any]:
-    return {k: (str(v) if isinstance(v, Path) else v) for k, v in vars(args).items()}
+    return {k: _shown(v) for k, v in vars(args).items()}
 
 
 def write_results(
@@ -72,6 +86,7 @@ def write_results(
             "argv": sys.argv[1:],
             "options": _options(args),
             "cpus": os.cpu_count(),
+            "load_average_at_start": [round(x, 2) for x in LOAD_AT_START],
             "load_average_at_end": [round(x, 2) for x in os.getloadavg()],
             "python": platform.python_version(),
         },

@@ -401,6 +401,26 @@ def _bars(
     return canvas.done()
 
 
+def _free_label_y(taken: list[float], points: Sequence[float], point_y: float) -> float:
+    """Where a point's value label (9 px text, ``y`` its baseline) goes:
+    above the point, else below it, else further up or down, clear of the
+    labels already placed at the same x and of the other points there
+    (lines that meet would print their values on top of each other)."""
+    steps = (-7.0, 14.0, -19.0, 26.0, -31.0, 38.0, -43.0, 50.0)
+
+    def clear(y: float) -> bool:
+        return all(abs(y - other) >= 11 for other in taken) and all(
+            not (y - 12 <= p <= y + 4) for p in points if p != point_y
+        )
+
+    for step in steps:
+        if clear(point_y + step):
+            taken.append(point_y + step)
+            return point_y + step
+    taken.append(point_y - 7)
+    return point_y - 7
+
+
 def line_chart(
     *,
     title: str,
@@ -442,6 +462,10 @@ def line_chart(
                 anchor="middle", cls="tick x",
             )
         )  # fmt: skip
+    labels_at: dict[float, list[float]] = {}  # the value labels placed at each x
+    points_at = {
+        x: [y_of(s.values[k]) for s in series] for k, x in enumerate(x_values)
+    }  # fmt: skip
     for i, s in enumerate(series):
         colour = PALETTE[i % len(PALETTE)]
         points = [(x_of(p), y_of(v)) for p, v in zip(xs, s.values, strict=True)]
@@ -458,7 +482,13 @@ def line_chart(
                 f"<title>{escape(f'{s.name}, {readable_number(x_value)}: {shown}')}</title>"
                 "</circle>"
             )
-            canvas.parts.append(canvas.text(x, y - 7, shown, size=9, anchor="middle", cls="value"))
+            label_y = _free_label_y(labels_at.setdefault(x_value, []), points_at[x_value], y)
+            canvas.parts.append(
+                canvas.text(
+                    x, label_y, shown, size=9, anchor="middle", cls="value",
+                    extra=f' fill="{colour}"',
+                )
+            )  # fmt: skip
     canvas.frame(x_label, y_of(0.0))
     canvas.legend([s.name for s in series])
     return canvas.done()
