@@ -35,7 +35,7 @@ table { border-collapse: collapse; margin: 1em 0; }
 th, td { border-bottom: 1px solid #ddd; padding: 4px 10px; }
 td.num, th.num { text-align: right; font-variant-numeric: tabular-nums; }
 tr.total td { font-weight: bold; border-top: 2px solid #333; }
-figure { margin: 1.5em 0; }
+figure { margin: 1.5em 0; overflow-x: auto; }
 figcaption { font-size: 0.9em; color: #555; max-width: 720px; }
 .note { color: #555; }
 """
@@ -138,8 +138,16 @@ def _figure(svg: str, caption: str) -> str:
     return f"<figure>\n{svg}<figcaption>{html.escape(caption)}</figcaption>\n</figure>"
 
 
+def _width(labels: Sequence[str]) -> int:
+    """A chart wide enough that its data sources' names do not run into
+    each other (about 6 px a character of a 10 px label), 720 px at least."""
+    slot = max(64.0, 6.2 * max((len(label) for label in labels), default=0) + 12)
+    return max(720, round(102 + slot * len(labels)))
+
+
 def _charts(sources: Sequence[tuple[str, SourceTally]], total: SourceTally) -> list[str]:
     labels = [label for label, _ in sources]
+    width = _width(labels)
     figures = [
         _figure(
             bar_chart(
@@ -150,6 +158,7 @@ def _charts(sources: Sequence[tuple[str, SourceTally]], total: SourceTally) -> l
                 x_label="data source",
                 y_max=100.0,
                 value_format=lambda v: f"{v:.1f}%",
+                width=width,
             ),
             "Passed rows over graded rows. Rows hit by infrastructure errors and invalid "
             "rows have no reward and are not in the denominator (a source with no graded "
@@ -174,6 +183,7 @@ def _charts(sources: Sequence[tuple[str, SourceTally]], total: SourceTally) -> l
                 y_label="rows",
                 x_label="data source",
                 counts=True,
+                width=width,
             ),
             "Every input row in one outcome. Infrastructure errors are the grader's failures, "
             "not the candidates': a rerun of the same command grades those rows again.",
