@@ -101,6 +101,7 @@ from pathlib import Path
 from typing import Any
 
 import httpx
+from _results import add_out_option, write_results
 from _sandbox_fusion_peer import (
     DEFAULT_CHECKOUT,
     checkout_commit,
@@ -110,7 +111,6 @@ from _sandbox_fusion_peer import (
     sandbox_fusion_repo,
     sandbox_fusion_server,
 )
-from _results import add_out_option, write_results
 from _sides import ours_backend
 
 from collimate_rl import CollimateClient, ContestReward, grade_batch
