@@ -7,6 +7,9 @@ and the figures the script measured, and a ``"charts"`` list describing
 each chart (see :mod:`collimate_rl.reports.chart_spec`). Each chart is
 written beside it as ``<script>-<name>.svg``, and can be drawn again from
 the JSON alone: ``python -m collimate_rl.reports benchmarks/results/X.json``.
+
+``benchmarks/results/`` is scratch (ignored by git); the charts the README
+shows are committed in ``benchmarks/figures/`` (``--out benchmarks/figures``).
 """
 
 from __future__ import annotations
