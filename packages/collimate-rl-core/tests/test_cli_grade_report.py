@@ -103,8 +103,8 @@ class Page(HTMLParser):
         for key in ("src", "href"):
             if a.get(key):
                 self.external.append(str(a[key]))
-        if tag == "tr" and a.get("data-source"):
-            self._row = a["data-source"]
+        if tag == "tr" and (a.get("data-source") or a.get("data-total")):
+            self._row = "(total)" if a.get("data-total") else a["data-source"]
             self.cells[str(self._row)] = {}
         if tag == "td" and self._row is not None:
             self._field = a.get("data-field")
@@ -158,14 +158,15 @@ def test_the_report_shows_pass_rates_outcomes_and_rewards(
     page = Page()
     page.feed(page_text)
     assert page.scripts == 0 and page.external == []  # self-contained
+    assert "running the same command again" in page_text  # infra errors: rerun
 
     cells = page.cells
-    assert set(cells) == {"alpha", "beta", "mixed.jsonl", "total"}  # no source: the file's name
+    assert set(cells) == {"alpha", "beta", "mixed.jsonl", "(total)"}  # no source: the file's name
     want = {
         "alpha": ("6", "4", "3", "75.0%", "1", "2", "0"),
         "beta": ("5", "4", "1", "25.0%", "3", "0", "1"),
         "mixed.jsonl": ("2", "2", "2", "100.0%", "0", "0", "0"),
-        "total": ("13", "10", "6", "60.0%", "4", "2", "1"),
+        "(total)": ("13", "10", "6", "60.0%", "4", "2", "1"),
     }
     fields = ("rows", "graded", "passed", "pass_rate", "failed", "infra_errors", "invalid")
     for source, expected in want.items():

@@ -108,17 +108,17 @@ def _table(sources: Sequence[tuple[str, SourceTally]], total: SourceTally) -> st
         for _, title, is_num in _COLUMNS
     )
     lines = [f"<table><thead><tr>{head}</tr></thead><tbody>"]
-    rows = [(label, t, "") for label, t in sources]
-    if len(sources) > 1:
-        rows.append(("total", total, ' class="total"'))
-    for label, t, klass in rows:
+    rows = [(label, t, f" data-source={_attr(label)}") for label, t in sources]
+    if len(sources) > 1:  # marked apart: a data source may be called "total"
+        rows.append(("total", total, ' class="total" data-total="true"'))
+    for label, t, marks in rows:
         cells = _cells(label, t)
         tds = "".join(
             f'<td class="{"num" if is_num else "text"}" data-field="{field}">'
             f"{html.escape(cells[field])}</td>"
             for field, _, is_num in _COLUMNS
         )
-        lines.append(f"<tr{klass} data-source={_attr(label)}>{tds}</tr>")
+        lines.append(f"<tr{marks}>{tds}</tr>")
     lines.append("</tbody></table>")
     return "\n".join(lines)
 
@@ -224,6 +224,14 @@ def render_report(summary: Summary, ctx: ReportContext) -> str:
         f"{html.escape(ctx.output_name)}; {html.escape(status)}; written "
         f"{html.escape(ctx.generated_at)}.</p>",
         f'<p class="headline">{html.escape(headline)}</p>',
+        *(
+            [
+                '<p class="note">Rows without a result because of the infrastructure are '
+                "graded by running the same command again.</p>"
+            ]
+            if total.infra_errors or total.not_graded
+            else []
+        ),
         *(_charts(sources, total) if total.rows else ["<p>The input has no rows.</p>"]),
         "<h2>Per data source</h2>",
         _table(sources, total),
