@@ -101,6 +101,7 @@ from pathlib import Path
 from typing import Any
 
 import httpx
+from _results import add_out_option, write_results
 from _sandbox_fusion_peer import (
     DEFAULT_CHECKOUT,
     checkout_commit,
@@ -1974,6 +1975,51 @@ def _ratio_line(name: str, sf: list[float], ours: list[float], target: float) ->
     )
 
 
+#: The ways as the charts name them.
+LABELS = {
+    "sandbox-fusion /run_code": "SandboxFusion /run_code (its own server)",
+    "ours /run_code": "ours /run_code (same client, same requests)",
+    "ours grade_batch": "ours grade_batch (ContestReward)",
+}
+
+
+def charts(times: dict[str, list[float]], what: str) -> list[dict[str, Any]]:
+    """The chart entries of a run: each way's seconds, round by round and
+    their median, and SandboxFusion's time over each of ours against its
+    target."""
+    rounds = len(times[WAYS[0]])
+    categories = [f"round {r}" for r in range(1, rounds + 1)] + ["median"]
+    sf = statistics.median(times[WAYS[0]])
+    return [
+        {
+            "name": "seconds",
+            "kind": "bar",
+            "title": f"C++ judging: {what}",
+            "categories": categories,
+            "series": [
+                {"name": LABELS[way], "values": [*times[way], statistics.median(times[way])]}
+                for way in WAYS
+            ],
+            "y_label": "seconds for the whole workload, lower is better",
+            "x_label": "round (compile cache cold for every way in every round)",
+        },
+        {
+            "name": "speed-up",
+            "kind": "bar",
+            "title": "SandboxFusion's time over ours (median of rounds)",
+            "categories": [LABELS[way] for way in TARGETS],
+            "series": [
+                {
+                    "name": "measured",
+                    "values": [sf / statistics.median(times[way]) for way in TARGETS],
+                },
+                {"name": "target", "values": list(TARGETS.values())},
+            ],
+            "y_label": "times faster than SandboxFusion (x)",
+        },
+    ]
+
+
 def main(argv: list[str]) -> int:
     ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     ap.add_argument("--rounds", type=int, default=2)
@@ -1988,6 +2034,7 @@ def main(argv: list[str]) -> int:
         "--sf-repo", type=Path, default=None,
         help="SandboxFusion's git repository (or $COLLIMATE_SANDBOX_FUSION_REPO)",
     )  # fmt: skip
+    add_out_option(ap)
     args = ap.parse_args(argv)
     if args.quick:
         args.prompts, args.candidates, args.tests, args.rounds = 2, 4, 3, 1
@@ -2078,6 +2125,14 @@ def main(argv: list[str]) -> int:
         print(f"  REWARD MISMATCHES: {len(mismatches)} (listed above): FAILED")
     else:
         print("  rewards: every way, every round equal the expected rewards")
+    what = f"{n_cand} C++ candidates x {args.tests} tests, {args.threads} threads for /run_code"
+    figures = {
+        "seconds": times,
+        "sandbox_fusion_commit": checkout_commit(checkout)[:12],
+        "failures": {way: dict(f) for way, f in failures.items()},
+        "reward_mismatches": len(mismatches),
+    }
+    write_results(__file__, args, figures, charts(times, what))
     return 1 if mismatches or total_failures else 0
 
 

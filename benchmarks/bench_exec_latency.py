@@ -36,6 +36,9 @@ from typing import Any
 from urllib.parse import urlsplit
 
 import httpx
+from _results import add_out_option, write_results
+
+from collimate_rl.reports import bin_counts, round_edges
 
 HERE = Path(__file__).resolve().parent
 PEER_VENV = HERE.parent / "integration-tests" / "compat" / "peer_venv.py"
@@ -188,11 +191,13 @@ def main(argv: list[str] | None = None) -> int:
     p.add_argument("--isolation", default="auto", choices=("auto", "namespaces", "process"))
     p.add_argument(
         "--throughput",
-        type=int,
-        default=0,
-        metavar="C",
-        help="also measure execs/s with C concurrent clients (default: off)",
+        type=_concurrencies,
+        default=[],
+        metavar="C[,C...]",
+        help="also measure execs/s with C concurrent clients, for each C given "
+        "(e.g. 1,4,16; default: off)",
     )
+    add_out_option(p)
     args = p.parse_args(argv)
 
     ours_argv = [sys.executable, "-m", "collimate_rl.local_backend", "--isolation", args.isolation]
@@ -211,10 +216,10 @@ def main(argv: list[str] | None = None) -> int:
             results["peer 0.5.0"] += measure_raw(peer.url, per_round, args.warmup)
             via_httpx["ours"] += measure(ours.url, per_round, args.warmup)
             via_httpx["peer 0.5.0"] += measure(peer.url, per_round, args.warmup)
-        rates = {}
-        if args.throughput:
-            rates["ours"] = throughput(ours.url, args.n, args.throughput)
-            rates["peer 0.5.0"] = throughput(peer.url, args.n, args.throughput)
+        rates: dict[str, list[float]] = {"ours": [], "peer 0.5.0": []}
+        for clients in args.throughput:
+            rates["ours"].append(throughput(ours.url, args.n, clients))
+            rates["peer 0.5.0"].append(throughput(peer.url, args.n, clients))
 
     print(f"trivial one-shot python exec ({BODY['code']!r}), sequential, keep-alive")
     print(f"our isolation: {isolation}; {len(results['ours'])} samples each")
@@ -231,9 +236,100 @@ def main(argv: list[str] | None = None) -> int:
     print(f"p50 speed-up: {ratio:.1f}x (p99: {ratio99:.1f}x) -- {verdict} the 5x target")
     hx = pct(via_httpx["peer 0.5.0"], 0.5) / pct(via_httpx["ours"], 0.5)
     print(f"(with httpx as the client: p50 speed-up {hx:.1f}x)")
-    for name, rate in rates.items():
-        print(f"throughput {name:<12} {rate:8.1f} execs/s with {args.throughput} clients")
+    for name, per_c in rates.items():
+        for clients, rate in zip(args.throughput, per_c, strict=True):
+            print(f"throughput {name:<12} {rate:8.1f} execs/s with {clients} clients")
+    _write(args, isolation, results, via_httpx, rates)
     return 0
+
+
+def _concurrencies(text: str) -> list[int]:
+    values = [int(part) for part in text.split(",") if part.strip()]
+    if not values or min(values) < 1:
+        raise argparse.ArgumentTypeError(f"concurrencies >= 1, comma-separated: {text!r}")
+    return values
+
+
+#: The sides as the charts name them.
+SIDES = {"ours": "ours", "peer 0.5.0": "collimate-rl 0.5.0"}
+
+
+def _write(
+    args: argparse.Namespace,
+    isolation: str,
+    results: dict[str, list[float]],
+    via_httpx: dict[str, list[float]],
+    rates: dict[str, list[float]],
+) -> None:
+    """The results JSON and its charts: percentiles, the latency
+    distribution, and (with --throughput) execs/s against concurrency."""
+    quantiles = (0.5, 0.9, 0.99)
+    figures = {
+        "isolation": isolation,
+        "samples_per_side": len(results["ours"]),
+        "percentiles_ms": {
+            client: {
+                SIDES[name]: {f"p{round(q * 100)}": pct(samples, q) for q in quantiles}
+                for name, samples in table.items()
+            }
+            for client, table in (("http.client", results), ("httpx", via_httpx))
+        },
+        "samples_ms": {SIDES[name]: samples for name, samples in results.items()},
+        "throughput_execs_per_s": {
+            "clients": args.throughput,
+            **{SIDES[name]: per_c for name, per_c in rates.items()},
+        },
+    }
+    run = f"{len(results['ours'])} execs a side, {args.rounds} rounds"
+    charts: list[dict[str, object]] = [
+        {
+            "name": "percentiles",
+            "kind": "bar",
+            "title": f"print(1) one-shot exec latency, sequential ({run})",
+            "categories": [f"p{round(q * 100)}" for q in quantiles],
+            "series": [
+                {"name": SIDES[name], "values": [pct(samples, q) for q in quantiles]}
+                for name, samples in results.items()
+            ],
+            "y_label": "latency (ms), lower is better",
+            "x_label": "percentile (http.client, keep-alive)",
+        }
+    ]
+    edges = list(round_edges(max(pct(samples, 0.95) for samples in results.values())))
+    top = edges[-1]
+    beyond = sum(s > top for samples in results.values() for s in samples)
+    charts.append(
+        {
+            "name": "distribution",
+            "kind": "histogram",
+            "title": f"Latency distribution ({run}; {beyond} above {top:g} ms not drawn)",
+            "edges": edges,
+            "series": [
+                {"name": SIDES[name], "values": _counts(samples, edges)}
+                for name, samples in results.items()
+            ],
+            "y_label": "execs",
+            "x_label": "latency (ms)",
+        }
+    )
+    if args.throughput:
+        charts.append(
+            {
+                "name": "concurrency",
+                "kind": "line",
+                "title": f"Execs/s against concurrent clients ({args.n} execs a point)",
+                "x_values": args.throughput,
+                "log_x": len(args.throughput) > 2,
+                "series": [{"name": SIDES[name], "values": per_c} for name, per_c in rates.items()],
+                "y_label": "execs per second, higher is better",
+                "x_label": "concurrent clients (threads, one keep-alive connection each)",
+            }
+        )
+    write_results(__file__, args, figures, charts)
+
+
+def _counts(samples: list[float], edges: list[float]) -> list[int]:
+    return list(bin_counts(samples, edges))
 
 
 if __name__ == "__main__":

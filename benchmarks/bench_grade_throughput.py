@@ -52,6 +52,7 @@ from collections.abc import Callable
 from pathlib import Path
 
 import httpx
+from _results import add_out_option, write_results
 from _sides import ours_backend, peer_backend, peer_env, peer_python
 
 from collimate_rl import (
@@ -172,6 +173,42 @@ def ours_sync(
     }
 
 
+def pack_sweep(
+    url: str,
+    cands: list[str],
+    spec: PropertyReward,
+    args: argparse.Namespace,
+    expected: list[float],
+) -> dict[int, list[float]]:
+    """``--pack-sizes``: the documented call with ``pack=N`` for each N,
+    sizes interleaved within each round, ``--calls`` calls a round (their
+    mean time is the round's); grades/s per size, round by round. Rewards
+    must equal the documented call's."""
+    rates: dict[int, list[float]] = {size: [] for size in args.pack_sizes}
+    with CollimateClient(url) as client:
+        grade_batch(client, "py", cands[:16], spec, seeds=[SEED] * 16)  # warm-up
+        for _ in range(args.rounds):
+            for size in args.pack_sizes:
+                runs = [
+                    timed(
+                        lambda size=size: grade_batch(
+                            client, "py", cands, spec, seeds=[SEED] * len(cands),
+                            concurrency=args.concurrency, pack=size,
+                        )
+                    )
+                    for _ in range(args.calls)
+                ]  # fmt: skip
+                dt, results = mean_of(runs, f"pack={size}")
+                if [r.reward for r in results] != expected:
+                    raise RuntimeError(f"pack={size}: rewards differ from the documented call's")
+                rates[size].append(len(cands) / dt)
+            print(
+                "pack sizes: " + "  ".join(f"{k} {v[-1]:6.1f}/s" for k, v in rates.items()),
+                flush=True,
+            )
+    return rates
+
+
 def ours_async(
     url: str, cands: list[str], spec: PropertyReward, args: argparse.Namespace
 ) -> dict[str, Timed]:
@@ -264,6 +301,14 @@ def main(argv: list[str]) -> int:
     )  # fmt: skip
     ap.add_argument("--threads", type=int, default=32, help="ours, singles from threads")
     ap.add_argument("--peer-concurrency", type=int, default=24)
+    ap.add_argument(
+        "--pack-sizes",
+        type=lambda text: [int(x) for x in text.split(",") if x.strip()],
+        default=[],
+        metavar="N[,N...]",
+        help="also time the documented call with pack=N for each N (default: off)",
+    )
+    add_out_option(ap)
     args, _ = ap.parse_known_args(argv)
 
     spec = PropertyReward(reference=REFERENCE, generator=GENERATOR, k=args.k)
@@ -293,6 +338,11 @@ def main(argv: list[str]) -> int:
             rewards["0.5.0"] = rw_p
             line = "  ".join(f"{name} {args.n / s[-1]:6.1f}/s" for name, s in seconds.items())
             print(f"round {rnd}: {line}", flush=True)
+        pack_rates = (
+            pack_sweep(ours_url, cands, spec, args, rewards["documented"])
+            if args.pack_sizes
+            else {}
+        )
         twins = twins_anonymous_mb()
         if twins:
             print(f"ours: a clean twin holds {statistics.median(twins):.1f} MB of anonymous memory")
@@ -321,7 +371,94 @@ def main(argv: list[str]) -> int:
             f"time {single} / {batch} (same round): median {statistics.median(per_round):.2f}x "
             f"(rounds: {', '.join(f'{r:.2f}' for r in per_round)})"
         )
+    _write(args, seconds, agree, peer_conc, pack_rates)
     return 0 if all(agree.values()) else 1
+
+
+#: The ways as the charts name them (0.5.0 by its package's name).
+LABELS = {
+    "documented": "grade_batch (documented)",
+    "documented async": "grade_batch_async",
+    "singles async": "concurrent grade_async",
+    "singles threads": "grade from threads",
+    "0.5.0": "collimate-rl 0.5.0 grade_batch",
+}
+
+
+def _median_rate(rates: list[float]) -> float:
+    """The rate of the median time (as the printout's medians are taken):
+    with an even count of rounds, the median of the rates would differ."""
+    return 1 / statistics.median([1 / r for r in rates])
+
+
+def _write(
+    args: argparse.Namespace,
+    seconds: dict[str, list[float]],
+    agree: dict[str, bool],
+    peer_conc: list[int],
+    pack_rates: dict[int, list[float]],
+) -> None:
+    """The results JSON and its charts: median grades/s per way, each
+    way's grades/s round by round (the spread the median hides), and with
+    --pack-sizes the documented call's grades/s against its pack size."""
+    rates = {name: [args.n / s for s in times] for name, times in seconds.items()}
+    figures = {
+        "candidates": args.n,
+        "k": args.k,
+        "grades_per_s": {LABELS[name]: r for name, r in rates.items()},
+        "median_grades_per_s": {LABELS[name]: _median_rate(r) for name, r in rates.items()},
+        "rewards_agree_with_0_5_0": {LABELS[name]: ok for name, ok in agree.items()},
+        "peer_concurrency_per_round": peer_conc,
+        "pack_sizes_grades_per_s": {str(k): v for k, v in pack_rates.items()},
+    }
+    what = f"{args.n} candidates, PropertyReward(k={args.k})"
+    rounds = f"median of {args.rounds} rounds, {args.calls} calls a round for ours"
+    charts: list[dict[str, object]] = [
+        {
+            "name": "ways",
+            "kind": "bar",
+            "title": f"One GRPO group graded ({what})",
+            "categories": [f"grades/s ({rounds})"],
+            "series": [
+                {"name": LABELS[name], "values": [_median_rate(r)]} for name, r in rates.items()
+            ],
+            "y_label": "grades per second, higher is better",
+        },
+        {
+            "name": "rounds",
+            "kind": "line",
+            "title": f"Each round's grades/s ({what})",
+            "x_values": list(range(1, args.rounds + 1)),
+            "series": [{"name": LABELS[name], "values": r} for name, r in rates.items()],
+            "y_label": "grades per second",
+            "x_label": "round (ours and 0.5.0 interleaved)",
+        },
+    ]
+    if pack_rates:
+        sizes = sorted(pack_rates)
+        auto = _median_rate(rates["documented"])
+        charts.append(
+            {
+                "name": "pack-sizes",
+                "kind": "line",
+                "title": f"grade_batch against its pack size ({what})",
+                "x_values": sizes,
+                "log_x": True,
+                "series": [
+                    {
+                        "name": f"pack=N (median of {args.rounds} rounds)",
+                        "values": [_median_rate(pack_rates[k]) for k in sizes],
+                    },
+                    {
+                        "name": "collimate-rl 0.5.0 grade_batch, no packs (its median)",
+                        "values": [_median_rate(rates["0.5.0"])] * len(sizes),
+                    },
+                ],
+                "y_label": "grades per second, higher is better",
+                "x_label": f'candidates per pack (pack="auto", the default: {auto:.0f}/s)',
+            }
+        )
+    write_results(__file__, args, figures, charts)
 
 
 if __name__ == "__main__":

@@ -29,6 +29,7 @@ import threading
 import time
 from typing import Any
 
+from _results import add_out_option, write_results
 from _sides import ours_backend
 
 from collimate_rl import CollimateClient, extract_code, grade
@@ -165,6 +166,7 @@ def main(argv: list[str]) -> int:
     ap.add_argument("--rounds", type=int, default=3)
     ap.add_argument("--prompts", type=int, default=32)
     ap.add_argument("--samples", type=int, default=8)
+    add_out_option(ap)
     args, _ = ap.parse_known_args(argv)
 
     try:
@@ -210,6 +212,29 @@ def main(argv: list[str]) -> int:
     print(f"ratio generator / one at a time: {med[sides[1]] / med[sides[0]]:.1f}x")
     mean = sum(rewards_g) / n
     print(f"mean reward {mean:.3f}; rewards identical both ways: {agree}")
+    rates = {side: [n / t for t in v] for side, v in times.items()}
+    write_results(
+        __file__,
+        args,
+        {
+            "rollouts_per_step": n,
+            "rollouts_per_s": rates,
+            "execs_per_step": execs,
+            "rewards_agree": agree,
+        },
+        [
+            {
+                "name": "step",
+                "kind": "bar",
+                "title": f"A SkyRL step of {n} rollouts (median of {args.rounds} rounds)",
+                "categories": ["rollouts/s"],
+                "series": [
+                    {"name": side, "values": [statistics.median(r)]} for side, r in rates.items()
+                ],
+                "y_label": "rollouts graded per second, higher is better",
+            }
+        ],
+    )
     return 0 if agree else 1
 
 

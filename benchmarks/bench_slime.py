@@ -35,6 +35,7 @@ from collections.abc import Awaitable, Callable
 from dataclasses import dataclass, field
 from typing import Any
 
+from _results import add_out_option, write_results
 from _sides import ours_backend
 
 from collimate_rl.slime import group_reward_func, reward_func
@@ -173,6 +174,7 @@ def main(argv: list[str]) -> int:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--rounds", type=int, default=3)
     parser.add_argument("--sizes", default="64,256")
+    add_out_option(parser)
     args, _ = parser.parse_known_args(argv)  # (run_all.py passes its args to every script)
     sizes = [int(s) for s in args.sizes.split(",")]
     with ours_backend() as url:
@@ -185,7 +187,47 @@ def main(argv: list[str]) -> int:
             ratio = times["sequential"] / seconds
             print(f"{size:>7}  {way:<10} {seconds:>8.2f} {size / seconds:>10.1f} {ratio:>13.1f}x")
         print(f"{'':>7}  longest loop stall while gathered: {found['stall'] * 1000:.0f} ms")
+    _write(args, sizes, results)
     return 0
+
+
+#: The ways as the charts name them.
+LABELS = {
+    "gathered": "reward_func, gathered on one loop",
+    "group-rm": "group_reward_func (--group-rm)",
+    "sequential": "one sample after another",
+}
+
+
+def _write(
+    args: argparse.Namespace, sizes: list[int], results: list[tuple[int, dict[str, Any]]]
+) -> None:
+    """The results JSON and its chart: samples/s against the number of samples."""
+    rates = {way: [size / found["times"][way] for size, found in results] for way in WAYS}
+    figures = {
+        "sizes": sizes,
+        "median_seconds": {
+            LABELS[way]: [found["times"][way] for _, found in results] for way in WAYS
+        },
+        "samples_per_s": {LABELS[way]: r for way, r in rates.items()},
+        "longest_loop_stall_ms": [found["stall"] * 1000 for _, found in results],
+    }
+    charts: list[dict[str, object]] = [
+        {
+            "name": "sizes",
+            "kind": "line" if len(sizes) > 1 else "bar",
+            "title": f"slime reward dispatch (median of {args.rounds} rounds)",
+            **(
+                {"x_values": sizes, "log_x": True}
+                if len(sizes) > 1
+                else {"categories": [f"{sizes[0]} samples"]}
+            ),
+            "series": [{"name": LABELS[way], "values": r} for way, r in rates.items()],
+            "y_label": "samples graded per second, higher is better",
+            "x_label": "samples in the step",
+        }
+    ]
+    write_results(__file__, args, figures, charts)
 
 
 if __name__ == "__main__":

@@ -23,6 +23,7 @@ import sys
 import time
 from typing import Any
 
+from _results import add_out_option, write_results
 from _sides import backend
 
 from collimate_rl import connect, extract_code, grade, reward_spec_from_ground_truth
@@ -76,6 +77,7 @@ def main(argv: list[str]) -> int:
     ap.add_argument("--threads", type=int, default=32)
     ap.add_argument("--calls", type=int, default=256, help="per round")
     ap.add_argument("--rounds", type=int, default=3)
+    add_out_option(ap)
     args = ap.parse_args(argv)
     cmd = [sys.executable, "-m", "collimate_rl.local_backend"]
     ours: list[float] = []
@@ -97,6 +99,30 @@ def main(argv: list[str]) -> int:
     print(f"{'one exec per call (coalesce=False)':<40} {mn:>9.1f} "
           f"{f'{min(naive):.1f}-{max(naive):.1f}':>13}")  # fmt: skip
     print(f"ratio (packed / one exec per call): {mo / mn:.1f}x")
+    sides = {
+        "compute_score (coalesced into packs)": ours,
+        "one exec per call (coalesce=False)": naive,
+    }
+    write_results(
+        __file__,
+        args,
+        {"grades_per_s": sides},
+        [
+            {
+                "name": "threads",
+                "kind": "bar",
+                "title": (
+                    f"verl compute_score from {args.threads} threads "
+                    f"({args.calls} calls, median of {args.rounds} rounds)"
+                ),
+                "categories": ["grades/s"],
+                "series": [
+                    {"name": side, "values": [statistics.median(r)]} for side, r in sides.items()
+                ],
+                "y_label": "grades per second, higher is better",
+            }
+        ],
+    )
     return 0
 
 

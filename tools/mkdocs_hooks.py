@@ -8,6 +8,11 @@ its own. In the site, those READMEs are pages of their own: a stub under
 This hook finds the stubs and rewrites each link to an included README (with
 its ``#anchor``) into a link to the stub, before MkDocs checks the links; a
 link to anything else outside ``docs/`` is left for MkDocs to report.
+
+An image of an included README that is an SVG file outside ``docs/`` (the
+benchmarks' charts, ``benchmarks/results/*.svg``) is inlined into the page:
+the site then shows the same committed chart the README shows, without a
+copy of it under ``docs/``.
 """
 
 from __future__ import annotations
@@ -18,6 +23,7 @@ from pathlib import Path
 from typing import Any
 
 _INCLUDE = re.compile(r"""\{%\s*include-markdown\s+["'](?P<path>[^"']+)["']""")
+_SVG_IMAGE = re.compile(r"!\[[^\]]*\]\((?P<target>[^)\s#]+\.svg)\)")
 _LINK = re.compile(r"(?P<head>\]\()(?P<target>[^)\s#]+)(?P<anchor>#[^)\s]*)?(?P<tail>\))")
 
 # included README (absolute path) -> the stub page including it (path in docs/)
@@ -49,4 +55,13 @@ def on_page_markdown(markdown: str, page: Any, config: Any, **_: Any) -> str:
         rel = os.path.relpath(docs / stub, here).replace(os.sep, "/")
         return f"{m.group('head')}{rel}{m.group('anchor') or ''}{m.group('tail')}"
 
-    return _LINK.sub(rewrite, markdown)
+    def inline(m: re.Match[str]) -> str:
+        target = m.group("target")
+        path = (here / target).resolve()
+        if re.match(r"^[a-z][a-z+.-]*:", target) or path.is_relative_to(docs):
+            return m.group(0)
+        if not path.is_file():
+            return m.group(0)  # left for MkDocs to report
+        return '<div class="chart">' + path.read_text(encoding="utf-8") + "</div>"
+
+    return _LINK.sub(rewrite, _SVG_IMAGE.sub(inline, markdown))

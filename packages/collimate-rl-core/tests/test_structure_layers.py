@@ -60,6 +60,8 @@ LAYERS: tuple[dict[str, tuple[str, ...]], ...] = (
             "collimate_rl._terminal",
             "collimate_rl._async",
             "collimate_rl._sync",
+            "collimate_rl.reports",
+            "collimate_rl.reports.*",
         )
     },
     {"hooks": ("collimate_rl.plugins", "collimate_rl.plugins.*", "collimate_rl.cli")},

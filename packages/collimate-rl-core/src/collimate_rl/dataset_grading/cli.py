@@ -248,6 +248,13 @@ def _add_output_options(p: argparse.ArgumentParser) -> None:
         metavar="FILE",
         help="also write the summary as JSON to FILE ('-': stdout, the table then goes to stderr)",
     )
+    out.add_argument(
+        "--report",
+        metavar="FILE.html",
+        help="also write an HTML report to FILE: pass rate per data source, rows by outcome "
+        "(infra errors apart from wrong answers), the rewards' histogram; one file, no "
+        "external assets",
+    )
 
 
 def _positive_int(text: str) -> int:
@@ -303,6 +310,7 @@ def _run(args: argparse.Namespace) -> int:
     summary = _summarize(read, _read_back(dst, read, interrupted))
     code = _exit_code(summary.total, halt)
     table_out = _write_json_summary(args, summary, src, dst, code, interrupted, stats)
+    _write_report(args, summary, src, dst, code, interrupted)
     _show_summary(summary, table_out, src)
     _final_notes(summary.total, stats, interrupted, settings.on_infra_error, dst)
     return code
@@ -316,6 +324,8 @@ def _checked_paths(args: argparse.Namespace) -> tuple[Path, Path]:
         raise _UsageError(f"no such input file: {src}")
     if dst.exists() and dst.resolve() == src.resolve():
         raise _UsageError("the output file is the input file")
+    if args.report is not None and Path(args.report).resolve() in (src.resolve(), dst.resolve()):
+        raise _UsageError("the report file is the input or the output file")
     return src, dst
 
 
@@ -544,6 +554,29 @@ def _write_json_summary(
     else:
         Path(args.json_summary).write_text(text + "\n")
     return table_out
+
+
+def _write_report(
+    args: argparse.Namespace, summary: Summary, src: Path, dst: Path, code: int, interrupted: bool
+) -> None:
+    """--report: the summary as a self-contained HTML page (see :mod:`.report`)."""
+    if args.report is None:
+        return
+    from datetime import datetime, timezone
+
+    from .report import ReportContext, write_report
+
+    ctx = ReportContext(
+        input_name=str(src),
+        output_name=str(dst),
+        exit_code=code,
+        interrupted=interrupted,
+        generated_at=datetime.now(timezone.utc).isoformat(timespec="seconds"),
+    )
+    try:
+        write_report(Path(args.report), summary, ctx)
+    except OSError as exc:
+        _err(f"cannot write the report {args.report}: {exc}")
 
 
 def _show_summary(summary: Summary, table_out: IO[str], src: Path) -> None:

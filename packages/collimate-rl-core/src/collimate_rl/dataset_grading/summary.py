@@ -39,6 +39,8 @@ class SourceTally:
     invalid: int = 0  #: rows that could not be read
     #: failed rows per first-failure reason (the records' ``reason``)
     failures: Counter[str] = field(default_factory=Counter)
+    #: the graded rows' rewards, in input order (the report's histogram)
+    rewards: list[float] = field(default_factory=list)
 
     @property
     def not_graded(self) -> int:
@@ -117,6 +119,7 @@ def summarize(
             elif isinstance(reward, (int, float)) and not isinstance(reward, bool):
                 t.graded += 1
                 t.reward_sum += float(reward)
+                t.rewards.append(float(reward))
                 t.passed += record.get("verdict") == "passed"
                 reason = record.get("reason")
                 if record.get("verdict") != "passed" and isinstance(reason, str):
