@@ -6,7 +6,6 @@ is built once in a cache directory from PyPI."""
 
 from __future__ import annotations
 
-import importlib.util
 import subprocess
 from pathlib import Path
 from types import ModuleType
@@ -18,18 +17,9 @@ from collimate_rl.local_backend import LocalCollimateBackend
 COMPAT = Path(__file__).parent / "compat"
 
 
-def _load(name: str) -> ModuleType:
-    spec = importlib.util.spec_from_file_location(f"_compat_{name}", COMPAT / f"{name}.py")
-    assert spec is not None and spec.loader is not None
-    module = importlib.util.module_from_spec(spec)
-    spec.loader.exec_module(module)
-    return module
-
-
 @pytest.mark.slow
 @pytest.mark.packaging
-def test_peer_client_against_our_server(tmp_path: Path) -> None:
-    peer_venv = _load("peer_venv")
+def test_peer_client_against_our_server(tmp_path: Path, peer_venv: ModuleType) -> None:
     python = peer_venv.peer_python()
     sock = tmp_path / "serve.sock"
     with LocalCollimateBackend(socket_path=sock) as backend:

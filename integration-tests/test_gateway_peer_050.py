@@ -6,7 +6,6 @@ wire's compatibility test)."""
 
 from __future__ import annotations
 
-import importlib.util
 import subprocess
 from pathlib import Path
 from types import ModuleType
@@ -19,18 +18,9 @@ COMPAT = Path(__file__).parent / "compat"
 PRO, DEMO = "col_pro_peer050_pro", "col_demo_peer050_demo"
 
 
-def _load(name: str) -> ModuleType:
-    spec = importlib.util.spec_from_file_location(f"_compat_{name}", COMPAT / f"{name}.py")
-    assert spec is not None and spec.loader is not None
-    module = importlib.util.module_from_spec(spec)
-    spec.loader.exec_module(module)
-    return module
-
-
 @pytest.mark.slow
 @pytest.mark.packaging
-def test_peer_gateway_client_against_our_server() -> None:
-    peer_venv = _load("peer_venv")
+def test_peer_gateway_client_against_our_server(peer_venv: ModuleType) -> None:
     python = peer_venv.peer_python()
     with LocalCollimateBackend(api_keys=[PRO, DEMO], gateway_max_warm=2) as backend:
         run = subprocess.run(

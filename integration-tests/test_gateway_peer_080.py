@@ -9,7 +9,6 @@ parts of 0.8.0 (port forwards, CDP) are not exercised here.
 
 from __future__ import annotations
 
-import importlib.util
 import subprocess
 from pathlib import Path
 from types import ModuleType
@@ -23,18 +22,9 @@ PRO, DEMO = "col_pro_peer080_pro", "col_demo_peer080_demo"
 CHECKS = 11  # the "ok" lines of a full run of peer_gateway_080.py
 
 
-def _load(name: str) -> ModuleType:
-    spec = importlib.util.spec_from_file_location(f"_compat_{name}", COMPAT / f"{name}.py")
-    assert spec is not None and spec.loader is not None
-    module = importlib.util.module_from_spec(spec)
-    spec.loader.exec_module(module)
-    return module
-
-
 @pytest.mark.slow
 @pytest.mark.packaging
-def test_peer_080_gateway_flows_and_fleet_view_against_our_server() -> None:
-    peer_venv = _load("peer_venv")
+def test_peer_080_gateway_flows_and_fleet_view_against_our_server(peer_venv: ModuleType) -> None:
     python = peer_venv.peer_python(version="0.8.0")
     with LocalCollimateBackend(api_keys=[PRO, DEMO], gateway_max_warm=2) as backend:
         run = subprocess.run(

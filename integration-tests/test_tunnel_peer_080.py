@@ -8,7 +8,6 @@ from PyPI, in a cache directory of its own)."""
 
 from __future__ import annotations
 
-import importlib.util
 import shutil
 import subprocess
 import tempfile
@@ -24,18 +23,9 @@ COMPAT = Path(__file__).parent / "compat"
 PRO, DEMO = "col_pro_peer080_pro", "col_demo_peer080_demo"
 
 
-def _load(name: str) -> ModuleType:
-    spec = importlib.util.spec_from_file_location(f"_compat_{name}", COMPAT / f"{name}.py")
-    assert spec is not None and spec.loader is not None
-    module = importlib.util.module_from_spec(spec)
-    spec.loader.exec_module(module)
-    return module
-
-
 @pytest.mark.slow
 @pytest.mark.packaging
-def test_peer_080_port_forward_against_our_server() -> None:
-    peer_venv = _load("peer_venv")
+def test_peer_080_port_forward_against_our_server(peer_venv: ModuleType) -> None:
     python = peer_venv.peer_python(version="0.8.0")
     services = tempfile.mkdtemp(prefix="collimate-services-")  # reachable by the clones' user
     try:

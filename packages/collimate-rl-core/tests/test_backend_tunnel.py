@@ -243,15 +243,25 @@ def test_a_demo_key_is_refused_with_the_tier_error(backend: LocalCollimateBacken
             sess.port_forward(ECHO_PORT)
 
 
-def test_cdp_url_asks_for_the_devtools_port_in_cdp_mode(pro: GatewayClient) -> None:
-    sid = pro.create_sandbox("svc-echo")["id"]
-    with pytest.raises(GatewayError) as got:  # this backend serves no cdp relay yet
+def test_cdp_mode_needs_the_devtools_port_and_a_devtools_server(pro: GatewayClient) -> None:
+    """``cdp_url`` asks for port 9222 in ``cdp`` mode: a sandbox without it is
+    409; a ``cdp`` URL to a port that is no DevTools server is refused at the
+    upgrade (502), never relayed as raw bytes. (The browser template's own
+    DevTools are driven through it in test_browser_template.py.)"""
+    sid = pro.create_sandbox("svc-web")["id"]
+    with pytest.raises(GatewayError) as got:
         pro.cdp_url(sid)
-    assert got.value.status == 400 and "cdp" in str(got.value)
+    assert (got.value.status, got.value.code) == (409, "port_not_exposed")
+    url = pro.connect_url(sid, WEB_PORT, protocol="cdp")["url"]
+    assert parse_qs(urlsplit(url).query)["protocol"] == ["cdp"]
+    with pytest.raises(ConnectionError, match="502"):
+        TunnelSocket(url)
+    plain = pro.connect_url(sid, WEB_PORT)["url"]
+    assert "protocol" not in parse_qs(urlsplit(plain).query)  # tcp: the URL stays clean
     with pytest.raises(ValueError):
         pro.connect_url(sid, 70000)
     with pytest.raises(ValueError):
-        pro.connect_url(sid, ECHO_PORT, protocol="udp")
+        pro.connect_url(sid, WEB_PORT, protocol="udp")
 
 
 def test_a_sandbox_on_the_gateway_forwards_and_on_a_daemon_says_why(

@@ -141,6 +141,47 @@ def test_a_gateway_session_connects_too(backend: LocalCollimateBackend) -> None:
             browser.close()
 
 
+def test_a_cdp_url_is_what_connect_over_cdp_takes(backend: LocalCollimateBackend) -> None:
+    """``cdp_url()`` (sync and async) is a ``ws://`` URL that Playwright's
+    ``connect_over_cdp`` dials as is (``connect_browser`` hands a URL to it
+    unchanged): the tunnel's ``cdp`` mode finds the browser's DevTools
+    socket and relays its messages, large ones included."""
+    import asyncio
+    import concurrent.futures
+
+    from collimate_rl import AsyncGatewayClient
+
+    with (
+        GatewayClient(api_key=PRO, base_url=backend.base_url) as client,
+        Session(client, BROWSER_TEMPLATE) as session,
+    ):
+        assert session.exec(command="true").exit_code == 0
+        url = session.cdp_url(ttl_seconds=120)
+        assert url.startswith("ws://") and "protocol=cdp" in url
+        big = "x" * 300_000  # a message over the byte tunnel's 64 KiB chunks
+        browser = connect_browser(url)
+        try:
+            page = browser.new_page()
+            page.set_content(f"<title>over cdp</title><p id=b>{big}</p>")
+            assert page.title() == "over cdp"
+            assert page.inner_text("#b") == big
+        finally:
+            browser.close()
+
+        async def mint() -> str:
+            async with AsyncGatewayClient(api_key=PRO, base_url=backend.base_url) as aclient:
+                return await aclient.cdp_url(str(session.id), ttl_seconds=60)
+
+        # (on a thread of its own: Playwright's sync driver holds this one's loop)
+        with concurrent.futures.ThreadPoolExecutor(1) as pool:
+            again = pool.submit(asyncio.run, mint()).result()
+        browser = connect_browser(again)
+        try:
+            assert browser.contexts, "the same Chromium, reached again"
+        finally:
+            browser.close()
+
+
 def _devtools_version(address: str, host_header: str) -> tuple[int, bytes]:
     host, port = address.rsplit(":", 1)
     conn = http.client.HTTPConnection(host, int(port), timeout=10)

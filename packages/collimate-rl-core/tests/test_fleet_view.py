@@ -175,11 +175,6 @@ def test_public_rows_are_left_out_unless_asked_for(
     assert {row["visibility"] for row in pro.list_templates()} == {"private"}
 
 
-#: Names of 0.8.0's ``collimate_rl.__all__`` that this core does not export
-#: yet: the browser helper, added by other work. Kept exact, so
-#: this test fails (and is updated) the moment they arrive.
-PENDING_FROM_080 = {"connect_browser"}
-
 #: 0.8.0's ``collimate_rl.__all__``, as released.
 ALL_080 = {
     "connect", "SessionClient", "CollimateClient", "CollimateError",
@@ -195,9 +190,9 @@ ALL_080 = {
 }  # fmt: skip
 
 
-def test_every_name_of_080_is_exported_but_the_pending_ones() -> None:
-    assert ALL_080 - set(collimate_rl.__all__) == PENDING_FROM_080
-    for name in ALL_080 - PENDING_FROM_080:
+def test_every_name_of_080_is_exported() -> None:
+    assert ALL_080 - set(collimate_rl.__all__) == set()
+    for name in ALL_080:
         assert getattr(collimate_rl, name) is not None, name
     from collimate_rl.fleet import Fleet, RolloutHandle
     from collimate_rl.fleetview import FleetStatus as Status

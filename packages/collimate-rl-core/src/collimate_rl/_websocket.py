@@ -74,10 +74,11 @@ def _apply_mask(data: bytes, mask: bytes) -> bytes:
     return value.to_bytes(len(data), "big")
 
 
-def encode_frame(opcode: int, payload: bytes = b"", *, mask: bool) -> bytes:
-    """One final frame. A client must mask what it sends (``mask=True``), a
-    server must not (RFC 6455 §5.1)."""
-    head = bytearray([0x80 | opcode])
+def encode_frame(opcode: int, payload: bytes = b"", *, mask: bool, fin: bool = True) -> bytes:
+    """One frame, final unless ``fin`` is false (a relay passing a
+    fragmented message on keeps its fragments). A client must mask what it
+    sends (``mask=True``), a server must not (RFC 6455 §5.1)."""
+    head = bytearray([(0x80 if fin else 0) | opcode])
     mask_bit = 0x80 if mask else 0
     n = len(payload)
     if n < 126:
@@ -111,11 +112,14 @@ class FrameReader:
 
     ``expect_masked`` is what this end requires of its peer: a server reads
     masked client frames (an unmasked one is a protocol error), a client
-    reads unmasked server frames.
+    reads unmasked server frames. ``max_frame`` bounds one frame's payload
+    (a byte tunnel's chunks are small; a DevTools message, a screenshot in
+    base64, may be tens of megabytes).
     """
 
-    def __init__(self, *, expect_masked: bool) -> None:
+    def __init__(self, *, expect_masked: bool, max_frame: int = MAX_FRAME) -> None:
         self.expect_masked = expect_masked
+        self.max_frame = max_frame
         self._buf = bytearray()
 
     def feed(self, data: bytes) -> None:
@@ -144,8 +148,8 @@ class FrameReader:
                 return None
             length = struct.unpack_from(">Q", buf, 2)[0]
             at = 10
-        if length > MAX_FRAME:
-            raise FramingError(f"frame of {length} bytes is over {MAX_FRAME}")
+        if length > self.max_frame:
+            raise FramingError(f"frame of {length} bytes is over {self.max_frame}")
         opcode = b0 & 0x0F
         if opcode >= 0x8 and (length > 125 or not b0 & 0x80):
             raise FramingError("control frames must be final and at most 125 bytes")

@@ -6,7 +6,8 @@ ingress is networking, which the demo tier has none of). ``GET /connect``
 with that URL's ``port`` and ``t`` is a WebSocket upgrade on this same
 HTTP server: its token is checked (a forged, expired or other-port token
 answers 401 and the connection closes), the guest port is dialled, and the
-switched connection then carries raw bytes both ways (:mod:`.tunnel_relay`).
+switched connection then carries raw bytes both ways (:mod:`.tunnel_relay`)
+or, for a ``cdp`` URL, the browser's DevTools messages (:mod:`.cdp_relay`).
 No listener is opened for it: the tunnel is the server's own port.
 
 Where the bytes go: an app template's clone serves its first declared guest
@@ -22,11 +23,12 @@ from __future__ import annotations
 import asyncio
 import functools
 import time
-from collections.abc import Mapping
+from collections.abc import Awaitable, Callable, Mapping
 from typing import TYPE_CHECKING, Any
 from urllib.parse import parse_qs
 
 from .._websocket import accept_key
+from .cdp_relay import CdpUnavailable, open_browser_socket, relay_messages
 from .connect_tokens import CONNECT_DEFAULT_TTL_S, CONNECT_MAX_TTL_S, ConnectGrant, ConnectTokens
 from .routing import ByteStream, Request, Response
 from .tenants import Tenant
@@ -39,9 +41,10 @@ if TYPE_CHECKING:
 
 #: the tunnel's path (the token in the query names the sandbox and port)
 CONNECT_PATH = "/connect"
-#: what the tunnel can carry; ``cdp`` (a relay of whole DevTools messages) is
-#: the managed gateway's and not served here yet
-PROTOCOLS = ("tcp",)
+#: what the tunnel can carry: ``tcp``, raw bytes to the guest port; ``cdp``,
+#: the browser's DevTools WebSocket relayed message for message
+#: (:mod:`.cdp_relay`), what ``connect_over_cdp(url)`` needs
+PROTOCOLS = ("tcp", "cdp")
 
 
 def ingress_requires_pro(tenant: Tenant) -> WireError:
@@ -76,6 +79,10 @@ def _protocol_of(raw: Any) -> str:
     return str(protocol)
 
 
+#: what carries a switched connection: the guest's streams, the client's
+Pump = Callable[[asyncio.StreamReader, asyncio.StreamWriter, ByteStream], Awaitable[None]]
+
+
 class ConnectRoutes:
     """The two routes of ingress over one gateway's sandboxes."""
 
@@ -102,8 +109,9 @@ class ConnectRoutes:
             )
         expires = time.time() + ttl
         token = self.tokens.mint(ConnectGrant(box.id, tenant.id, port, protocol, expires))
+        mode = "" if protocol == "tcp" else f"&protocol={protocol}"
         return {
-            "url": f"ws://{host}{CONNECT_PATH}?port={port}&t={token}",
+            "url": f"ws://{host}{CONNECT_PATH}?port={port}&t={token}{mode}",
             "expires_at": rfc3339(expires),
         }
 
@@ -123,9 +131,15 @@ class ConnectRoutes:
         if target is None:
             raise WireError(409, "port_not_exposed", f"port {port} is no longer served")
         host, _, target_port = target.rpartition(":")
+        pump: Pump
         try:
-            reader, writer = await asyncio.open_connection(host, int(target_port))
-        except OSError as exc:
+            if grant.protocol == "cdp":
+                reader, writer = await open_browser_socket(host, int(target_port))
+                pump = relay_messages
+            else:
+                reader, writer = await asyncio.open_connection(host, int(target_port))
+                pump = relay
+        except (OSError, CdpUnavailable) as exc:
             raise WireError(
                 502, "upstream_error", f"guest port {port} refused the tunnel: {exc}"
             ) from None
@@ -135,12 +149,13 @@ class ConnectRoutes:
             ("sec-websocket-accept", accept_key(key)),
         ]
         return Response(
-            101, None, headers, upgrade=functools.partial(self._carry, box, reader, writer)
+            101, None, headers, upgrade=functools.partial(self._carry, box, pump, reader, writer)
         )
 
     async def _carry(
         self,
         box: Sandbox,
+        pump: Pump,
         reader: asyncio.StreamReader,
         writer: asyncio.StreamWriter,
         client: ByteStream,
@@ -151,7 +166,7 @@ class ConnectRoutes:
         if session is not None:
             session.busy += 1
         try:
-            await relay(reader, writer, client)
+            await pump(reader, writer, client)
         finally:
             if session is not None:
                 session.busy = max(0, session.busy - 1)
