@@ -16,21 +16,19 @@ from __future__ import annotations
 import asyncio
 import contextlib
 import json
-import logging
 from urllib.parse import urlsplit
 
-from .._websocket import CLOSE, FrameReader, FramingError, close_payload, encode_frame, new_key
+from .._websocket import CLOSE, FrameReader, close_payload, encode_frame, new_key
 from .._websocket import accept_key as expected_accept
 from .routing import ByteStream
-
-log = logging.getLogger("collimate_rl.local_backend.tunnel")
+from .tunnel_relay import run_both_ways
 
 #: DevTools messages can be large (a screenshot travels as base64 JSON)
 CDP_MAX_FRAME = 256 * 1024 * 1024
 #: how long the browser may take to answer its discovery and handshake
 HANDSHAKE_TIMEOUT_S = 15.0
 _CHUNK = 64 * 1024
-_NORMAL, _PROTOCOL_ERROR = 1000, 1002
+_NORMAL = 1000
 
 
 class CdpUnavailable(Exception):
@@ -141,26 +139,9 @@ async def relay_messages(
 ) -> None:
     """Pass frames between ``client`` and the browser until either ends; the
     browser's connection is closed on every path."""
-    up = asyncio.ensure_future(_client_to_browser(client, browser_writer))
-    down = asyncio.ensure_future(_browser_to_client(browser_reader, client))
-    try:
-        done, _ = await asyncio.wait({up, down}, return_when=asyncio.FIRST_COMPLETED)
-        for task in done:
-            exc = task.exception()
-            if isinstance(exc, FramingError):
-                with contextlib.suppress(Exception):
-                    client.write(
-                        encode_frame(CLOSE, close_payload(_PROTOCOL_ERROR, str(exc)), mask=False)
-                    )
-                    await client.drain()
-            elif exc is not None and not isinstance(exc, (ConnectionError, OSError)):
-                log.warning("cdp relay ended by %s: %s", type(exc).__name__, exc)
-    finally:
-        for task in (up, down):
-            task.cancel()
-        for task in (up, down):
-            with contextlib.suppress(BaseException):
-                await task
-        browser_writer.close()
-        with contextlib.suppress(Exception):
-            await browser_writer.wait_closed()
+    await run_both_ways(
+        _client_to_browser(client, browser_writer),
+        _browser_to_client(browser_reader, client),
+        browser_writer,
+        client,
+    )

@@ -15,6 +15,8 @@ from __future__ import annotations
 import asyncio
 import contextlib
 import logging
+from collections.abc import Coroutine
+from typing import Any
 
 from .._websocket import (
     BINARY,
@@ -73,10 +75,27 @@ async def relay(
 ) -> None:
     """Carry bytes between ``client`` and the guest connection until one of
     them ends; the guest connection is closed on every path."""
-    up = asyncio.ensure_future(_client_to_guest(client, guest_writer))
-    down = asyncio.ensure_future(_guest_to_client(guest_reader, client))
+    await run_both_ways(
+        _client_to_guest(client, guest_writer),
+        _guest_to_client(guest_reader, client),
+        guest_writer,
+        client,
+    )
+
+
+async def run_both_ways(
+    up: Coroutine[Any, Any, None],
+    down: Coroutine[Any, Any, None],
+    guest_writer: asyncio.StreamWriter,
+    client: ByteStream,
+) -> None:
+    """Run a relay's two directions until either ends, the other then
+    cancelled; a peer that broke the framing is told so (close 1002); the
+    guest's connection is closed on every path. (Shared by the byte tunnel
+    and the ``cdp`` relay: only what each direction does differs.)"""
+    tasks = (asyncio.ensure_future(up), asyncio.ensure_future(down))
     try:
-        done, _ = await asyncio.wait({up, down}, return_when=asyncio.FIRST_COMPLETED)
+        done, _ = await asyncio.wait(tasks, return_when=asyncio.FIRST_COMPLETED)
         for task in done:
             exc = task.exception()
             if isinstance(exc, FramingError):
@@ -88,9 +107,9 @@ async def relay(
             elif exc is not None and not isinstance(exc, (ConnectionError, OSError)):
                 log.warning("tunnel ended by %s: %s", type(exc).__name__, exc)
     finally:
-        for task in (up, down):
+        for task in tasks:
             task.cancel()
-        for task in (up, down):
+        for task in tasks:
             with contextlib.suppress(BaseException):
                 await task
         guest_writer.close()
