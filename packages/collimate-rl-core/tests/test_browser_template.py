@@ -147,7 +147,6 @@ def test_a_cdp_url_is_what_connect_over_cdp_takes(backend: LocalCollimateBackend
     unchanged): the tunnel's ``cdp`` mode finds the browser's DevTools
     socket and relays its messages, large ones included."""
     import asyncio
-    import concurrent.futures
 
     from collimate_rl import AsyncGatewayClient
 
@@ -172,9 +171,8 @@ def test_a_cdp_url_is_what_connect_over_cdp_takes(backend: LocalCollimateBackend
             async with AsyncGatewayClient(api_key=PRO, base_url=backend.base_url) as aclient:
                 return await aclient.cdp_url(str(session.id), ttl_seconds=60)
 
-        # (on a thread of its own: Playwright's sync driver holds this one's loop)
-        with concurrent.futures.ThreadPoolExecutor(1) as pool:
-            again = pool.submit(asyncio.run, mint()).result()
+        # (the browser closed, its driver stopped: this thread runs a loop again)
+        again = asyncio.run(mint())
         browser = connect_browser(again)
         try:
             assert browser.contexts, "the same Chromium, reached again"
@@ -285,3 +283,22 @@ def test_a_sandbox_without_devtools_is_refused_before_playwright(
 def test_connect_browser_takes_only_sandboxes_sessions_and_urls() -> None:
     with pytest.raises(TypeError, match="not int"):
         connect_browser(9222)  # type: ignore[arg-type]
+
+
+def test_closing_the_last_browser_gives_the_thread_its_event_loop_back(sandbox: Sandbox) -> None:
+    """Browsers connected from one thread share its Playwright driver (a
+    second cannot start beside it); closing one leaves the other working,
+    closing the last stops the driver, and the thread can run a loop again."""
+    import asyncio
+
+    url, _ = _cdp_endpoint(sandbox, ttl=60)
+    first, second = connect_browser(url), connect_browser(url)
+    first.close()
+    first.close()  # (a second close releases nothing more)
+    try:
+        page = second.new_page()
+        page.set_content("<title>still connected</title>")
+        assert page.title() == "still connected"
+    finally:
+        second.close()
+    assert asyncio.run(asyncio.sleep(0, result="a loop again")) == "a loop again"

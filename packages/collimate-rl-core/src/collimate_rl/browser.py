@@ -59,13 +59,16 @@ _INSTALL_HINT: Final = (
 )
 
 # One Playwright driver per thread (its sync API is bound to the thread that
-# started it), started on first use and kept: each connect would otherwise
-# leave a driver process behind, since the caller owns only the Browser.
+# started it, and a second one cannot start beside it), shared by the
+# browsers connected from that thread and stopped when the last of them is
+# closed: a running driver holds the thread's event loop (``asyncio.run``
+# refuses to start under it) and a driver process.
 _drivers = threading.local()
 
 
-def _playwright() -> Playwright:
-    """This thread's Playwright driver, or ImportError with the install hint."""
+def _acquire_playwright() -> Playwright:
+    """This thread's Playwright driver, started if need be and counted as
+    used once more; ImportError with the install hint without Playwright."""
     driver: Playwright | None = getattr(_drivers, "playwright", None)
     if driver is None:
         try:
@@ -73,8 +76,17 @@ def _playwright() -> Playwright:
         except ImportError as exc:
             raise ImportError(_INSTALL_HINT) from exc
         driver = sync_playwright().start()
-        _drivers.playwright = driver
+        _drivers.playwright, _drivers.users = driver, 0
+    _drivers.users += 1
     return driver
+
+
+def _release_playwright() -> None:
+    """One user of this thread's driver less; the last one stops it."""
+    _drivers.users -= 1
+    if _drivers.users <= 0:
+        driver, _drivers.playwright = _drivers.playwright, None
+        driver.stop()
 
 
 def _cdp_endpoint(target: SandboxOrURL, *, ttl: int) -> tuple[str, PortForward | None]:
@@ -121,15 +133,32 @@ def _published(endpoints: dict[str, str], name: str) -> str:
     return address if "://" in address else f"http://{address}"
 
 
-def _close_with(browser: Any, forward: PortForward) -> None:
-    """Close ``forward`` once ``browser``'s connection ends (on a thread of
-    its own: the event comes on Playwright's dispatcher, which must not wait
-    for the forward's threads)."""
+def _release_on_close(browser: Any, forward: PortForward | None) -> None:
+    """Make ``browser.close()`` also release this thread's driver (stopping
+    it with its last browser) and close ``forward``; a connection the far
+    side ends closes ``forward`` at once (on a thread of its own: the event
+    comes on Playwright's dispatcher, which must not wait for the forward's
+    threads)."""
+    close = browser.close
+    released = threading.Event()
 
-    def closed(_browser: object) -> None:
-        threading.Thread(target=forward.close, name="cdp-forward-close", daemon=True).start()
+    def close_and_release(*args: Any, **kwargs: Any) -> None:
+        try:
+            close(*args, **kwargs)
+        finally:
+            if not released.is_set():
+                released.set()
+                if forward is not None:
+                    forward.close()
+                _release_playwright()
 
-    browser.on("disconnected", closed)
+    browser.close = close_and_release
+    if forward is not None:
+
+        def closed(_browser: object) -> None:
+            threading.Thread(target=forward.close, name="cdp-forward-close", daemon=True).start()
+
+        browser.on("disconnected", closed)
 
 
 def connect_browser(sandbox_or_url: SandboxOrURL, *, ttl: int = 600) -> Browser:
@@ -138,8 +167,10 @@ def connect_browser(sandbox_or_url: SandboxOrURL, *, ttl: int = 600) -> Browser:
     endpoint URL).
 
     The caller owns the returned browser: ``browser.close()`` ends this
-    connection (and the port forward under it, over a gateway client); the
-    sandbox's Chromium keeps running until the sandbox is deleted. ``ttl``
+    connection (and the port forward under it, over a gateway client) and,
+    with the thread's last such browser, stops the Playwright driver, so
+    the thread can run an event loop again; the sandbox's Chromium keeps
+    running until the sandbox is deleted. ``ttl``
     is how long a minted connect URL stays valid.
 
     Raises ImportError (with the install command) without Playwright,
@@ -148,11 +179,17 @@ def connect_browser(sandbox_or_url: SandboxOrURL, *, ttl: int = 600) -> Browser:
     """
     endpoint, forward = _cdp_endpoint(sandbox_or_url, ttl=ttl)
     try:
-        browser: Any = _playwright().chromium.connect_over_cdp(endpoint)
+        driver = _acquire_playwright()
     except BaseException:
         if forward is not None:
             forward.close()
         raise
-    if forward is not None:
-        _close_with(browser, forward)
+    try:
+        browser: Any = driver.chromium.connect_over_cdp(endpoint)
+    except BaseException:
+        if forward is not None:
+            forward.close()
+        _release_playwright()
+        raise
+    _release_on_close(browser, forward)
     return browser  # type: ignore[no-any-return,unused-ignore]
