@@ -1,0 +1,395 @@
+"""The guest side of a stateful Python kernel (stdlib only, Python 3.8+).
+
+This file is not imported by the SDK: its text is copied into the sandbox
+once per kernel (:class:`~collimate_rl.Kernel` does it) and run there with
+the guest's ``python3``. One file plays three parts, by its first argument:
+
+``start DIR``   spawn a kernel in the background (a session of its own, so
+                it outlives the exec that started it) and wait for its socket;
+``run DIR CELL`` one cell: the *runner*, a short-lived client of the kernel,
+                run by one session exec per cell. It sends the cell over the
+                kernel's unix socket, waits up to the cell timeout, then
+                interrupts (SIGINT), then kills and restarts a kernel that
+                does not answer, and prints one result line for the SDK;
+``restart DIR`` / ``stop DIR`` what they say.
+
+The kernel itself is two processes: a *keeper* (session leader, the
+kernel's parent, does nothing but wait) and the *kernel* that executes the
+cells in its main thread, so SIGINT lands in the cell as KeyboardInterrupt.
+A cell that kills its parent kills only the keeper; one that kills the
+kernel (``os._exit``, a signal) is noticed by the runner as a dropped
+connection and answered with a fresh kernel and ``restarted``.
+"""
+
+import ast
+import base64
+import builtins
+import io
+import json
+import linecache
+import os
+import signal
+import socket
+import struct
+import subprocess
+import sys
+import time
+import traceback
+
+RESULT_PREFIX = "@@collimate-kernel-result@@ "
+KERNEL_FILE = os.path.abspath(__file__)
+START_WAIT_S = 20.0
+
+
+# framing: a 4-byte big-endian length, then that many bytes of JSON
+def send_frame(sock, message):
+    data = json.dumps(message).encode()
+    sock.sendall(struct.pack(">I", len(data)) + data)
+
+
+def recv_exact(sock, size):
+    chunks = []
+    while size:
+        chunk = sock.recv(min(size, 1 << 20))
+        if not chunk:
+            raise EOFError("connection closed")
+        chunks.append(chunk)
+        size -= len(chunk)
+    return b"".join(chunks)
+
+
+def recv_frame(sock):
+    (size,) = struct.unpack(">I", recv_exact(sock, 4))
+    return json.loads(recv_exact(sock, size).decode())
+
+
+# --- the kernel -----------------------------------------------------------
+
+
+class CappedWriter(io.TextIOBase):
+    """A cell's stdout or stderr: kept up to ``cap`` characters, the rest
+    counted as truncation and dropped (a printing loop costs no memory)."""
+
+    def __init__(self, cap):
+        self.cap = cap
+        self.parts = []
+        self.size = 0
+        self.truncated = False
+
+    def writable(self):
+        return True
+
+    def write(self, text):
+        text = str(text)
+        room = self.cap - self.size
+        if len(text) > room:
+            self.truncated = True
+            text = text[: max(room, 0)]
+        if text:
+            self.parts.append(text)
+            self.size += len(text)
+        return len(text)
+
+    def getvalue(self):
+        return "".join(self.parts)
+
+
+def cap_text(text, cap):
+    return (text, False) if len(text) <= cap else (text[:cap], True)
+
+
+class CellRunner:
+    """Executes cells in one namespace, in the main thread."""
+
+    def __init__(self):
+        self.namespace = {"__name__": "__main__", "__builtins__": builtins}
+        self.count = 0
+        self.in_cell = False
+        self.pid = os.getpid()
+
+    def on_sigint(self, signum, frame):
+        # an interrupt between cells (a late one) must not hit the machinery
+        if self.in_cell:
+            raise KeyboardInterrupt
+
+    def compile_cell(self, code):
+        self.count += 1
+        filename = "<cell %d>" % self.count
+        linecache.cache[filename] = (len(code), None, code.splitlines(True), filename)
+        tree = ast.parse(code, filename, "exec")
+        last = None
+        if tree.body and isinstance(tree.body[-1], ast.Expr):
+            last = ast.Expression(tree.body.pop().value)
+        body = compile(tree, filename, "exec")
+        return body, (compile(last, filename, "eval") if last is not None else None)
+
+    def run(self, request):
+        cap = int(request.get("output_limit", 65536))
+        out, err = CappedWriter(cap), CappedWriter(cap)
+        saved = sys.stdout, sys.stderr
+        value = error = None
+        truncated = False
+        started = time.monotonic()
+        sys.stdout, sys.stderr = out, err
+        self.in_cell = True
+        try:
+            try:
+                body, last = self.compile_cell(request["code"])
+                exec(body, self.namespace)
+                if last is not None:
+                    result = eval(last, self.namespace)
+                    if result is not None:
+                        self.namespace["_"] = result
+                        value, truncated = cap_text(repr(result), cap)
+            finally:
+                self.in_cell = False
+        except BaseException as exc:  # the cell's own failure, SystemExit too
+            self.in_cell = False
+            error = describe(exc)
+        finally:
+            sys.stdout, sys.stderr = saved
+        if os.getpid() != self.pid:  # a forked child ending its cell: never answers
+            os._exit(0)
+        return {
+            "stdout": out.getvalue(),
+            "stderr": err.getvalue(),
+            "value": value,
+            "error": error,
+            "duration_s": time.monotonic() - started,
+            "truncated": truncated or out.truncated or err.truncated,
+        }
+
+
+def describe(exc):
+    """Type, message and the traceback of the cell's frames (and of the
+    code they called); the kernel's own frames, above the cell or at its
+    interrupt, are left out, in chained exceptions too."""
+    summary = traceback.TracebackException(type(exc), exc, exc.__traceback__)
+    seen = set()
+    pending = [summary]
+    while pending:
+        current = pending.pop()
+        if current is None or id(current) in seen:
+            continue
+        seen.add(id(current))
+        frames = [frame for frame in current.stack if frame.filename != KERNEL_FILE]
+        current.stack = traceback.StackSummary.from_list(frames)
+        pending.extend((current.__cause__, current.__context__))
+    return {
+        "type": type(exc).__name__,
+        "message": str(exc),
+        "traceback": "".join(summary.format()),
+    }
+
+
+def serve(directory):
+    """The keeper, then (forked) the kernel: listen, run cells one by one."""
+    listener = socket.socket(socket.AF_UNIX, socket.SOCK_STREAM)
+    path = os.path.join(directory, "sock")
+    if os.path.exists(path):
+        os.unlink(path)
+    listener.bind(path)
+    listener.listen(4)
+    child = os.fork()
+    if child:  # the keeper: the kernel's parent, holding nothing
+        listener.close()
+        signal.signal(signal.SIGINT, signal.SIG_IGN)
+        os.waitpid(child, 0)
+        os._exit(0)
+    runner = CellRunner()
+    signal.signal(signal.SIGINT, runner.on_sigint)
+    write_file(os.path.join(directory, "pid"), str(os.getpid()))
+    while True:
+        try:
+            conn, _ = listener.accept()
+        except KeyboardInterrupt:
+            continue
+        try:
+            with conn:
+                request = recv_frame(conn)
+                send_frame(conn, runner.run(request))
+        except BaseException:  # a client gone, a late interrupt: next connection
+            if os.getpid() != runner.pid:
+                os._exit(0)
+
+
+def write_file(path, text):
+    with open(path + ".new", "w") as handle:
+        handle.write(text)
+    os.replace(path + ".new", path)
+
+
+# --- the runner and the lifecycle -------------------------------------------
+
+
+def read_int(path):
+    try:
+        with open(path) as handle:
+            return int(handle.read().strip())
+    except (OSError, ValueError):
+        return None
+
+
+def kill_kernel(directory):
+    """Kill the kernel's process group (keeper, kernel, their children)."""
+    for name in ("pgid", "pid"):
+        pid = read_int(os.path.join(directory, name))
+        if pid is None or pid <= 1:
+            continue
+        for kill in (os.killpg, os.kill):
+            try:
+                kill(pid, signal.SIGKILL)
+            except OSError:
+                pass
+    for name in ("pid", "pgid", "sock"):
+        try:
+            os.unlink(os.path.join(directory, name))
+        except OSError:
+            pass
+
+
+def start_kernel(directory):
+    """Spawn a kernel in a session of its own and wait for it to listen."""
+    log = open(os.path.join(directory, "kernel.log"), "ab")
+    keeper = subprocess.Popen(
+        [sys.executable, KERNEL_FILE, "serve", directory],
+        stdin=subprocess.DEVNULL,
+        stdout=log,
+        stderr=log,
+        start_new_session=True,
+        cwd=os.environ.get("HOME") or "/",
+    )
+    write_file(os.path.join(directory, "pgid"), str(keeper.pid))
+    deadline = time.monotonic() + START_WAIT_S
+    while time.monotonic() < deadline:
+        if read_int(os.path.join(directory, "pid")) and connectable(directory):
+            return
+        if keeper.poll() is not None and keeper.returncode != 0:
+            break
+        time.sleep(0.02)
+    raise RuntimeError("the kernel did not start")
+
+
+def connectable(directory):
+    probe = socket.socket(socket.AF_UNIX, socket.SOCK_STREAM)
+    try:
+        probe.connect(os.path.join(directory, "sock"))
+    except OSError:
+        return False
+    finally:
+        probe.close()
+    return True
+
+
+def restart_kernel(directory):
+    kill_kernel(directory)
+    start_kernel(directory)
+
+
+def interrupt_kernel(directory):
+    pid = read_int(os.path.join(directory, "pid"))
+    if pid:
+        try:
+            os.kill(pid, signal.SIGINT)
+        except OSError:
+            pass
+
+
+def empty_result(error_type, message):
+    return {
+        "stdout": "",
+        "stderr": "",
+        "value": None,
+        "error": {"type": error_type, "message": message, "traceback": ""},
+        "duration_s": 0.0,
+        "truncated": False,
+    }
+
+
+def run_cell(directory, request):
+    """One cell through the kernel; returns the result dict (with flags)."""
+    timeout = float(request["timeout"])
+    grace = float(request.get("grace", 2.0))
+    restarted = False
+    started = time.monotonic()
+    sock = socket.socket(socket.AF_UNIX, socket.SOCK_STREAM)
+    try:
+        sock.connect(os.path.join(directory, "sock"))
+    except OSError:  # no kernel (the first cell, or it died between cells)
+        sock.close()
+        had_kernel = os.path.exists(os.path.join(directory, "pgid"))
+        restart_kernel(directory)
+        restarted = had_kernel
+        sock = socket.socket(socket.AF_UNIX, socket.SOCK_STREAM)
+        sock.connect(os.path.join(directory, "sock"))
+    timed_out = False
+    try:
+        send_frame(sock, request)
+        sock.settimeout(timeout)
+        try:
+            result = recv_frame(sock)
+        except socket.timeout:
+            timed_out = True
+            interrupt_kernel(directory)
+            sock.settimeout(grace)
+            try:
+                result = recv_frame(sock)
+            except socket.timeout:
+                interrupt_kernel(directory)  # a second one, as a user would
+                result = recv_frame(sock)
+    except socket.timeout:
+        restart_kernel(directory)
+        result = empty_result(
+            "KernelRestarted",
+            "the cell ignored the interrupt after %gs; the kernel was killed and "
+            "restarted, and its state is gone" % timeout,
+        )
+        restarted = True
+    except (EOFError, OSError):
+        restart_kernel(directory)
+        result = empty_result(
+            "KernelDied",
+            "the kernel died while running the cell; a fresh one was started, "
+            "and the state is gone",
+        )
+        restarted = True
+    finally:
+        sock.close()
+    if timed_out and result["error"] and result["error"]["type"] == "KeyboardInterrupt":
+        result["error"]["message"] = "the cell timed out after %gs and was interrupted" % timeout
+    if restarted:
+        result["duration_s"] = time.monotonic() - started
+    result["timed_out"] = timed_out
+    result["restarted"] = restarted
+    return result
+
+
+def load_request(argument):
+    if argument.startswith("@"):
+        with open(argument[1:], "rb") as handle:
+            raw = handle.read()
+        os.unlink(argument[1:])
+    else:
+        raw = argument.encode()
+    return json.loads(base64.b64decode(raw).decode())
+
+
+def main(argv):
+    command, directory = argv[1], argv[2]
+    if command == "serve":
+        serve(directory)
+    elif command == "start":
+        start_kernel(directory)
+    elif command == "restart":
+        restart_kernel(directory)
+    elif command == "stop":
+        kill_kernel(directory)
+    elif command == "run":
+        result = run_cell(directory, load_request(argv[3]))
+        sys.stdout.write(RESULT_PREFIX + json.dumps(result) + "\n")
+    else:
+        raise SystemExit("unknown command %r" % command)
+
+
+if __name__ == "__main__":
+    main(sys.argv)
