@@ -192,15 +192,18 @@ def test_the_async_kernel(backend: LocalCollimateBackend, wire: str) -> None:
             client = AsyncCollimateClient(backend.base_url)
         else:
             client = AsyncGatewayClient(api_key=PRO, base_url=backend.base_url)
-        async with client, AsyncSandbox("kernel", client=client) as sb:
-            async with sb.kernel(timeout=20) as kernel:
-                assert isinstance(kernel, AsyncKernel)
-                assert ok(await kernel.run("x = 5\n1+1")).value == "2"
-                slow = await kernel.run("import time\ntime.sleep(100)", timeout=1)
-                assert slow.timed_out and not slow.restarted, slow
-                assert ok(await kernel.run("x")).value == "5"
-                runaway = await kernel.run(IGNORES_INTERRUPTS, timeout=1)
-                assert runaway.restarted, runaway
-                assert (await kernel.run("x")).error is not None
+        async with (
+            client,
+            AsyncSandbox("kernel", client=client) as sb,
+            sb.kernel(timeout=20) as kernel,
+        ):
+            assert isinstance(kernel, AsyncKernel)
+            assert ok(await kernel.run("x = 5\n1+1")).value == "2"
+            slow = await kernel.run("import time\ntime.sleep(100)", timeout=1)
+            assert slow.timed_out and not slow.restarted, slow
+            assert ok(await kernel.run("x")).value == "5"
+            runaway = await kernel.run(IGNORES_INTERRUPTS, timeout=1)
+            assert runaway.restarted, runaway
+            assert (await kernel.run("x")).error is not None
 
     asyncio.run(body())

@@ -21,9 +21,12 @@ kernel (``os._exit``, a signal) is noticed by the runner as a dropped
 connection and answered with a fresh kernel and ``restarted``.
 """
 
+from __future__ import annotations
+
 import ast
 import base64
 import builtins
+import contextlib
 import io
 import json
 import linecache
@@ -35,6 +38,8 @@ import subprocess
 import sys
 import time
 import traceback
+from types import FrameType
+from typing import Any
 
 RESULT_PREFIX = "@@collimate-kernel-result@@ "
 KERNEL_FILE = os.path.abspath(__file__)
@@ -42,12 +47,12 @@ START_WAIT_S = 20.0
 
 
 # framing: a 4-byte big-endian length, then that many bytes of JSON
-def send_frame(sock, message):
+def send_frame(sock: socket.socket, message: dict[str, Any]) -> None:
     data = json.dumps(message).encode()
     sock.sendall(struct.pack(">I", len(data)) + data)
 
 
-def recv_exact(sock, size):
+def recv_exact(sock: socket.socket, size: int) -> bytes:
     chunks = []
     while size:
         chunk = sock.recv(min(size, 1 << 20))
@@ -58,9 +63,10 @@ def recv_exact(sock, size):
     return b"".join(chunks)
 
 
-def recv_frame(sock):
+def recv_frame(sock: socket.socket) -> dict[str, Any]:
     (size,) = struct.unpack(">I", recv_exact(sock, 4))
-    return json.loads(recv_exact(sock, size).decode())
+    answer: dict[str, Any] = json.loads(recv_exact(sock, size).decode())
+    return answer
 
 
 # --- the kernel -----------------------------------------------------------
@@ -70,16 +76,16 @@ class CappedWriter(io.TextIOBase):
     """A cell's stdout or stderr: kept up to ``cap`` characters, the rest
     counted as truncation and dropped (a printing loop costs no memory)."""
 
-    def __init__(self, cap):
+    def __init__(self, cap: int) -> None:
         self.cap = cap
-        self.parts = []
+        self.parts: list[str] = []
         self.size = 0
         self.truncated = False
 
-    def writable(self):
+    def writable(self) -> bool:
         return True
 
-    def write(self, text):
+    def write(self, text: str) -> int:
         text = str(text)
         room = self.cap - self.size
         if len(text) > room:
@@ -90,40 +96,42 @@ class CappedWriter(io.TextIOBase):
             self.size += len(text)
         return len(text)
 
-    def getvalue(self):
+    def getvalue(self) -> str:
         return "".join(self.parts)
 
 
-def cap_text(text, cap):
+def cap_text(text: str, cap: int) -> tuple[str, bool]:
     return (text, False) if len(text) <= cap else (text[:cap], True)
 
 
 class CellRunner:
     """Executes cells in one namespace, in the main thread."""
 
-    def __init__(self):
-        self.namespace = {"__name__": "__main__", "__builtins__": builtins}
+    def __init__(self) -> None:
+        self.namespace: dict[str, Any] = {"__name__": "__main__", "__builtins__": builtins}
         self.count = 0
         self.in_cell = False
         self.pid = os.getpid()
 
-    def on_sigint(self, signum, frame):
+    def on_sigint(self, signum: int, frame: FrameType | None) -> None:
         # an interrupt between cells (a late one) must not hit the machinery
         if self.in_cell:
             raise KeyboardInterrupt
 
-    def compile_cell(self, code):
+    def compile_cell(self, code: str) -> tuple[Any, Any]:
         self.count += 1
-        filename = "<cell %d>" % self.count
+        filename = f"<cell {self.count}>"
         linecache.cache[filename] = (len(code), None, code.splitlines(True), filename)
         tree = ast.parse(code, filename, "exec")
         last = None
-        if tree.body and isinstance(tree.body[-1], ast.Expr):
-            last = ast.Expression(tree.body.pop().value)
+        trailing = tree.body[-1] if tree.body else None
+        if isinstance(trailing, ast.Expr):
+            tree.body.pop()
+            last = ast.Expression(trailing.value)
         body = compile(tree, filename, "exec")
         return body, (compile(last, filename, "eval") if last is not None else None)
 
-    def run(self, request):
+    def run(self, request: dict[str, Any]) -> dict[str, Any]:
         cap = int(request.get("output_limit", 65536))
         out, err = CappedWriter(cap), CappedWriter(cap)
         saved = sys.stdout, sys.stderr
@@ -160,13 +168,13 @@ class CellRunner:
         }
 
 
-def describe(exc):
+def describe(exc: BaseException) -> dict[str, str]:
     """Type, message and the traceback of the cell's frames (and of the
     code they called); the kernel's own frames, above the cell or at its
     interrupt, are left out, in chained exceptions too."""
     summary = traceback.TracebackException(type(exc), exc, exc.__traceback__)
     seen = set()
-    pending = [summary]
+    pending: list[traceback.TracebackException | None] = [summary]
     while pending:
         current = pending.pop()
         if current is None or id(current) in seen:
@@ -182,7 +190,7 @@ def describe(exc):
     }
 
 
-def serve(directory):
+def serve(directory: str) -> None:
     """The keeper, then (forked) the kernel: listen, run cells one by one."""
     listener = socket.socket(socket.AF_UNIX, socket.SOCK_STREAM)
     path = os.path.join(directory, "sock")
@@ -213,7 +221,7 @@ def serve(directory):
                 os._exit(0)
 
 
-def write_file(path, text):
+def write_file(path: str, text: str) -> None:
     with open(path + ".new", "w") as handle:
         handle.write(text)
     os.replace(path + ".new", path)
@@ -222,7 +230,7 @@ def write_file(path, text):
 # --- the runner and the lifecycle -------------------------------------------
 
 
-def read_int(path):
+def read_int(path: str) -> int | None:
     try:
         with open(path) as handle:
             return int(handle.read().strip())
@@ -230,35 +238,31 @@ def read_int(path):
         return None
 
 
-def kill_kernel(directory):
+def kill_kernel(directory: str) -> None:
     """Kill the kernel's process group (keeper, kernel, their children)."""
     for name in ("pgid", "pid"):
         pid = read_int(os.path.join(directory, name))
         if pid is None or pid <= 1:
             continue
         for kill in (os.killpg, os.kill):
-            try:
+            with contextlib.suppress(OSError):
                 kill(pid, signal.SIGKILL)
-            except OSError:
-                pass
     for name in ("pid", "pgid", "sock"):
-        try:
+        with contextlib.suppress(OSError):
             os.unlink(os.path.join(directory, name))
-        except OSError:
-            pass
 
 
-def start_kernel(directory):
+def start_kernel(directory: str) -> None:
     """Spawn a kernel in a session of its own and wait for it to listen."""
-    log = open(os.path.join(directory, "kernel.log"), "ab")
-    keeper = subprocess.Popen(
-        [sys.executable, KERNEL_FILE, "serve", directory],
-        stdin=subprocess.DEVNULL,
-        stdout=log,
-        stderr=log,
-        start_new_session=True,
-        cwd=os.environ.get("HOME") or "/",
-    )
+    with open(os.path.join(directory, "kernel.log"), "ab") as log:
+        keeper = subprocess.Popen(
+            [sys.executable, KERNEL_FILE, "serve", directory],
+            stdin=subprocess.DEVNULL,
+            stdout=log,
+            stderr=log,
+            start_new_session=True,
+            cwd=os.environ.get("HOME") or "/",
+        )
     write_file(os.path.join(directory, "pgid"), str(keeper.pid))
     deadline = time.monotonic() + START_WAIT_S
     while time.monotonic() < deadline:
@@ -270,7 +274,7 @@ def start_kernel(directory):
     raise RuntimeError("the kernel did not start")
 
 
-def connectable(directory):
+def connectable(directory: str) -> bool:
     probe = socket.socket(socket.AF_UNIX, socket.SOCK_STREAM)
     try:
         probe.connect(os.path.join(directory, "sock"))
@@ -281,21 +285,19 @@ def connectable(directory):
     return True
 
 
-def restart_kernel(directory):
+def restart_kernel(directory: str) -> None:
     kill_kernel(directory)
     start_kernel(directory)
 
 
-def interrupt_kernel(directory):
+def interrupt_kernel(directory: str) -> None:
     pid = read_int(os.path.join(directory, "pid"))
     if pid:
-        try:
+        with contextlib.suppress(OSError):
             os.kill(pid, signal.SIGINT)
-        except OSError:
-            pass
 
 
-def empty_result(error_type, message):
+def empty_result(error_type: str, message: str) -> dict[str, Any]:
     return {
         "stdout": "",
         "stderr": "",
@@ -306,7 +308,7 @@ def empty_result(error_type, message):
     }
 
 
-def run_cell(directory, request):
+def run_cell(directory: str, request: dict[str, Any]) -> dict[str, Any]:
     """One cell through the kernel; returns the result dict (with flags)."""
     timeout = float(request["timeout"])
     grace = float(request.get("grace", 2.0))
@@ -328,21 +330,21 @@ def run_cell(directory, request):
         sock.settimeout(timeout)
         try:
             result = recv_frame(sock)
-        except socket.timeout:
+        except socket.timeout:  # noqa: UP041 (not TimeoutError before 3.10)
             timed_out = True
             interrupt_kernel(directory)
             sock.settimeout(grace)
             try:
                 result = recv_frame(sock)
-            except socket.timeout:
+            except socket.timeout:  # noqa: UP041 (not TimeoutError before 3.10)
                 interrupt_kernel(directory)  # a second one, as a user would
                 result = recv_frame(sock)
-    except socket.timeout:
+    except socket.timeout:  # noqa: UP041 (not TimeoutError before 3.10)
         restart_kernel(directory)
         result = empty_result(
             "KernelRestarted",
-            "the cell ignored the interrupt after %gs; the kernel was killed and "
-            "restarted, and its state is gone" % timeout,
+            f"the cell ignored the interrupt after {timeout:g}s; the kernel was "
+            "killed and restarted, and its state is gone",
         )
         restarted = True
     except (EOFError, OSError):
@@ -356,7 +358,7 @@ def run_cell(directory, request):
     finally:
         sock.close()
     if timed_out and result["error"] and result["error"]["type"] == "KeyboardInterrupt":
-        result["error"]["message"] = "the cell timed out after %gs and was interrupted" % timeout
+        result["error"]["message"] = f"the cell timed out after {timeout:g}s and was interrupted"
     if restarted:
         result["duration_s"] = time.monotonic() - started
     result["timed_out"] = timed_out
@@ -364,17 +366,18 @@ def run_cell(directory, request):
     return result
 
 
-def load_request(argument):
+def load_request(argument: str) -> dict[str, Any]:
     if argument.startswith("@"):
         with open(argument[1:], "rb") as handle:
             raw = handle.read()
         os.unlink(argument[1:])
     else:
         raw = argument.encode()
-    return json.loads(base64.b64decode(raw).decode())
+    request: dict[str, Any] = json.loads(base64.b64decode(raw).decode())
+    return request
 
 
-def main(argv):
+def main(argv: list[str]) -> None:
     command, directory = argv[1], argv[2]
     if command == "serve":
         serve(directory)
@@ -388,7 +391,7 @@ def main(argv):
         result = run_cell(directory, load_request(argv[3]))
         sys.stdout.write(RESULT_PREFIX + json.dumps(result) + "\n")
     else:
-        raise SystemExit("unknown command %r" % command)
+        raise SystemExit(f"unknown command {command!r}")
 
 
 if __name__ == "__main__":

@@ -118,10 +118,7 @@ class KernelPlan:
         """Make the private directory (0700, refused if it exists), write
         the program into it and start a kernel."""
         encoded = base64.b64encode(PROGRAM).decode()
-        write = (
-            "import base64,sys;"
-            "open(sys.argv[1],'wb').write(base64.b64decode(sys.argv[2]))"
-        )
+        write = "import base64,sys;open(sys.argv[1],'wb').write(base64.b64decode(sys.argv[2]))"
         return (
             f"umask 077 && mkdir {shlex.quote(self.directory)} && "
             f"{shlex.join([self.python, '-c', write, self.program, encoded])} && "
