@@ -175,6 +175,17 @@ def test_restart_and_close(sandbox: Sandbox) -> None:
         assert ok(second.run("x")).value == "'second'"
 
 
+def test_a_kernel_killed_between_cells_is_restarted_by_the_next(sandbox: Sandbox) -> None:
+    with sandbox.kernel() as kernel:
+        ok(kernel.run("x = 1"))
+        killed = sandbox.exec(command=f"kill -9 $(cat {kernel.directory}/pid)")
+        assert killed.exit_code == 0, killed
+        after = kernel.run("x")
+        assert after.restarted and not after.timed_out, after
+        assert after.error is not None and after.error.type == "NameError"
+        assert ok(kernel.run("x = 2\nx")).value == "2"
+
+
 def test_a_sandbox_gone_is_an_infra_error_not_a_cell_error(sandbox: Sandbox) -> None:
     kernel = sandbox.kernel()
     ok(kernel.run("x = 1"))

@@ -261,7 +261,6 @@ def start_kernel(directory: str) -> None:
             stdout=log,
             stderr=log,
             start_new_session=True,
-            cwd=os.environ.get("HOME") or "/",
         )
     write_file(os.path.join(directory, "pgid"), str(keeper.pid))
     deadline = time.monotonic() + START_WAIT_S
@@ -297,13 +296,14 @@ def interrupt_kernel(directory: str) -> None:
             os.kill(pid, signal.SIGINT)
 
 
-def empty_result(error_type: str, message: str) -> dict[str, Any]:
+def empty_result(error_type: str, message: str, started: float) -> dict[str, Any]:
+    """The answer to a cell the kernel could not give one for."""
     return {
         "stdout": "",
         "stderr": "",
         "value": None,
         "error": {"type": error_type, "message": message, "traceback": ""},
-        "duration_s": 0.0,
+        "duration_s": time.monotonic() - started,
         "truncated": False,
     }
 
@@ -312,16 +312,17 @@ def run_cell(directory: str, request: dict[str, Any]) -> dict[str, Any]:
     """One cell through the kernel; returns the result dict (with flags)."""
     timeout = float(request["timeout"])
     grace = float(request.get("grace", 2.0))
-    restarted = False
     started = time.monotonic()
+    restarted = False
     sock = socket.socket(socket.AF_UNIX, socket.SOCK_STREAM)
     try:
         sock.connect(os.path.join(directory, "sock"))
-    except OSError:  # no kernel (the first cell, or it died between cells)
+    except OSError:  # no kernel: it died between cells (or never started)
         sock.close()
-        had_kernel = os.path.exists(os.path.join(directory, "pgid"))
-        restart_kernel(directory)
-        restarted = had_kernel
+        restarted = os.path.exists(os.path.join(directory, "pgid"))
+        failure = fresh_kernel(directory)
+        if failure:
+            return flagged(empty_result("KernelUnavailable", failure, started), False, True)
         sock = socket.socket(socket.AF_UNIX, socket.SOCK_STREAM)
         sock.connect(os.path.join(directory, "sock"))
     timed_out = False
@@ -340,27 +341,37 @@ def run_cell(directory: str, request: dict[str, Any]) -> dict[str, Any]:
                 interrupt_kernel(directory)  # a second one, as a user would
                 result = recv_frame(sock)
     except socket.timeout:  # noqa: UP041 (not TimeoutError before 3.10)
-        restart_kernel(directory)
-        result = empty_result(
-            "KernelRestarted",
-            f"the cell ignored the interrupt after {timeout:g}s; the kernel was "
-            "killed and restarted, and its state is gone",
-        )
+        why = f"the cell ignored the interrupt after {timeout:g}s; the kernel was killed"
+        result = empty_result("KernelRestarted", why + restart_note(directory), started)
         restarted = True
     except (EOFError, OSError):
-        restart_kernel(directory)
-        result = empty_result(
-            "KernelDied",
-            "the kernel died while running the cell; a fresh one was started, "
-            "and the state is gone",
-        )
+        why = "the kernel died while running the cell"
+        result = empty_result("KernelDied", why + restart_note(directory), started)
         restarted = True
     finally:
         sock.close()
-    if timed_out and result["error"] and result["error"]["type"] == "KeyboardInterrupt":
-        result["error"]["message"] = f"the cell timed out after {timeout:g}s and was interrupted"
-    if restarted:
-        result["duration_s"] = time.monotonic() - started
+    error = result["error"]
+    if timed_out and error and error["type"] == "KeyboardInterrupt":
+        error["message"] = f"the cell timed out after {timeout:g}s and was interrupted"
+    return flagged(result, timed_out, restarted)
+
+
+def fresh_kernel(directory: str) -> str:
+    """Kill what is left of the kernel and start another: "" once it
+    listens, else why not (a process cap still full, say)."""
+    try:
+        restart_kernel(directory)
+    except Exception as exc:
+        return f"no kernel could be started ({type(exc).__name__}: {exc}); the next run tries again"
+    return ""
+
+
+def restart_note(directory: str) -> str:
+    failure = fresh_kernel(directory)
+    return "; " + (failure or "a fresh one was started, and the state is gone")
+
+
+def flagged(result: dict[str, Any], timed_out: bool, restarted: bool) -> dict[str, Any]:
     result["timed_out"] = timed_out
     result["restarted"] = restarted
     return result
