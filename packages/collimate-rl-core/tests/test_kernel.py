@@ -186,6 +186,16 @@ def test_a_kernel_killed_between_cells_is_restarted_by_the_next(sandbox: Sandbox
         assert ok(kernel.run("x = 2\nx")).value == "2"
 
 
+def test_a_kernel_follows_its_sandbox_through_a_reset(sandbox: Sandbox) -> None:
+    kernel = sandbox.kernel()
+    ok(kernel.run("x = 1"))
+    sandbox.reset()  # a fresh clone of the template: the old interpreter is gone
+    after = kernel.run("x")
+    assert after.restarted and after.error is not None and after.error.type == "NameError"
+    assert ok(kernel.run("x = 3\nx")).value == "3"
+    kernel.close()
+
+
 def test_a_sandbox_gone_is_an_infra_error_not_a_cell_error(sandbox: Sandbox) -> None:
     kernel = sandbox.kernel()
     ok(kernel.run("x = 1"))

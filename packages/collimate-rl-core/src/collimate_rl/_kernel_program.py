@@ -206,6 +206,12 @@ def serve(directory: str) -> None:
         os._exit(0)
     runner = CellRunner()
     signal.signal(signal.SIGINT, runner.on_sigint)
+    # the log kept what a failed start said; from here on, output written
+    # to the descriptors themselves (a subprocess's) is dropped, not stored
+    null = os.open(os.devnull, os.O_WRONLY)
+    os.dup2(null, 1)
+    os.dup2(null, 2)
+    os.close(null)
     write_file(os.path.join(directory, "pid"), str(os.getpid()))
     while True:
         try:

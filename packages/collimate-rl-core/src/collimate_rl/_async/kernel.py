@@ -9,6 +9,7 @@ what both twins share is ``collimate_rl._kernel_state``.
 from __future__ import annotations
 
 import contextlib
+import dataclasses
 from types import TracebackType
 from typing import TYPE_CHECKING
 
@@ -47,6 +48,7 @@ class AsyncKernel:
         self._plan = KernelPlan(python=python, timeout=timeout, output_limit=output_limit)
         self._installed = False
         self._closed = False
+        self._session: str | None = None  # the clone the kernel lives in
 
     @property
     def directory(self) -> str:
@@ -57,14 +59,20 @@ class AsyncKernel:
         """Install the kernel in the sandbox and start it (no-op when done)."""
         if self._closed:
             raise RuntimeError("this kernel is closed; make another with sandbox.kernel()")
+        if self._installed and self._session != self.sandbox.session_id:
+            self._installed = False  # the sandbox was reset (or closed): a new clone
         if not self._installed:
             response = await self.sandbox._run(self._plan.install_command(), 60)
             check_setup(response, "start")
             self._installed = True
+            self._session = self.sandbox.session_id
         return self
 
     async def run(self, code: str, *, timeout: float | None = None) -> CellResult:
-        """Run one cell; ``timeout`` (seconds) defaults to the kernel's."""
+        """Run one cell; ``timeout`` (seconds) defaults to the kernel's. A
+        kernel whose sandbox was reset since its last cell starts afresh in
+        the new clone, and the result says ``restarted``."""
+        lost = self._installed and self._session != self.sandbox.session_id
         await self.start()
         payload, seconds = self._plan.cell_payload(code, timeout)
         from_file = len(payload) > INLINE_CELL_LIMIT
@@ -74,11 +82,12 @@ class AsyncKernel:
             payload = path
         command = self._plan.run_command(payload, from_file=from_file)
         response = await self.sandbox._run(command, self._plan.exec_timeout(seconds))
-        return parse_cell(response)
+        result = parse_cell(response)
+        return dataclasses.replace(result, restarted=True) if lost else result
 
     async def restart(self) -> None:
         """A fresh interpreter: every name of the old one is gone."""
-        if not self._installed:
+        if not self._installed or self._session != self.sandbox.session_id:
             await self.start()
             return
         check_setup(await self.sandbox._run(self._plan.restart_command(), 60), "restart")
@@ -88,7 +97,7 @@ class AsyncKernel:
         sandbox already gone is fine)."""
         installed, self._installed = self._installed, False
         self._closed = True
-        if installed and self.sandbox.started:
+        if installed and self.sandbox.started and self._session == self.sandbox.session_id:
             with contextlib.suppress(CollimateError):
                 await self.sandbox._run(self._plan.stop_command(), 30)
 

@@ -10,6 +10,7 @@ what both twins share is ``collimate_rl._kernel_state``.
 from __future__ import annotations
 
 import contextlib
+import dataclasses
 from types import TracebackType
 from typing import TYPE_CHECKING
 
@@ -48,6 +49,7 @@ class Kernel:
         self._plan = KernelPlan(python=python, timeout=timeout, output_limit=output_limit)
         self._installed = False
         self._closed = False
+        self._session: str | None = None  # the clone the kernel lives in
 
     @property
     def directory(self) -> str:
@@ -58,14 +60,20 @@ class Kernel:
         """Install the kernel in the sandbox and start it (no-op when done)."""
         if self._closed:
             raise RuntimeError("this kernel is closed; make another with sandbox.kernel()")
+        if self._installed and self._session != self.sandbox.session_id:
+            self._installed = False  # the sandbox was reset (or closed): a new clone
         if not self._installed:
             response = self.sandbox._run(self._plan.install_command(), 60)
             check_setup(response, "start")
             self._installed = True
+            self._session = self.sandbox.session_id
         return self
 
     def run(self, code: str, *, timeout: float | None = None) -> CellResult:
-        """Run one cell; ``timeout`` (seconds) defaults to the kernel's."""
+        """Run one cell; ``timeout`` (seconds) defaults to the kernel's. A
+        kernel whose sandbox was reset since its last cell starts afresh in
+        the new clone, and the result says ``restarted``."""
+        lost = self._installed and self._session != self.sandbox.session_id
         self.start()
         payload, seconds = self._plan.cell_payload(code, timeout)
         from_file = len(payload) > INLINE_CELL_LIMIT
@@ -75,11 +83,12 @@ class Kernel:
             payload = path
         command = self._plan.run_command(payload, from_file=from_file)
         response = self.sandbox._run(command, self._plan.exec_timeout(seconds))
-        return parse_cell(response)
+        result = parse_cell(response)
+        return dataclasses.replace(result, restarted=True) if lost else result
 
     def restart(self) -> None:
         """A fresh interpreter: every name of the old one is gone."""
-        if not self._installed:
+        if not self._installed or self._session != self.sandbox.session_id:
             self.start()
             return
         check_setup(self.sandbox._run(self._plan.restart_command(), 60), "restart")
@@ -89,7 +98,7 @@ class Kernel:
         sandbox already gone is fine)."""
         installed, self._installed = self._installed, False
         self._closed = True
-        if installed and self.sandbox.started:
+        if installed and self.sandbox.started and self._session == self.sandbox.session_id:
             with contextlib.suppress(CollimateError):
                 self.sandbox._run(self._plan.stop_command(), 30)
 
