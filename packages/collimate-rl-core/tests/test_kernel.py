@@ -76,6 +76,14 @@ def test_names_persist_and_a_trailing_expression_is_the_value(kernel: Kernel) ->
     assert ok(kernel.run("_ + 1")).value == "5.0"  # the last value, as a REPL keeps it
 
 
+def test_what_a_subprocess_writes_is_captured_in_order(kernel: Kernel) -> None:
+    mixed = ok(kernel.run("import os\nprint('a')\nos.system('echo b; echo e >&2')\nprint('c')"))
+    assert (mixed.stdout, mixed.stderr) == ("a\nb\nc\n", "e\n")
+    flood = kernel.run("import os\nos.system('yes | head -c 300000')\nprint('after')")
+    assert flood.truncated and flood.error is None, flood
+    assert flood.stdout == "y\n" * 500  # the first 1000 characters; the rest dropped
+
+
 def test_an_exception_carries_only_the_cells_frames(kernel: Kernel) -> None:
     ok(kernel.run("def inner():\n    raise ValueError('bad value')\n"))
     result = kernel.run("def outer():\n    inner()\nouter()")

@@ -26,16 +26,19 @@ from __future__ import annotations
 import ast
 import base64
 import builtins
+import codecs
 import contextlib
 import io
 import json
 import linecache
 import os
+import select
 import signal
 import socket
 import struct
 import subprocess
 import sys
+import threading
 import time
 import traceback
 from types import FrameType
@@ -104,6 +107,67 @@ def cap_text(text: str, cap: int) -> tuple[str, bool]:
     return (text, False) if len(text) <= cap else (text[:cap], True)
 
 
+class DescriptorCapture:
+    """File descriptor ``fd`` (1 or 2) into ``writer`` for one cell: a pipe
+    read by a thread, so what a subprocess writes is captured with what
+    Python prints, in the order written, and a flood is drained and
+    dropped past the cap rather than blocking the cell."""
+
+    def __init__(self, fd: int, writer: CappedWriter) -> None:
+        self.fd = fd
+        self.writer = writer
+        self.decoder = codecs.getincrementaldecoder("utf-8")("replace")
+        self.done = threading.Event()
+        read_end, write_end = os.pipe()
+        os.set_blocking(read_end, False)
+        self.read_end = read_end
+        self.saved = os.dup(fd)
+        os.dup2(write_end, fd)
+        os.close(write_end)
+        self.thread = threading.Thread(target=self.pump, daemon=True)
+        self.thread.start()
+        self.stream = io.TextIOWrapper(
+            io.FileIO(fd, "w", closefd=False),
+            encoding="utf-8",
+            errors="backslashreplace",
+            line_buffering=True,
+            write_through=True,
+        )
+
+    def drain(self) -> bool:
+        """Read what the pipe holds now; False once it is closed."""
+        while True:
+            try:
+                chunk = os.read(self.read_end, 65536)
+            except BlockingIOError:
+                return True
+            except OSError:
+                return False
+            if not chunk:
+                return False
+            self.writer.write(self.decoder.decode(chunk))
+
+    def pump(self) -> None:
+        while not self.done.is_set():
+            with contextlib.suppress(OSError, ValueError):
+                select.select([self.read_end], [], [], 0.05)
+            if not self.drain():
+                break
+
+    def stop(self) -> None:
+        """Put the descriptor back, take in what the cell left in the pipe
+        (a child still holding it is not waited for) and close it."""
+        with contextlib.suppress(OSError, ValueError):
+            self.stream.flush()
+        os.dup2(self.saved, self.fd)
+        os.close(self.saved)
+        self.done.set()
+        self.thread.join(5)
+        self.drain()
+        self.writer.write(self.decoder.decode(b"", final=True))
+        os.close(self.read_end)
+
+
 class CellRunner:
     """Executes cells in one namespace, in the main thread."""
 
@@ -134,11 +198,12 @@ class CellRunner:
     def run(self, request: dict[str, Any]) -> dict[str, Any]:
         cap = int(request.get("output_limit", 65536))
         out, err = CappedWriter(cap), CappedWriter(cap)
-        saved = sys.stdout, sys.stderr
         value = error = None
         truncated = False
         started = time.monotonic()
-        sys.stdout, sys.stderr = out, err
+        saved = sys.stdout, sys.stderr
+        captures = [DescriptorCapture(1, out), DescriptorCapture(2, err)]
+        sys.stdout, sys.stderr = (capture.stream for capture in captures)
         self.in_cell = True
         try:
             try:
@@ -155,9 +220,11 @@ class CellRunner:
             self.in_cell = False
             error = describe(exc)
         finally:
+            if os.getpid() != self.pid:  # a forked child ending its cell: never answers
+                os._exit(0)
             sys.stdout, sys.stderr = saved
-        if os.getpid() != self.pid:  # a forked child ending its cell: never answers
-            os._exit(0)
+            for capture in captures:
+                capture.stop()
         return {
             "stdout": out.getvalue(),
             "stderr": err.getvalue(),
@@ -206,8 +273,8 @@ def serve(directory: str) -> None:
         os._exit(0)
     runner = CellRunner()
     signal.signal(signal.SIGINT, runner.on_sigint)
-    # the log kept what a failed start said; from here on, output written
-    # to the descriptors themselves (a subprocess's) is dropped, not stored
+    # the log kept what a failed start said; from here on, what is written
+    # outside a cell (a thread or child it left behind) is dropped, not stored
     null = os.open(os.devnull, os.O_WRONLY)
     os.dup2(null, 1)
     os.dup2(null, 2)
