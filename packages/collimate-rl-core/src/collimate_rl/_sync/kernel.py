@@ -72,7 +72,9 @@ class Kernel:
     def run(self, code: str, *, timeout: float | None = None) -> CellResult:
         """Run one cell; ``timeout`` (seconds) defaults to the kernel's. A
         kernel whose sandbox was reset since its last cell starts afresh in
-        the new clone, and the result says ``restarted``."""
+        the new clone, and the result says ``restarted``. One cell at a
+        time: the kernel is one interpreter, so do not overlap ``run``
+        calls on it (a sandbox can hold several kernels)."""
         lost = self._installed and self._session != self.sandbox.session_id
         self.start()
         payload, seconds = self._plan.cell_payload(code, timeout)
