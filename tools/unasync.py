@@ -49,6 +49,7 @@ MODULES: tuple[str, ...] = (
     "session_client",
     "grading",
     "admission",
+    "kernel",
 )
 
 #: names swapped as they are, whole words, before the general rules

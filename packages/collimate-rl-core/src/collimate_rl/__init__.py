@@ -64,6 +64,7 @@ from .rewards import (
 from .batch import grade_batch, grade_batch_async
 from .grading import GradeResult, grade, grade_async
 from .sandbox import AsyncSandbox, ExecResult, Sandbox, rollout_once, rollout_once_async
+from .kernel import AsyncKernel, CellError, CellResult, Kernel
 from .manifest import ReplayManifest, ReplayReport, record_manifest, replay_manifest
 # --- end grading ---
 
@@ -157,6 +158,10 @@ __all__ = [
     "Sandbox",
     "AsyncSandbox",
     "ExecResult",
+    "Kernel",
+    "AsyncKernel",
+    "CellResult",
+    "CellError",
     "rollout_once",
     "rollout_once_async",
     "ReplayManifest",

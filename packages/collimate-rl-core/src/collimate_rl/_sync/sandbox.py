@@ -18,6 +18,7 @@ from .._sandbox_state import ExecResult, SandboxState, session_fields, template_
 from .._transport.gateway_calls import CDP_PORT
 from ..fileio import check_step, download_command, parse_download, upload_plan
 from ..seeds import check_seed
+from .kernel import Kernel
 
 if TYPE_CHECKING:
     from ..transport import SessionClient
@@ -143,6 +144,16 @@ class Sandbox(SandboxState):
             command=command,
             timeout_seconds=timeout_seconds or self.default_timeout,
         )
+
+    def kernel(
+        self, *, timeout: float = 30.0, output_limit: int = 64 * 1024, python: str = "python3"
+    ) -> Kernel:
+        """A stateful Python interpreter in this clone (see
+        :class:`~collimate_rl.Kernel`), started on first use: names
+        persist between its cells. ``timeout`` is each cell's default (in
+        seconds), ``output_limit`` caps a cell's stdout, stderr and value
+        (characters each), ``python`` is the guest's interpreter."""
+        return Kernel(self, timeout=timeout, output_limit=output_limit, python=python)
 
     # services reached from outside
     def connect_url(self, port: int, *, ttl_seconds: int = 600, protocol: str = "tcp") -> str:

@@ -1,0 +1,119 @@
+"""``AsyncKernel``: a stateful Python interpreter in a sandbox.
+
+One of a pair of twins: the async module is written by hand, its blocking
+twin generated from it by ``tools/unasync.py`` (edit the async one, then
+``hatch run lint:unasync``). The public module is ``collimate_rl.kernel``;
+what both twins share is ``collimate_rl._kernel_state``.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import dataclasses
+from types import TracebackType
+from typing import TYPE_CHECKING
+
+from .._kernel_state import INLINE_CELL_LIMIT, CellResult, KernelPlan, check_setup, parse_cell
+from ..errors import CollimateError
+
+if TYPE_CHECKING:
+    from .sandbox import AsyncSandbox
+
+__all__ = ["AsyncKernel"]
+
+
+class AsyncKernel:
+    """A Python interpreter that lives in ``sandbox`` between cells.
+
+    Made by :meth:`AsyncSandbox.kernel <collimate_rl.AsyncSandbox.kernel>`;
+    started on first use (or on entering its ``async with`` block). Each
+    :meth:`run` is one session exec: names, imports and data persist from
+    cell to cell, as in a notebook. A cell past its timeout is interrupted
+    (``KeyboardInterrupt``) and the state kept; one that ignores the
+    interrupt, or kills the interpreter, costs a restart, and its result
+    says so. Failures of the sandbox or the wire raise
+    :class:`~collimate_rl.CollimateError`; whatever the cell does is in the
+    :class:`~collimate_rl.CellResult`.
+    """
+
+    def __init__(
+        self,
+        sandbox: AsyncSandbox,
+        *,
+        timeout: float = 30.0,
+        output_limit: int = 64 * 1024,
+        python: str = "python3",
+    ) -> None:
+        self.sandbox = sandbox
+        self._plan = KernelPlan(python=python, timeout=timeout, output_limit=output_limit)
+        self._installed = False
+        self._closed = False
+        self._session: str | None = None  # the clone the kernel lives in
+
+    @property
+    def directory(self) -> str:
+        """The kernel's private directory in the guest (its socket, program)."""
+        return self._plan.directory
+
+    async def start(self) -> AsyncKernel:
+        """Install the kernel in the sandbox and start it (no-op when done)."""
+        if self._closed:
+            raise RuntimeError("this kernel is closed; make another with sandbox.kernel()")
+        if self._installed and self._session != self.sandbox.session_id:
+            self._installed = False  # the sandbox was reset (or closed): a new clone
+        if not self._installed:
+            response = await self.sandbox._run(self._plan.install_command(), 60)
+            check_setup(response, "start")
+            self._installed = True
+            self._session = self.sandbox.session_id
+        return self
+
+    async def run(self, code: str, *, timeout: float | None = None) -> CellResult:
+        """Run one cell; ``timeout`` (seconds) defaults to the kernel's. A
+        kernel whose sandbox was reset since its last cell starts afresh in
+        the new clone, and the result says ``restarted``. One cell at a
+        time: the kernel is one interpreter, so do not overlap ``run``
+        calls on it (a sandbox can hold several kernels)."""
+        lost = self._installed and self._session != self.sandbox.session_id
+        await self.start()
+        payload, seconds = self._plan.cell_payload(code, timeout)
+        from_file = len(payload) > INLINE_CELL_LIMIT
+        if from_file:
+            path = self._plan.cell_file()
+            await self.sandbox.upload_bytes(path, payload.encode())
+            payload = path
+        command = self._plan.run_command(payload, from_file=from_file)
+        response = await self.sandbox._run(command, self._plan.exec_timeout(seconds))
+        result = parse_cell(response)
+        return dataclasses.replace(result, restarted=True) if lost else result
+
+    async def restart(self) -> None:
+        """A fresh interpreter: every name of the old one is gone."""
+        if not self._installed or self._session != self.sandbox.session_id:
+            await self.start()
+            return
+        check_setup(await self.sandbox._run(self._plan.restart_command(), 60), "restart")
+
+    async def close(self) -> None:
+        """Stop the interpreter and remove its directory (idempotent; a
+        sandbox already gone is fine)."""
+        installed, self._installed = self._installed, False
+        self._closed = True
+        if installed and self.sandbox.started and self._session == self.sandbox.session_id:
+            with contextlib.suppress(CollimateError):
+                await self.sandbox._run(self._plan.stop_command(), 30)
+
+    async def __aenter__(self) -> AsyncKernel:
+        return await self.start()
+
+    async def __aexit__(
+        self,
+        exc_type: type[BaseException] | None,
+        exc: BaseException | None,
+        tb: TracebackType | None,
+    ) -> None:
+        await self.close()
+
+    def __repr__(self) -> str:
+        state = "closed" if self._closed else "running" if self._installed else "not started"
+        return f"{type(self).__name__}({self.sandbox!r}, {state})"
