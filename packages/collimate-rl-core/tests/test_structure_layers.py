@@ -99,6 +99,12 @@ LAYERS: tuple[dict[str, tuple[str, ...]], ...] = (
             "collimate_rl._sync.sandbox",
             "collimate_rl.fileio",
             "collimate_rl.egress",
+            # Sandbox.kernel(): the client, its shared state, the guest program
+            "collimate_rl.kernel",
+            "collimate_rl._kernel_state",
+            "collimate_rl._kernel_program",
+            "collimate_rl._async.kernel",
+            "collimate_rl._sync.kernel",
         )
     },
     {
