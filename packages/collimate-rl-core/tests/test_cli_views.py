@@ -472,3 +472,20 @@ def test_rich_only_on_a_terminal_without_no_color_or_plain(monkeypatch: pytest.M
     assert not wants_rich(io.StringIO())  # not a terminal
     monkeypatch.setenv("NO_COLOR", "1")
     assert not wants_rich(tty)
+
+
+@pytest.mark.parametrize("no_color", [False, True])
+def test_doctor_in_a_terminal_reports_each_language_as_the_host_has_it(no_color: bool) -> None:
+    """``collimate doctor`` driven in a pseudo-terminal: plain lines (it has
+    no colours to drop), one per language, each ``ok`` exactly when the
+    host's toolchain is found, and its last line the count of what is off."""
+    from collimate_rl.local_backend.toolchains import MissingToolchain, find_toolchains
+
+    code, out = run_in_pty(["doctor"], no_color=no_color)
+    assert code == 0, out
+    assert ANSI not in out
+    lines = [line.strip() for line in out.splitlines()]
+    for name, toolchain in find_toolchains().items():
+        line = next(x for x in lines if x[4:].startswith(f"language {name}"))
+        assert line.startswith("ok  ") == (not isinstance(toolchain, MissingToolchain)), line
+    assert re.fullmatch(r"\d+ ok, \d+ missing or limited", lines[-1]), lines[-1]
