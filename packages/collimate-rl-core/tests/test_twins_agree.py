@@ -45,7 +45,8 @@ FUNCTION_PAIRS = [
 
 #: methods of an async class that are plain (not coroutines) on purpose:
 #: construction, pickling, what only reads local state, and what returns an
-#: object to use with ``async with`` (a gateway's ``env`` and ``session``)
+#: object to use with ``async with`` (a gateway's ``env`` and ``session``,
+#: a sandbox's ``kernel``, which starts on first use)
 PLAIN = {
     "__init__",
     "__getstate__",
@@ -55,6 +56,7 @@ PLAIN = {
     "session",
     "sandbox",
     "fork_group",
+    "kernel",
 }
 #: what only the async flavour has: ``open`` (the blocking one opens in
 #: ``__init__``, which cannot await)
