@@ -50,6 +50,7 @@ MODULES: tuple[str, ...] = (
     "grading",
     "admission",
     "kernel",
+    "python_tool",
 )
 
 #: names swapped as they are, whole words, before the general rules

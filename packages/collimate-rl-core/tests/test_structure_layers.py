@@ -105,6 +105,11 @@ LAYERS: tuple[dict[str, tuple[str, ...]], ...] = (
             "collimate_rl._kernel_program",
             "collimate_rl._async.kernel",
             "collimate_rl._sync.kernel",
+            # the Python tool of one trajectory (kernel + sandbox), its text
+            "collimate_rl.python_tool",
+            "collimate_rl._tool_text",
+            "collimate_rl._async.python_tool",
+            "collimate_rl._sync.python_tool",
         )
     },
     {

@@ -33,6 +33,7 @@ CLASS_PAIRS = [
     (c.Env, c.AsyncEnv, CONTEXT),
     (c.Template, c.AsyncTemplate, CLIENT),
     (c.TemplateHandle, c.AsyncTemplateHandle, CLIENT),
+    (c.PythonTool, c.AsyncPythonTool, CONTEXT),
 ]
 
 #: (blocking, async): functions that must take the same arguments

@@ -65,6 +65,7 @@ from .batch import grade_batch, grade_batch_async
 from .grading import GradeResult, grade, grade_async
 from .sandbox import AsyncSandbox, ExecResult, Sandbox, rollout_once, rollout_once_async
 from .kernel import AsyncKernel, CellError, CellResult, Kernel
+from .python_tool import AsyncPythonTool, PythonTool, cell_text
 from .manifest import ReplayManifest, ReplayReport, record_manifest, replay_manifest
 # --- end grading ---
 
@@ -162,6 +163,9 @@ __all__ = [
     "AsyncKernel",
     "CellResult",
     "CellError",
+    "PythonTool",
+    "AsyncPythonTool",
+    "cell_text",
     "rollout_once",
     "rollout_once_async",
     "ReplayManifest",
