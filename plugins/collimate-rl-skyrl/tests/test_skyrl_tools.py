@@ -64,7 +64,11 @@ def test_state_is_kept_across_the_turns_of_an_episode(
     second = env.step(call("cache['n'] += 1\nmath.factorial(3), cache['n']"))
     assert second["observations"][0]["content"] == "(6, 42)"
     answer = env.step(rows.RIGHT)  # no tool call: an answer, graded as without tools
-    assert (answer["done"], answer["reward"], answer["metadata"]["verdict"]) == (True, 1.0, "passed")
+    assert (answer["done"], answer["reward"], answer["metadata"]["verdict"]) == (
+        True,
+        1.0,
+        "passed",
+    )
     metrics = env.get_metrics()
     assert (metrics["turns"], metrics["tool_calls"], metrics["passed"]) == (3.0, 2.0, 1.0)
     assert metrics["tool_ms"] > 0.0
@@ -180,8 +184,9 @@ def test_without_tools_a_tool_call_is_an_answer_as_before(
     )
     assert env.tool_groups == []
     out = env.step(call("print(1)"))
-    assert out["metadata"]["verdict"] == "failed" and "Attempt 1 of 3" in (
-        out["observations"][0]["content"]
+    assert (
+        out["metadata"]["verdict"] == "failed"
+        and "Attempt 1 of 3" in (out["observations"][0]["content"])
     )
 
 

@@ -68,7 +68,7 @@ class CollimatePythonToolGroup(ToolGroup):  # type: ignore[misc]
         self._closed = False
         super().__init__(name=GROUP_NAME)
 
-    @tool
+    @tool  # type: ignore[untyped-decorator]  # skyrl-gym ships no types
     def python(self, code: str) -> str:
         """Run ``code`` as the episode's next cell; what the model reads back."""
         return self.python_tool.call(code)
@@ -117,5 +117,5 @@ class CollimatePythonToolGroup(ToolGroup):  # type: ignore[misc]
 
     def __setstate__(self, state: dict[str, Any]) -> None:
         self.__dict__.update(state)
-        self._tool_registry = {}
+        self._tool_registry: dict[str, Callable[..., Any]] = {}
         self._register_tools()
