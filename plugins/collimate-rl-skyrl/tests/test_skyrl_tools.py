@@ -128,6 +128,25 @@ def test_the_end_of_the_episode_reaps_the_sandbox_before_close(
     assert sessions(target) <= before
 
 
+def test_a_step_that_raises_reaps_the_sandbox(
+    rows: Any, skyrl_gym_module: Any, target: dict[str, Any], monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """SkyRL's generator skips ``close`` when ``step`` raises: the env lets
+    the sandbox go itself (the failure injected into grading)."""
+    before = sessions(target)
+    env = make(skyrl_gym_module, rows, target)
+    env.step(call("x = 1"))
+    assert len(sessions(target) - before) == 1
+
+    def broken(code: str) -> Any:
+        raise OSError("injected")
+
+    monkeypatch.setattr(env, "_grade", broken)
+    with pytest.raises(OSError, match="injected"):
+        env.step(rows.RIGHT)
+    assert sessions(target) <= before
+
+
 def test_a_cell_error_is_shown_to_the_model_and_the_names_stay(
     rows: Any, skyrl_gym_module: Any, target: dict[str, Any]
 ) -> None:

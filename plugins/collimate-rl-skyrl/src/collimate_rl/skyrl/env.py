@@ -29,7 +29,8 @@ its output as the next user message, with no reward; any other completion
 is an answer, graded as above; the last turn is always an answer. A
 malformed or unknown call is shown to the model as skyrl-gym's envs show
 theirs; a sandbox failure during a call takes the infrastructure path. The
-sandbox is reaped when the episode ends (done, infra failure, ``close``).
+sandbox is reaped when the episode ends (done, infra failure, any error
+raised from ``step``, ``close``).
 
 Every grade is logged on the ``collimate_rl.skyrl`` logger: at DEBUG, the
 dataset row, the turn and the reason; an infrastructure failure at WARNING.
@@ -117,6 +118,15 @@ class CollimateCodeEnv(BaseTextEnv):  # type: ignore[misc]
         return prompt, {"seed": self.task.seed, "crn_group": self.task.group}
 
     def step(self, action: str) -> BaseTextEnvStepOutput:
+        try:
+            return self._step(action)
+        except BaseException:
+            # SkyRL's generator does not close an env whose step raised: the
+            # trajectory is over, so its sandbox goes now
+            self._close_tools()
+            raise
+
+    def _step(self, action: str) -> BaseTextEnvStepOutput:
         self.turns += 1
         text = action if isinstance(action, str) else str(action)
         if self.tool_groups and self.turns < self.max_turns:  # the last turn is an answer
