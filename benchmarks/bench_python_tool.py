@@ -27,7 +27,7 @@ Two workloads:
 A call skyrl-gym's tool fails (its own 10 s timeout, which a loaded machine
 reaches) is counted, not compared; any output of ours that differs from a
 skyrl-gym output that ran is a defect (exit 1). The default run (the
-comparison alone) takes about a minute on a quiet 2-CPU machine.
+comparison alone) took 99 s on 2 CPUs at a load average of 22 to 50.
 
     python benchmarks/bench_python_tool.py [--trajectories 64] [--calls 10] [--stateful]
     hatch run bench:one benchmarks/bench_python_tool.py
