@@ -29,6 +29,7 @@ pytestmark = pytest.mark.timeout(300)
 BLOCKS = [
     ('"data_source": "mbpp"', ["1.0 passed 1; 2/2 tests passed"]),
     ('"entry_point": "double"', ["1.0 row task_id='HumanEval/double'"]),
+    ('"tools": ["python"]', ["3 0.0 False", "6", "1.0 True 2.0"]),
 ]
 
 
@@ -43,7 +44,9 @@ def test_every_python_block_is_checked() -> None:
     assert len(python_blocks(README)) == len(BLOCKS)
 
 
-@pytest.mark.parametrize(("marker", "prints"), BLOCKS, ids=["mbpp-row", "humaneval-body"])
+@pytest.mark.parametrize(
+    ("marker", "prints"), BLOCKS, ids=["mbpp-row", "humaneval-body", "python-tool"]
+)
 def test_the_readme_example_prints_the_reward_it_shows(
     served_url: str, marker: str, prints: list[str]
 ) -> None:

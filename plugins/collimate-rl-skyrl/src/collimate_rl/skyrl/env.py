@@ -20,6 +20,18 @@ reward is the last graded turn's. An infrastructure failure is never a
 task failure: it raises (``on_infra_error: raise``, the default) or ends
 the episode with 0.0 and ``verdict: infra_error`` (``zero``).
 
+With ``tools: ["python"]``, the env holds a :class:`~.tools.CollimatePythonToolGroup`
+(skyrl-gym's ``init_tool_groups``): a turn whose completion makes a tool
+call in skyrl-gym's format (``<tool><python>CODE</python></tool>``,
+:mod:`.toolcall`) runs it through skyrl-gym's ``execute_tool`` in the
+episode's sandbox interpreter (names kept from call to call) and returns
+its output as the next user message, with no reward; any other completion
+is an answer, graded as above; the last turn is always an answer. A
+malformed or unknown call is shown to the model as skyrl-gym's envs show
+theirs; a sandbox failure during a call takes the infrastructure path. The
+sandbox is reaped when the episode ends (done, infra failure, any error
+raised from ``step``, ``close``).
+
 Every grade is logged on the ``collimate_rl.skyrl`` logger: at DEBUG, the
 dataset row, the turn and the reason; an infrastructure failure at WARNING.
 """
@@ -27,6 +39,7 @@ dataset row, the turn and the reason; an infrastructure failure at WARNING.
 from __future__ import annotations
 
 import contextlib
+import functools
 import logging
 import time
 from collections.abc import Mapping
@@ -41,6 +54,8 @@ from .feedback import feedback_text, sealed_lines
 from .metrics import EpisodeStats, aggregate, failure_of
 from .rows import read_task
 from .settings import EnvSettings, resolve_settings
+from .toolcall import ToolCall, ToolCallError, find_tool_call
+from .tools import CollimatePythonToolGroup
 
 __all__ = ["CollimateCodeEnv"]
 
@@ -61,9 +76,9 @@ class CollimateCodeEnv(BaseTextEnv):  # type: ignore[misc]
 
     ``env_config`` and ``extras["collimate"]`` may set ``base_url`` /
     ``socket`` / ``api_key``, ``template_id``, ``timeout_seconds``,
-    ``seed_mode``, ``base_seed``, ``reuse_session``, ``on_infra_error`` and
-    ``max_turns`` (:mod:`.settings`); ``extras`` is the dataset row
-    (:mod:`.rows`).
+    ``seed_mode``, ``base_seed``, ``reuse_session``, ``on_infra_error``,
+    ``max_turns``, ``join_prompt`` and ``tools`` (:mod:`.settings`);
+    ``extras`` is the dataset row (:mod:`.rows`).
     """
 
     def __init__(self, env_config: Any = None, extras: Mapping[str, Any] | None = None) -> None:
@@ -80,6 +95,17 @@ class CollimateCodeEnv(BaseTextEnv):  # type: ignore[misc]
         self._sealed: frozenset[str] | None = None  # made at the first feedback
         self.stats = EpisodeStats()
         self._session_id: str | None = None
+        if self.settings.tools:  # else no tool group: every completion is an answer
+            self.init_tool_groups(
+                [
+                    CollimatePythonToolGroup(
+                        connect=functools.partial(shared_client, self.settings),
+                        template=self.settings.template_id,
+                        timeout=self.settings.timeout_seconds,
+                        seed=self.task.seed,
+                    )
+                ]
+            )
 
     # -- SkyRL's interface -------------------------------------------------
 
@@ -92,8 +118,24 @@ class CollimateCodeEnv(BaseTextEnv):  # type: ignore[misc]
         return prompt, {"seed": self.task.seed, "crn_group": self.task.group}
 
     def step(self, action: str) -> BaseTextEnvStepOutput:
+        try:
+            return self._step(action)
+        except BaseException:
+            # SkyRL's generator does not close an env whose step raised: the
+            # trajectory is over, so its sandbox goes now
+            self._close_tools()
+            raise
+
+    def _step(self, action: str) -> BaseTextEnvStepOutput:
         self.turns += 1
         text = action if isinstance(action, str) else str(action)
+        if self.tool_groups and self.turns < self.max_turns:  # the last turn is an answer
+            try:
+                call = find_tool_call(text)
+            except ToolCallError as exc:
+                return self._tool_output(None, str(exc))
+            if call is not None:
+                return self._tool_step(call)
         code = self.task.program(text)
         code_found = bool(extract_code(text, self.task.entry).strip())
         started = time.perf_counter()
@@ -101,18 +143,7 @@ class CollimateCodeEnv(BaseTextEnv):  # type: ignore[misc]
             result = self._grade(code)
         except CollimateError as exc:
             self.stats.grade_ms += (time.perf_counter() - started) * 1000.0
-            logger.warning(
-                "%s turn %d: infra_error: %s: %s",
-                self.task.row or "row ?",
-                self.turns,
-                type(exc).__name__,
-                exc,
-            )
-            if self.settings.on_infra_error == "raise":
-                if self.task.row and hasattr(exc, "add_note"):  # Python 3.11+
-                    exc.add_note(f"collimate_code: grading {self.task.row}")
-                raise
-            return self._infra_step(code, exc)
+            return self._infra_failure(exc, code, "grading")
         self.stats.grade_ms += (time.perf_counter() - started) * 1000.0
         self.stats.turns = self.turns
         self.stats.packed += "pack" in result.raw
@@ -127,6 +158,8 @@ class CollimateCodeEnv(BaseTextEnv):  # type: ignore[misc]
         if not done:
             text = feedback_text(result, self.turns, self.max_turns, code_found, self._seal())
             observations = [{"role": "user", "content": text}]
+        else:
+            self._close_tools()  # the episode is over: its sandbox goes now
         return BaseTextEnvStepOutput(
             observations=observations,
             reward=result.reward if done else 0.0,
@@ -136,7 +169,9 @@ class CollimateCodeEnv(BaseTextEnv):  # type: ignore[misc]
         )
 
     def close(self) -> None:
-        """Delete the episode's session (``reuse_session``); the client stays shared."""
+        """Reap the episode's tool sandbox and delete its session
+        (``reuse_session``); the client stays shared."""
+        self._close_tools()
         session_id, self._session_id = self._session_id, None
         if session_id is not None:
             # the backend reaps idle sessions: closing must not fail a rollout
@@ -196,6 +231,78 @@ class CollimateCodeEnv(BaseTextEnv):  # type: ignore[misc]
             "data_source": self.task.data_source,
             "packed": "pack" in result.raw,
         }
+
+    # -- tools -------------------------------------------------------------
+
+    def _tool_step(self, call: ToolCall) -> BaseTextEnvStepOutput:
+        """Run the completion's tool call; its output is the next observation."""
+        group = self.tool_to_toolgroup.get(call.name)
+        if group is None:
+            known = ", ".join(sorted(self.tool_to_toolgroup))
+            return self._tool_output(call, f"Tool '{call.name}' not found; the tools are: {known}.")
+        started = time.perf_counter()
+        try:
+            output = self._execute_tool(group, call.name, [call.input])
+        except CollimateError as exc:
+            self.stats.tool_ms += (time.perf_counter() - started) * 1000.0
+            return self._infra_failure(exc, call.input, f"running its {call.name} tool call")
+        self.stats.tool_ms += (time.perf_counter() - started) * 1000.0
+        return self._tool_output(call, str(output))
+
+    def _tool_output(self, call: ToolCall | None, text: str) -> BaseTextEnvStepOutput:
+        """A tool turn's step: the output (or why the call was not run) as a
+        user message, as skyrl-gym's own tool envs give it; no reward."""
+        self.stats.turns = self.turns
+        self.stats.tool_calls += 1
+        logger.debug("%s turn %d: tool call %s", self.task.row or "row ?", self.turns, call)
+        metadata = {
+            "turn": self.turns,
+            "turn_reward": None,
+            "verdict": "tool_call",
+            "tool_group": self.tool_to_toolgroup.get(call.name) if call else None,
+            "tool_name": call.name if call else None,
+            "tool_input": call.input if call else "",
+            "tool_calls": self.stats.tool_calls,
+            "seed": self.task.seed,
+            "crn_group": self.task.group,
+            "row": self.task.row,
+            "infra_error": False,
+            "data_source": self.task.data_source,
+        }
+        return BaseTextEnvStepOutput(
+            observations=[{"role": "user", "content": text}],
+            reward=0.0,
+            done=False,
+            metadata=metadata,
+            postprocessed_action=None,
+        )
+
+    def _close_tools(self) -> None:
+        for group in self.tool_groups:
+            close = getattr(group, "close", None)  # skyrl-gym's groups have none
+            if close is not None:
+                close()
+
+    # -- infrastructure failures ---------------------------------------------
+
+    def _infra_failure(self, exc: CollimateError, code: str, doing: str) -> BaseTextEnvStepOutput:
+        """The backend failed while ``doing`` something for this episode: not
+        the policy's fault. Raise (``on_infra_error: raise``) or end the
+        episode flagged (``zero``); either way the episode's sandbox goes."""
+        logger.warning(
+            "%s turn %d: infra_error %s: %s: %s",
+            self.task.row or "row ?",
+            self.turns,
+            doing,
+            type(exc).__name__,
+            exc,
+        )
+        self._close_tools()
+        if self.settings.on_infra_error == "raise":
+            if self.task.row and hasattr(exc, "add_note"):  # Python 3.11+
+                exc.add_note(f"collimate_code: {doing} {self.task.row}")
+            raise exc
+        return self._infra_step(code, exc)
 
     def _infra_step(self, code: str, exc: BaseException) -> BaseTextEnvStepOutput:
         self.stats.turns = self.turns

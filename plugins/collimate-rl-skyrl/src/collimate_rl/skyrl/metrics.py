@@ -6,11 +6,14 @@ the step (logged as ``environment/<key>``). An episode reports:
 
 * ``reward``: the last turn's reward; ``passed``: 1.0 if the last turn
   passed every test;
-* ``turns``: attempts graded;
+* ``turns``: turns taken: answers graded and, with ``tools``, tool calls;
 * ``infra_error``: 1.0 if the backend failed to grade (only with
   ``on_infra_error: zero``; with ``raise`` the step raised instead);
 * ``grade_ms``: wall time spent grading, all turns together;
 * ``packed``: graded turns that were sent in a pack (coalesced);
+* ``tool_calls``: turns spent on a tool call (with ``tools``; a malformed
+  or unknown call included, since the model spent the turn on it);
+  ``tool_ms``: wall time in tool calls, all turns together;
 * ``verdict_<verdict>``: 1.0 for the last turn's verdict (``passed``,
   ``failed``, ``infra_error``), and for a failed one ``failed_<why>``: 1.0
   for why (:func:`failure_of`: ``no_code``, ``load_error``, ``timeout``,
@@ -21,7 +24,8 @@ the step (logged as ``environment/<key>``). An episode reports:
 
 The aggregate gives ``pass_rate``, ``mean_reward``, ``infra_errors`` (a
 count) and ``infra_error_rate``, ``mean_turns``, ``grade_ms_mean`` and
-``grade_ms_max``, ``packed_rate`` and ``episodes``, and the counts of every
+``grade_ms_max``, ``packed_rate`` (of graded turns), ``mean_tool_calls``,
+``tool_ms_mean`` and ``episodes``, and the counts of every
 ``verdict_*`` and ``failed_*`` key: why the step's rewards are what they
 are, in SkyRL's own metrics. Infra-failed episodes stay out of
 ``pass_rate`` and ``mean_reward``: their 0.0 is not a result.
@@ -83,6 +87,8 @@ class EpisodeStats:
     verdict: str = ""  #: the last turn's
     failure: str = ""  #: :func:`failure_of` the last turn
     reason: str = ""  #: ``GradeResult.explain()`` of the last turn
+    tool_calls: int = 0  #: turns spent on a tool call (``tools``)
+    tool_ms: float = 0.0  #: wall time in tool calls, all turns together
 
     def as_metrics(self) -> dict[str, Any]:
         metrics: dict[str, Any] = {
@@ -92,6 +98,8 @@ class EpisodeStats:
             "infra_error": 1.0 if self.infra_error else 0.0,
             "grade_ms": self.grade_ms,
             "packed": float(self.packed),
+            "tool_calls": float(self.tool_calls),
+            "tool_ms": self.tool_ms,
         }
         if self.verdict:
             metrics[f"verdict_{_key(self.verdict)}"] = 1.0
@@ -115,6 +123,8 @@ def aggregate(metrics: Sequence[dict[str, Any]]) -> dict[str, Any]:
     graded = [m for m in episodes if not _num(m, "infra_error")]
     infra = len(episodes) - len(graded)
     turns = sum(_num(m, "turns") for m in episodes)
+    tool_calls = sum(_num(m, "tool_calls") for m in episodes)
+    graded_turns = turns - tool_calls
     grade_ms = [_num(m, "grade_ms") for m in episodes]
     out: dict[str, Any] = {
         "episodes": float(len(episodes)),
@@ -123,7 +133,11 @@ def aggregate(metrics: Sequence[dict[str, Any]]) -> dict[str, Any]:
         "mean_turns": turns / len(episodes),
         "grade_ms_mean": sum(grade_ms) / len(grade_ms),
         "grade_ms_max": max(grade_ms),
-        "packed_rate": (sum(_num(m, "packed") for m in episodes) / turns) if turns else 0.0,
+        "packed_rate": (
+            sum(_num(m, "packed") for m in episodes) / graded_turns if graded_turns else 0.0
+        ),
+        "mean_tool_calls": tool_calls / len(episodes),
+        "tool_ms_mean": sum(_num(m, "tool_ms") for m in episodes) / len(episodes),
     }
     for m in episodes:
         for key in m:

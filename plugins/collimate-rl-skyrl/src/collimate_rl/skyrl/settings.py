@@ -29,7 +29,14 @@ from typing import Any, Final
 from collimate_rl import normalize_value
 from collimate_rl.seeds import SEED_MODES, is_valid_seed
 
-__all__ = ["DEFAULT_TEMPLATE", "JOIN_PROMPT_ENV", "KEYS", "EnvSettings", "resolve_settings"]
+__all__ = [
+    "DEFAULT_TEMPLATE",
+    "JOIN_PROMPT_ENV",
+    "KEYS",
+    "KNOWN_TOOLS",
+    "EnvSettings",
+    "resolve_settings",
+]
 
 #: The python template grades run in when none is named.
 DEFAULT_TEMPLATE: Final = "dkr-python311"
@@ -47,12 +54,16 @@ KEYS: Final = (
     "on_infra_error",
     "max_turns",
     "join_prompt",
+    "tools",
 )
 
 #: The environment variable ``join_prompt`` falls back to (``1``/``0``, ``true``/``false``, ...).
 JOIN_PROMPT_ENV: Final = "COLLIMATE_JOIN_PROMPT"
 _TRUE: Final = frozenset({"1", "true", "yes", "on"})
 _FALSE: Final = frozenset({"0", "false", "no", "off"})
+
+#: The tools ``tools: [...]`` may name (the ``python`` tool of :mod:`.tools`).
+KNOWN_TOOLS: Final = ("python",)
 
 #: ``on_infra_error`` values the env accepts (``skip`` has no meaning for one rollout).
 ENV_INFRA_MODES: Final = ("raise", "zero")
@@ -75,6 +86,9 @@ class EnvSettings:
     #: grade a HumanEval-style row's prompt + completion (the prompt's code
     #: defines the entry and the model continues it); False: the completion alone
     join_prompt: bool = True
+    #: the tools the model may call between answers (:mod:`.tools`); empty:
+    #: every completion is an answer, as before tools existed
+    tools: tuple[str, ...] = ()
 
     def __repr__(self) -> str:  # never print a key
         shown = {k: getattr(self, k) for k in KEYS if k != "api_key"}
@@ -139,6 +153,19 @@ def _choice(key: str, value: Any, where: str, choices: tuple[str, ...]) -> str:
     return str(value)
 
 
+def _tools(value: Any, where: str) -> tuple[str, ...]:
+    names = [value] if isinstance(value, str) else value
+    if not isinstance(names, (list, tuple)) or not all(isinstance(n, str) for n in names):
+        raise ValueError(f"{where}.tools must be a list of tool names, got {value!r}")
+    unknown = [n for n in names if n not in KNOWN_TOOLS]
+    if unknown:
+        raise ValueError(
+            f"{where}.tools: unknown tool(s) {', '.join(map(repr, unknown))}; "
+            f"known tools: {', '.join(KNOWN_TOOLS)}"
+        )
+    return tuple(dict.fromkeys(names))
+
+
 def _checked(key: str, value: Any, where: str) -> Any:
     if key in ("base_url", "socket", "api_key", "base_seed"):
         return _str_or_none(key, value, where)
@@ -154,6 +181,8 @@ def _checked(key: str, value: Any, where: str) -> Any:
         return _choice(key, value, where, SEED_MODES)
     if key == "on_infra_error":
         return _choice(key, value, where, ENV_INFRA_MODES)
+    if key == "tools":
+        return _tools(value, where)
     raise AssertionError(key)  # pragma: no cover - _check_keys ran first
 
 
