@@ -25,7 +25,8 @@ KERNEL_COMM = "collimate-kern"
 
 
 def _processes() -> dict[int, tuple[int, str]]:
-    """pid -> (parent pid, comm) of every process on the host now."""
+    """pid -> (parent pid, comm) of every process on the host now (a zombie,
+    dead but not yet reaped, is named as a kernel but is none any more)."""
     table: dict[int, tuple[int, str]] = {}
     for entry in os.listdir("/proc"):
         if not entry.isdigit():
@@ -40,7 +41,8 @@ def _processes() -> dict[int, tuple[int, str]]:
         fields = tail.split()
         if len(fields) < 2:
             continue
-        table[int(entry)] = (int(fields[1]), head.partition("(")[2])
+        comm = head.partition("(")[2] if fields[0] not in ("Z", "X") else ""
+        table[int(entry)] = (int(fields[1]), comm)
     return table
 
 
