@@ -123,7 +123,8 @@ def test_forks_hold_the_parents_state_apart_and_cannot_reach_each_other(
                 # its seed, as group_seeds gave it, seeds its random and is visible
                 seed = fork.seed
                 assert seed is not None
-                drawn = ok(fork.run("import random\n(os.environ['COLLIMATE_SEED'], random.random())"))
+                draw = "import random\n(os.environ['COLLIMATE_SEED'], random.random())"
+                drawn = ok(fork.run(draw))
                 assert drawn.value == repr((seed, random.Random(int(seed, 16)).random()))
             for i, fork in enumerate(forks):
                 assert ok(fork.run("data[0]")).value == str(i)  # its own change only

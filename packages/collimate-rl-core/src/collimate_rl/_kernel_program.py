@@ -502,8 +502,9 @@ def become_fork(
     os.chdir(directory)
     for name in ("HOME", "TMPDIR"):
         os.environ[name] = directory
-    if "tempfile" in sys.modules:
-        sys.modules["tempfile"].tempdir = None
+    tempfile = sys.modules.get("tempfile")
+    if tempfile is not None:
+        tempfile.tempdir = None  # type: ignore[attr-defined]  # found again from TMPDIR
     isolation = confine(directory)
     gc.freeze()  # what the parent built stays shared: the collector no longer writes to it
     return {"seed": seed, "seeded": seeded, "isolation": isolation, "fresh": fresh}
