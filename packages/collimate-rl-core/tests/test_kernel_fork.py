@@ -38,8 +38,8 @@ FORKS = 8
 # 100 MB made by a fixed computation (about a second): what a fork must not redo
 BUILD = (
     "import hashlib\n"
-    "data = bytearray().join(hashlib.sha256(i.to_bytes(8, 'little')).digest()"
-    " for i in range(3_125_000))\n"
+    "data = bytearray().join(hashlib.sha512(i.to_bytes(8, 'little')).digest()"
+    " for i in range(1_562_500))\n"
     "digest = hashlib.sha256(data).hexdigest()\n"
     "len(data)"
 )
