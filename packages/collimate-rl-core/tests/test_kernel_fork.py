@@ -138,14 +138,18 @@ def test_forks_hold_the_parents_state_apart_and_cannot_reach_each_other(
                 "    except OSError as exc:\n        results[name] = type(exc).__name__\n"
                 f"attempt('signal fork', lambda: os.kill({pids[1]}, 0))\n"
                 f"attempt('signal parent', lambda: os.kill({parent_pid}, 0))\n"
-                f"attempt('read fork file', lambda: open('{other.directory}/mine').read())\n"
+                f"attempt('read fork file', lambda: open('{other.directory}/work/mine').read())\n"
+                # what the runner trusts in its own directory is not the fork's to change
+                f"attempt('own program', lambda: open('{forks[0].directory}/kernel.py', 'a'))\n"
+                f"attempt('own fork.json', lambda: open('{forks[0].directory}/fork.json', 'a'))\n"
+                f"attempt('own address', lambda: open('{forks[0].directory}/address', 'a'))\n"
                 "attempt('read parent file', lambda: open('/tmp/parent-secret').read())\n"
                 f"attempt('proc of fork', lambda: open('/proc/{pids[1]}/environ').read())\n"
                 f"attempt('proc of parent', lambda: open('/proc/{parent_pid}/environ').read())\n"
                 "results"
             )
-            reached = ok(forks[0].run(probe))
-            assert reached.value is not None and "allowed" not in reached.value, reached
+            reached = ok(forks[0].run(probe + "\nsorted(set(results.values()))"))
+            assert reached.value == "['PermissionError']", ok(forks[0].run("results"))
             # the address file itself is out of reach, so the socket is tried by name
             connect = (
                 f"name = {json.dumps(_address(sandbox, other.directory))}\n"
@@ -154,7 +158,7 @@ def test_forks_hold_the_parents_state_apart_and_cannot_reach_each_other(
                 "except OSError as exc:\n    r = type(exc).__name__\nr"
             )
             assert ok(forks[0].run(connect)).value == "'PermissionError'"
-            assert ok(forks[0].run("results['signal fork']")).value == "'PermissionError'"
+            assert ok(forks[1].run("open('mine').read()")).value == "'1'"  # it is there
         finally:
             for fork in forks:
                 fork.close()
@@ -184,9 +188,11 @@ def test_vanilla_forks_draw_seeds_of_their_own_and_a_dead_fork_restarts_confined
             # a fresh interpreter in the fork's place: same seed, still confined
             assert forks[0].run("x").error is not None
             fresh = ok(forks[0].run("import os\n(os.environ['COLLIMATE_SEED'], os.getcwd())"))
-            assert fresh.value == repr((seeds[0], forks[0].directory))
+            assert fresh.value == repr((seeds[0], forks[0].directory + "/work"))
             denied = forks[0].run("open('/tmp/anything', 'w')")
             assert denied.error is not None and denied.error.type == "PermissionError", denied
+            with pytest.raises(RuntimeError):
+                forks[1].fork(1)  # a fork cannot make the directory a fork of its own needs
         finally:
             for fork in forks:
                 fork.close()

@@ -282,9 +282,12 @@ def serve(directory: str) -> None:
     if child:  # the keeper: the kernel's parent, holding nothing
         keep(directory, child)
     runner = CellRunner()
+    # the address and pid first: a fork's kernel cannot write them once confined
+    # (nothing is served before the loop below, so not before that either)
+    listener = listen(directory)
+    write_file(os.path.join(directory, "pid"), str(os.getpid()))
     if fork is not None:
         become_fork(directory, runner, fork, fresh=True)
-    listener = listen(directory)
     signal.signal(signal.SIGINT, runner.on_sigint)
     # the log kept what a failed start said; from here on, what is written
     # outside a cell (a thread or child it left behind) is dropped, not stored
@@ -292,7 +295,6 @@ def serve(directory: str) -> None:
     os.dup2(null, 1)
     os.dup2(null, 2)
     os.close(null)
-    write_file(os.path.join(directory, "pid"), str(os.getpid()))
     serve_loop(directory, listener, runner)
 
 
@@ -409,7 +411,10 @@ def fork_kernels(
     not by this kernel: a cell's own ``wait`` never sees it), given a keeper
     and a session of its own like any kernel, its seed, then confined
     (``become_fork``) before it listens; it never runs a cell of the parent's."""
-    answers = []
+    answers: list[dict[str, Any]] = []
+    if os.path.exists(os.path.join(directory, "fork.json")):
+        why = "a fork cannot be forked again (its confinement keeps it from making one)"
+        return {"forks": [{"ok": False, "error": why} for _ in request.get("forks") or []]}
     for spec in request.get("forks") or []:
         read_end, write_end = os.pipe()
         middle = os.fork()
@@ -451,15 +456,24 @@ def read_answer(fd: int) -> dict[str, Any]:
 
 def start_fork(directory: str, seed: str | None, runner: CellRunner, report: int) -> None:
     """In the middle child: make the fork's directory, then a keeper (a
-    session of its own) and under it the fork's kernel; the middle exits."""
-    os.umask(0o077)
-    os.mkdir(directory, 0o700)
-    with open(KERNEL_FILE, "rb") as source:
-        program = source.read()
-    with open(os.path.join(directory, "kernel.py"), "wb") as copy:
-        copy.write(program)
-    write_file(os.path.join(directory, "fork.json"), json.dumps({"seed": seed}))
-    write_file(os.path.join(directory, "started"), "")
+    session of its own) and under it the fork's kernel; the middle exits.
+
+    The directory holds what the runner trusts (the program it runs, the
+    kernel's address, pids and ``fork.json``), none of it writable by the
+    fork; the fork's own files go in its ``work`` subdirectory."""
+    try:
+        os.umask(0o077)
+        os.mkdir(directory, 0o700)
+        os.mkdir(os.path.join(directory, "work"), 0o700)
+        with open(KERNEL_FILE, "rb") as source:
+            program = source.read()
+        with open(os.path.join(directory, "kernel.py"), "wb") as copy:
+            copy.write(program)
+        write_file(os.path.join(directory, "fork.json"), json.dumps({"seed": seed}))
+        write_file(os.path.join(directory, "started"), "")
+    except OSError as exc:
+        os.write(report, json.dumps({"ok": False, "error": f"{directory}: {exc}"}).encode())
+        raise
     if os.fork():
         os._exit(0)  # the middle: its parent waits for it, not for the fork
     os.setsid()
@@ -470,9 +484,9 @@ def start_fork(directory: str, seed: str | None, runner: CellRunner, report: int
         keep(directory, kernel)
     answer: dict[str, Any] = {"ok": True, "directory": directory, "pid": os.getpid()}
     try:
-        answer.update(become_fork(directory, runner, {"seed": seed}, fresh=False))
         listener = listen(directory)
         write_file(os.path.join(directory, "pid"), str(os.getpid()))
+        answer.update(become_fork(directory, runner, {"seed": seed}, fresh=False))
     except BaseException as exc:
         answer = {"ok": False, "error": f"{type(exc).__name__}: {exc}"}
     os.write(report, json.dumps(answer).encode())
@@ -492,20 +506,21 @@ def start_fork(directory: str, seed: str | None, runner: CellRunner, report: int
 def become_fork(
     directory: str, runner: CellRunner, fork: dict[str, Any], *, fresh: bool
 ) -> dict[str, Any]:
-    """What makes a kernel a fork: its seed, its own working directory, and
-    its confinement. ``fresh`` is a kernel started anew in a fork's
+    """What makes a kernel a fork: its seed, its own working directory
+    (``DIR/work``), and its confinement. ``fresh`` is a kernel started anew in a fork's
     directory (its state was lost): it keeps the fork's seed and confinement."""
     seed = fork.get("seed") or secrets.token_hex(32)
     if fork.get("seed") is None:
         write_file(os.path.join(directory, "fork.json"), json.dumps({"seed": seed}))
     seeded = apply_seed(seed)
-    os.chdir(directory)
+    work = os.path.join(directory, "work")
+    os.chdir(work)
     for name in ("HOME", "TMPDIR"):
-        os.environ[name] = directory
+        os.environ[name] = work
     tempfile = sys.modules.get("tempfile")
     if tempfile is not None:
         tempfile.tempdir = None  # type: ignore[attr-defined]  # found again from TMPDIR
-    isolation = confine(directory)
+    isolation = confine(work)
     gc.freeze()  # what the parent built stays shared: the collector no longer writes to it
     return {"seed": seed, "seeded": seeded, "isolation": isolation, "fresh": fresh}
 

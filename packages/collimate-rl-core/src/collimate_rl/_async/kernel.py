@@ -112,10 +112,15 @@ class AsyncKernel:
         Landlock (:attr:`isolation` says how, or why not): its own working
         directory, the system read-only, no TCP, and no signal, socket or
         ``/proc`` access to the parent or to the other forks (see the threat
-        model). The forks live in this sandbox; close each (or the sandbox).
+        model). Its files go in its working directory,
+        :attr:`directory` ``/work`` (also its ``HOME`` and ``TMPDIR``). The
+        forks live in this sandbox; close each (or the sandbox). A fork
+        cannot be forked again.
         """
         if n < 1:
             raise ValueError(f"n must be at least 1, not {n!r}")
+        if self.seed is not None:
+            raise RuntimeError("a fork cannot be forked again (its confinement keeps it from it)")
         seeds = group_seeds(n, seed_mode, base_seed)
         await self.start()
         plans = [self._plan.sibling() for _ in range(n)]
