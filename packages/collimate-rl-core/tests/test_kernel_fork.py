@@ -254,13 +254,21 @@ def test_the_async_fork(backend: LocalCollimateBackend) -> None:
             sb.kernel() as kernel,
         ):
             assert ok(await kernel.run("x = [1, 2]\nlen(x)")).value == "2"
+            # numpy's global generator is seeded too, when the kernel imported numpy
+            has_numpy = (await kernel.run("import numpy")).ok
             forks = await kernel.fork(2, base_seed="cd" * 32)
             for i, fork in enumerate(forks):
                 ok(await fork.run(f"x.append({i})"))
             values = [(await fork.run("x")).value for fork in forks]
             assert values == ["[1, 2, 0]", "[1, 2, 1]"]
             drawn = [(await fork.run("import random\nrandom.random()")).value for fork in forks]
-            assert drawn[0] == drawn[1]  # crn: one seed, the same draws
+            assert drawn == [repr(random.Random(int("cd" * 32, 16)).random())] * 2
+            if has_numpy:
+                draw = "int(numpy.random.randint(1 << 30))"
+                seed = int("cd" * 32, 16) % (1 << 32)
+                reference = f"int(numpy.random.RandomState({seed}).randint(1 << 30))"
+                expected = ok(await kernel.run(reference)).value
+                assert [(await fork.run(draw)).value for fork in forks] == [expected] * 2
             for fork in forks:
                 await fork.close()
 
