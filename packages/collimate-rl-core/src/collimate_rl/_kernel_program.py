@@ -410,7 +410,7 @@ def fork_kernels(
     until written), detached by a double fork (reaped by the sandbox's init,
     not by this kernel: a cell's own ``wait`` never sees it), given a keeper
     and a session of its own like any kernel, its seed, then confined
-    (``become_fork``) before it listens; it never runs a cell of the parent's."""
+    (``become_fork``) before it serves; it never runs a cell of the parent's."""
     answers: list[dict[str, Any]] = []
     if os.path.exists(os.path.join(directory, "fork.json")):
         why = "a fork cannot be forked again (its confinement keeps it from making one)"
