@@ -111,6 +111,17 @@ class KernelPlan:
         self.directory = f"/tmp/.collimate-kernel-{secrets.token_hex(8)}"
         self.program = f"{self.directory}/kernel.py"
 
+    def sibling(self) -> KernelPlan:
+        """The plan of a fork of this kernel: the same settings, a directory
+        of its own (the fork makes it, with its copy of the program)."""
+        return KernelPlan(python=self.python, timeout=self.timeout, output_limit=self.output_limit)
+
+    def fork_command(self, forks: list[KernelPlan], seeds: list[str | None]) -> str:
+        """Have this kernel fork one copy per plan in ``forks``, seeded."""
+        specs = [{"directory": f.directory, "seed": s} for f, s in zip(forks, seeds, strict=True)]
+        encoded = base64.b64encode(json.dumps({"forks": specs}).encode()).decode()
+        return self._call("fork", self.directory, encoded)
+
     def _call(self, *args: str) -> str:
         return shlex.join([self.python, self.program, *args])
 
@@ -163,6 +174,20 @@ def check_setup(response: dict[str, Any], what: str) -> None:
 
 def parse_cell(response: dict[str, Any]) -> CellResult:
     """The runner's answer line; an exec without one is infrastructure."""
+    return CellResult.from_answer(parse_answer(response))
+
+
+def parse_forks(response: dict[str, Any], count: int) -> list[dict[str, Any]]:
+    """The forks' reports; a fork that failed (or a missing one) is
+    infrastructure, raised once the caller has stopped the others."""
+    forks = parse_answer(response).get("forks")
+    if not isinstance(forks, list) or len(forks) != count:
+        raise CollimateError(f"the kernel answered no fork list: {forks!r:.2000}")
+    return [f if isinstance(f, dict) else {"ok": False, "error": repr(f)} for f in forks]
+
+
+def parse_answer(response: dict[str, Any]) -> dict[str, Any]:
+    """The JSON object on the runner's answer line."""
     output = str(response.get("stdout") or "") + str(response.get("stderr") or "")
     for line in reversed(output.splitlines()):
         if line.startswith(RESULT_PREFIX):
@@ -171,7 +196,7 @@ def parse_cell(response: dict[str, Any]) -> CellResult:
             except ValueError:
                 break
             if isinstance(answer, dict):
-                return CellResult.from_answer(answer)
+                return answer
             break
     raise CollimateError(
         f"the kernel's runner gave no answer (exit code {response.get('exit_code')!r}): "

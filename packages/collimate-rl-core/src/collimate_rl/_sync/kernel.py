@@ -14,8 +14,16 @@ import dataclasses
 from types import TracebackType
 from typing import TYPE_CHECKING
 
-from .._kernel_state import INLINE_CELL_LIMIT, CellResult, KernelPlan, check_setup, parse_cell
+from .._kernel_state import (
+    INLINE_CELL_LIMIT,
+    CellResult,
+    KernelPlan,
+    check_setup,
+    parse_cell,
+    parse_forks,
+)
 from ..errors import CollimateError
+from ..seeds import group_seeds
 
 if TYPE_CHECKING:
     from .sandbox import Sandbox
@@ -50,6 +58,10 @@ class Kernel:
         self._installed = False
         self._closed = False
         self._session: str | None = None  # the clone the kernel lives in
+        #: a fork's seed (``COLLIMATE_SEED`` in its environment), else None
+        self.seed: str | None = None
+        #: a fork's confinement, as the fork applied it ("none: why" without)
+        self.isolation: str | None = None
 
     @property
     def directory(self) -> str:
@@ -87,6 +99,47 @@ class Kernel:
         response = self.sandbox._run(command, self._plan.exec_timeout(seconds))
         result = parse_cell(response)
         return dataclasses.replace(result, restarted=True) if lost else result
+
+    def fork(self, n: int, *, seed_mode: str = "crn", base_seed: str | None = None) -> list[Kernel]:
+        """``n`` kernels holding this one's live state as it is now (names,
+        imported modules, loaded data), each a fork(2) of its interpreter:
+        the memory is shared copy-on-write, nothing is run again. Seeds are
+        :func:`~collimate_rl.group_seeds`'s for ``seed_mode`` (each fork's
+        ``random``, numpy's global generator if imported, and
+        ``COLLIMATE_SEED``; a ``"vanilla"`` fork draws its own), in
+        :attr:`seed`. Each fork is confined where the sandbox's kernel has
+        Landlock (:attr:`isolation` says how, or why not): its own working
+        directory, the system read-only, no TCP, and no signal, socket or
+        ``/proc`` access to the parent or to the other forks (see the threat
+        model). Its files go in its working directory,
+        :attr:`directory` ``/work`` (also its ``HOME`` and ``TMPDIR``). The
+        forks live in this sandbox; close each (or the sandbox). A fork
+        cannot be forked again.
+        """
+        if n < 1:
+            raise ValueError(f"n must be at least 1, not {n!r}")
+        if self.seed is not None:
+            raise RuntimeError("a fork cannot be forked again (its confinement keeps it from it)")
+        seeds = group_seeds(n, seed_mode, base_seed)
+        self.start()
+        plans = [self._plan.sibling() for _ in range(n)]
+        response = self.sandbox._run(self._plan.fork_command(plans, seeds), 180)
+        check_setup(response, "fork")
+        forks = []
+        for plan, report in zip(plans, parse_forks(response, n), strict=True):
+            fork = type(self)(self.sandbox)
+            fork._plan = plan
+            fork._installed = bool(report.get("ok"))
+            fork._session = self.sandbox.session_id
+            fork.seed = report.get("seed")
+            fork.isolation = report.get("isolation")
+            forks.append(fork)
+        failed = next((r for r in parse_forks(response, n) if not r.get("ok")), None)
+        if failed is not None:
+            for fork in forks:
+                fork.close()
+            raise CollimateError(f"a kernel fork failed: {failed.get('error')!r}")
+        return forks
 
     def restart(self) -> None:
         """A fresh interpreter: every name of the old one is gone."""

@@ -17,7 +17,7 @@ import sys
 from collections.abc import Sequence
 
 from .banner import banner
-from .config import DEFAULT_MAX_INFLIGHT, DEFAULT_SESSION_TTL_S, ServerConfig
+from .config import DEFAULT_KERNEL_TTL_S, DEFAULT_MAX_INFLIGHT, DEFAULT_SESSION_TTL_S, ServerConfig
 from .server import BackendServer
 from .templates import TemplateConfigError
 from .toolchains import LANGUAGE_TEMPLATE
@@ -75,6 +75,13 @@ def build_parser(prog: str = "collimate serve") -> argparse.ArgumentParser:
         f"(0 = never; default {DEFAULT_SESSION_TTL_S:g})",
     )
     p.add_argument(
+        "--kernel-ttl",
+        type=float,
+        default=DEFAULT_KERNEL_TTL_S,
+        help="seconds a session may run no exec before its kernels (Sandbox.kernel()) "
+        f"are killed (0 = never; default {DEFAULT_KERNEL_TTL_S:g})",
+    )
+    p.add_argument(
         "--api-key",
         dest="api_keys",
         action="append",
@@ -112,6 +119,7 @@ def config_from_args(args: argparse.Namespace) -> ServerConfig:
         max_inflight=args.max_inflight,
         run_slots=args.run_slots,
         session_ttl=args.session_ttl,
+        kernel_ttl=args.kernel_ttl,
         gateway=not args.no_gateway,
         api_keys=tuple(args.api_keys),
         api_keys_file=args.api_keys_file,

@@ -13,6 +13,7 @@ IsolationSetting = Literal["auto", "namespaces", "process"]
 DEFAULT_MAX_INFLIGHT = 64
 DEFAULT_SESSION_TTL_S = 600.0
 DEFAULT_TOMBSTONE_TTL_S = 600.0
+DEFAULT_KERNEL_TTL_S = 1800.0
 
 
 @dataclass
@@ -22,7 +23,8 @@ class ServerConfig:
     ``port=None`` with a ``socket_path`` listens on the unix socket only; a
     port and a socket listen on both. ``port=0`` picks a free port.
     ``max_inflight=0`` disables load shedding; ``session_ttl=0`` disables
-    idle reaping.
+    idle reaping; ``kernel_ttl`` reaps the kernels (``Sandbox.kernel()``)
+    of a session that ran no exec that long, and 0 keeps them.
     """
 
     host: str = "127.0.0.1"
@@ -42,6 +44,7 @@ class ServerConfig:
     run_slots: int | None = None
     session_ttl: float = DEFAULT_SESSION_TTL_S
     tombstone_ttl: float = DEFAULT_TOMBSTONE_TTL_S
+    kernel_ttl: float = DEFAULT_KERNEL_TTL_S
     max_body_bytes: int = 64 * 1024 * 1024
     idle_connection_timeout_s: float = 300.0  # keep-alive connections idle this long are closed
     # A stop lets answers already being written finish for this long, then cuts
@@ -87,7 +90,7 @@ class ServerConfig:
         self.api_keys = tuple(keys)
         if self.gateway_max_warm < 0:
             raise ValueError("gateway_max_warm must be >= 0")
-        if self.session_ttl < 0 or self.tombstone_ttl < 0:
+        if self.session_ttl < 0 or self.tombstone_ttl < 0 or self.kernel_ttl < 0:
             raise ValueError("TTLs must be >= 0 (0 = off)")
 
 

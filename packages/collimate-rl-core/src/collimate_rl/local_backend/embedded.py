@@ -20,7 +20,13 @@ from pathlib import Path
 from types import TracebackType
 from typing import Any
 
-from .config import DEFAULT_MAX_INFLIGHT, DEFAULT_SESSION_TTL_S, IsolationSetting, ServerConfig
+from .config import (
+    DEFAULT_KERNEL_TTL_S,
+    DEFAULT_MAX_INFLIGHT,
+    DEFAULT_SESSION_TTL_S,
+    IsolationSetting,
+    ServerConfig,
+)
 from .engine.api import Engine
 from .server import BackendServer
 
@@ -52,6 +58,7 @@ class LocalCollimateBackend:
         run_slots: int | None = None,
         session_ttl: float = DEFAULT_SESSION_TTL_S,
         tombstone_ttl: float = 600.0,
+        kernel_ttl: float = DEFAULT_KERNEL_TTL_S,
         use_plugins: bool = True,
         override_templates: bool = False,
         engine: Engine | None = None,
@@ -77,6 +84,7 @@ class LocalCollimateBackend:
             run_slots=run_slots,
             session_ttl=session_ttl,
             tombstone_ttl=tombstone_ttl,
+            kernel_ttl=kernel_ttl,
             gateway=gateway,
             api_keys=tuple(api_keys),
             api_keys_file=api_keys_file,

@@ -108,6 +108,7 @@ class BackendServer:
             specs,
             max_inflight=cfg.max_inflight,
             session_ttl=cfg.session_ttl,
+            kernel_ttl=cfg.kernel_ttl,
             tombstone_ttl=cfg.tombstone_ttl,
             run_queue=RunQueue(usable_cpus() if cfg.run_slots is None else cfg.run_slots),
         )

@@ -24,6 +24,7 @@ from .admission import Admission
 from .egress import EgressDecision, decide_egress
 from .engine.api import Clone, Engine, ExecJob, ExecOutcome, TemplateSpec
 from .exec_request import format_timeout, parse_exec_body
+from .kernels import kernel_pids, kill_kernels
 from .language_runs import LanguageRuns
 from .run_queue import RunQueue
 from .session_env import parse_session_env
@@ -51,6 +52,7 @@ class BackendService:
         session_ttl: float,
         tombstone_ttl: float = 600.0,
         run_queue: RunQueue | None = None,
+        kernel_ttl: float = 0.0,
     ) -> None:
         self.engine = engine
         self.templates: dict[str, TemplateSpec] = {t.id: t for t in templates}
@@ -59,6 +61,11 @@ class BackendService:
         self.run_queue = run_queue if run_queue is not None else RunQueue(0)
         self.sessions = SessionStore(tombstone_ttl)
         self.session_ttl = session_ttl
+        # kernels (Sandbox.kernel()) of a session that ran no exec this long
+        # are killed (0: never); see ``kernels``
+        self.kernel_ttl = kernel_ttl
+        self.kernels_reaped = 0
+        self._kernel_reaper: asyncio.Task[None] | None = None
         self.running = 0  # execs inside clone.run right now
         # session execs waiting for their session's previous exec (one-shots
         # waiting for a turn are the run queue's)
@@ -89,6 +96,10 @@ class BackendService:
             self.languages.start_probe()
         if self.session_ttl > 0:
             self._reaper = asyncio.create_task(self._reap_forever(), name="collimate-reaper")
+        if self.kernel_ttl > 0:
+            self._kernel_reaper = asyncio.create_task(
+                self._reap_kernels_forever(), name="collimate-kernel-reaper"
+            )
 
     def begin_drain(self) -> None:
         self.admission.start_draining()
@@ -107,6 +118,10 @@ class BackendService:
             return
         self._closed = True
         self.admission.start_draining()
+        if self._kernel_reaper is not None:
+            self._kernel_reaper.cancel()
+            with contextlib.suppress(BaseException):
+                await self._kernel_reaper
         if self._reaper is not None:
             self._reaper.cancel()
             with contextlib.suppress(asyncio.CancelledError):
@@ -143,6 +158,7 @@ class BackendService:
                 "denylist": "refused (cannot be enforced locally)",
             },
         }
+        out["kernels"] = self.kernels()
         # what the engine confines code with beyond its level (host paths each
         # template's clones see, quotas, syscall filter), when it says
         confinement = getattr(self.engine, "confinement", None)
@@ -420,6 +436,48 @@ class BackendService:
         if session.tasks:
             await asyncio.gather(*list(session.tasks), return_exceptions=True)
         await self._close_clone(session.clone, reuse=True)
+
+    def _kernel_pids(self, sessions: list[Session]) -> dict[str, list[int]]:
+        roots = {}
+        for session in sessions:
+            pid = getattr(session.clone, "pid", None)
+            if isinstance(pid, int) and pid > 1:
+                roots[session.session_id] = pid
+        return kernel_pids(roots) if roots else {}
+
+    def kernels(self) -> dict[str, Any]:
+        """The live kernels (``Sandbox.kernel()`` and forks): how many, how
+        many per session (sessions holding one), the idle TTL, and how many
+        were reaped for idleness."""
+        per_session = {
+            sid: len(pids) for sid, pids in self._kernel_pids(self.sessions.all()).items() if pids
+        }
+        return {
+            "live": sum(per_session.values()),
+            "sessions": per_session,
+            "idle_ttl_s": self.kernel_ttl,
+            "reaped": self.kernels_reaped,
+        }
+
+    async def _reap_kernels_forever(self) -> None:
+        """Kill the kernels of sessions idle ``kernel_ttl`` seconds (a kernel
+        is idle between cells, and each cell is an exec of its session)."""
+        interval = min(max(self.kernel_ttl / 4.0, 0.05), 5.0)
+        while True:
+            await asyncio.sleep(interval)
+            idle = self.sessions.idle_sessions(self.kernel_ttl)
+            try:
+                found = await asyncio.to_thread(self._kernel_pids, idle)
+            except Exception:
+                log.exception("looking for idle kernels failed")
+                continue
+            # (no await from here: a session that ran an exec meanwhile is spared)
+            still_idle = {s.session_id for s in self.sessions.idle_sessions(self.kernel_ttl)}
+            for sid, pids in found.items():
+                if pids and sid in still_idle:
+                    log.info("reaping %d idle kernel(s) of session %s", len(pids), sid)
+                    kill_kernels(pids)
+                    self.kernels_reaped += len(pids)
 
     async def _reap_forever(self) -> None:
         interval = min(max(self.session_ttl / 4.0, 0.05), 5.0)
