@@ -21,6 +21,7 @@ from __future__ import annotations
 
 import asyncio
 import json
+import re
 import threading
 import time
 from collections.abc import Iterator
@@ -34,7 +35,15 @@ import yaml
 
 from collimate_rl import AsyncCollimateClient, CollimateError
 from collimate_rl.local_backend import LocalCollimateBackend
-from collimate_rl.verl import INFRA_ERROR_KEY, TOOL_CONFIG, compute_score
+from collimate_rl.verl import (
+    INFRA_ERROR_KEY,
+    TOOL_CONFIG,
+    compute_score,
+    compute_score_async,
+    compute_score_batch,
+)
+
+README = Path(__file__).resolve().parents[1] / "README.md"
 
 HUMANEVAL_TRUTH = {
     "test": "def check(candidate):\n    assert candidate(2, 3) == 5\n",
@@ -525,3 +534,30 @@ def test_calc_reward_of_a_failed_trajectory_raises(
     response, reward = asyncio.run(main())
     assert reward is None and "infrastructure error" in response.text
     assert agent_data.extra_fields[INFRA_ERROR_KEY]
+
+
+def test_compute_score_never_grades_a_flagged_sample(target: dict[str, str]) -> None:
+    """However verl calls it: blocking, awaited, or the batch manager's."""
+    whole = "def add(x, y):\n    return x + y\n"
+    flagged = {"index": 1, INFRA_ERROR_KEY: "CollimateError: the sandbox went away"}
+    with pytest.raises(CollimateError, match="the sandbox went away"):
+        compute_score("openai_humaneval", whole, HUMANEVAL_TRUTH, flagged, **target)
+    with pytest.raises(CollimateError, match="the sandbox went away"):
+        asyncio.run(
+            compute_score_async("openai_humaneval", whole, HUMANEVAL_TRUTH, flagged, **target)
+        )
+    sources, truths = ["openai_humaneval"] * 3, [HUMANEVAL_TRUTH] * 3
+    infos = [{"index": 0}, flagged, {"index": 2, INFRA_ERROR_KEY: ""}]
+    with pytest.raises(CollimateError, match="the sandbox went away"):
+        compute_score_batch(sources, [whole] * 3, truths, infos, **target)
+    batch = compute_score_batch(
+        sources, [whole] * 3, truths, infos, on_infra_error="zero", **target
+    )
+    assert [d["infra_error"] for d in batch] == [False, True, False]
+    assert [d["score"] for d in batch] == [1.0, 0.0, 1.0]
+    assert batch[1]["verdict"] == "infra_error" and "went away" in batch[1]["reason"]
+
+
+def test_the_readme_shows_the_shipped_yaml() -> None:
+    blocks = re.findall(r"```yaml\n(.*?)```", README.read_text(encoding="utf-8"), re.S)
+    assert blocks == [TOOL_CONFIG.read_text(encoding="utf-8")]
