@@ -436,6 +436,37 @@ def test_a_caller_without_agent_data_keeps_a_kernel_per_instance(
     assert len(tool.kernels) == 0
 
 
+def test_without_agent_data_a_made_up_instance_is_one_call_and_says_so(
+    verl_tools: dict[str, Any],
+    tools_module: ModuleType,
+    target: dict[str, str],
+    tmp_path: Path,
+    caplog: pytest.LogCaptureFixture,
+) -> None:
+    """verl 0.6's ``_call_tool``: ``create(create_kwargs=...)`` then
+    ``execute(instance_id, tool_args)`` (no ``agent_data``), ``release``."""
+    (tool,) = load_tools(verl_tools, tool_config(tmp_path, **target))
+
+    async def call(source: str) -> str:
+        instance_id, _ = await tool.create(create_kwargs={})
+        try:
+            response, _, _ = await tool.execute(instance_id, {"code": source})
+        finally:
+            await tool.release(instance_id)
+        await tool.kernels.drain()
+        return str(response.text)
+
+    async def main() -> list[str]:
+        return [await call("y = 1"), await call("y")]
+
+    with caplog.at_level("WARNING", logger="collimate_rl.verl"):
+        first, second = asyncio.run(main())
+    assert first == "(no output)" and "NameError" in second
+    warnings = [r for r in caplog.records if "got no agent_data" in r.getMessage()]
+    assert len(warnings) == 1  # once per tool, not per call
+    assert len(tool.kernels) == 0
+
+
 # -- an infrastructure failure mid-trajectory ---------------------------------------
 
 

@@ -124,6 +124,9 @@ class CollimatePythonTool(BaseTool):  # type: ignore[misc]
         )
         # instance id -> the trajectory its execute ran in (for calc_reward)
         self._instances: dict[str, Trajectory | None] = {}
+        # the instance ids this tool made up (create was given none)
+        self._made_up: set[str] = set()
+        self._warned_per_call = False
 
     def get_openai_tool_schema(self) -> OpenAIFunctionToolSchema:
         """The schema when the YAML entry gives none (``BaseTool.__init__``
@@ -151,6 +154,7 @@ class CollimatePythonTool(BaseTool):  # type: ignore[misc]
         found (or started) by the call's ``execute``."""
         if instance_id is None:
             instance_id = uuid4().hex
+            self._made_up.add(instance_id)
         self._instances[instance_id] = None
         return instance_id, ToolResponse()
 
@@ -162,6 +166,8 @@ class CollimatePythonTool(BaseTool):  # type: ignore[misc]
         if not isinstance(code, str):
             return ToolResponse(text=USAGE), 0.0, {}
         agent_data = kwargs.get("agent_data")
+        if agent_data is None and instance_id in self._made_up:
+            self._warn_per_call()
         trajectory = self.kernels.get(agent_data, instance_id)
         self._instances[instance_id] = trajectory
         async with trajectory.lock:
@@ -200,7 +206,21 @@ class CollimatePythonTool(BaseTool):  # type: ignore[misc]
         """A call ends. The kernel outlives it unless it was keyed by this
         call's id (a caller that passes no ``agent_data``)."""
         self._instances.pop(instance_id, None)
+        self._made_up.discard(instance_id)
         self.kernels.release(instance_id)
+
+    def _warn_per_call(self) -> None:
+        # verl before 0.7 calls execute(instance_id, parameters) alone, with a
+        # fresh instance id per call: nothing names the trajectory
+        if not self._warned_per_call:
+            self._warned_per_call = True
+            log.warning(
+                "collimate_rl.verl: %s.execute got no agent_data and an instance id made "
+                "for this call alone (verl before 0.7?): each call runs in a fresh "
+                "interpreter, so names do not carry over between calls; verl 0.7 and "
+                "later pass agent_data",
+                type(self).__name__,
+            )
 
     async def aclose(self) -> None:
         """Close every kernel this tool holds."""
