@@ -559,6 +559,10 @@ def test_calc_reward_of_a_failed_trajectory_raises(
         with pytest.raises(CollimateError):
             await tool.calc_reward(instance_id)
         await tool.release(instance_id)
+        later, _ = await tool.create(create_kwargs={})  # another call of that trajectory
+        with pytest.raises(CollimateError, match="could not connect"):
+            await tool.calc_reward(later, agent_data=agent_data)
+        await tool.release(later)
         await tool.aclose()
         return response, reward
 

@@ -200,6 +200,9 @@ class CollimatePythonTool(BaseTool):  # type: ignore[misc]
         trajectory = self._instances.get(instance_id)
         if trajectory is not None and trajectory.failure is not None:
             raise CollimateError(trajectory.failure)
+        extra_fields = getattr(kwargs.get("agent_data"), "extra_fields", None)
+        if isinstance(extra_fields, dict) and extra_fields.get(INFRA_ERROR_KEY):
+            raise CollimateError(str(extra_fields[INFRA_ERROR_KEY]))
         return 0.0
 
     async def release(self, instance_id: str, **kwargs: Any) -> None:
