@@ -413,6 +413,33 @@ def test_an_idle_trajectorys_kernel_is_reaped(
     assert len(tool.kernels) == 0
 
 
+def test_a_trajectory_that_ends_on_another_thread_is_closed_on_the_loop(
+    verl_tools: dict[str, Any], tools_module: ModuleType, target: dict[str, str], tmp_path: Path
+) -> None:
+    """The last reference to ``AgentData`` may go on any thread: the
+    kernel is still closed, on the loop its client belongs to."""
+    (tool,) = load_tools(verl_tools, tool_config(tmp_path, **target))
+    AgentData = verl_tools["agent_loop"]["AgentData"]
+
+    async def main() -> tuple[set[str], set[str], int]:
+        before = await session_ids(target)
+        holder = [AgentData([], None, None, None, None, {}, "r-thread", {})]
+        instance_id, _ = await tool.create(create_kwargs={})
+        await tool.execute(instance_id, {"code": "z = 1"}, agent_data=holder[0])
+        await tool.release(instance_id)
+        live = await session_ids(target) - before
+        dropper = threading.Thread(target=holder.clear)  # the only reference, dropped there
+        dropper.start()
+        dropper.join()
+        await asyncio.sleep(0)  # the loop runs what the thread scheduled on it
+        await tool.kernels.drain()
+        return live, await session_ids(target), len(tool.kernels)
+
+    live, after, left = asyncio.run(main())
+    assert len(live) == 1 and not live & after
+    assert left == 0 and tool.kernels.ended == 1
+
+
 def test_a_caller_without_agent_data_keeps_a_kernel_per_instance(
     verl_tools: dict[str, Any], tools_module: ModuleType, target: dict[str, str], tmp_path: Path
 ) -> None:
