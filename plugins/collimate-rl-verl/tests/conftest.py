@@ -27,6 +27,7 @@ import inspect
 import os
 import sys
 import warnings
+from collections.abc import Iterator
 from functools import cache, partial, wraps
 from pathlib import Path
 from types import ModuleType
@@ -260,3 +261,143 @@ def verl_rows_code(verl_dir: Path) -> dict[str, Any]:
     and ``NaiveRewardManager.run_single``, and the validation metrics
     (``process_validation_metrics``), with torch's few calls stood in."""
     return _verl_rows_code(verl_dir)
+
+
+# -- verl's tools and its tool agent loop ---------------------------------------
+
+
+def _classes(path: Path, names: set[str], namespace: dict[str, Any]) -> None:
+    """Exec the named top-level classes of ``path`` into ``namespace``."""
+    tree = ast.parse(path.read_text(encoding="utf-8"))
+    found = [n for n in tree.body if isinstance(n, ast.ClassDef) and n.name in names]
+    assert {n.name for n in found} == names, f"{path} lacks {names - {n.name for n in found}}"
+    for node in found:
+        node.decorator_list = []
+        # dont_inherit: not this file's `from __future__ import annotations`
+        # (pydantic models read their annotations as verl wrote them)
+        code = compile(
+            ast.Module(body=[node], type_ignores=[]), str(path), "exec", dont_inherit=True
+        )
+        exec(code, namespace)
+
+
+def _bare_package(name: str, folder: Path) -> ModuleType:
+    """A package whose submodules load from ``folder`` but whose
+    ``__init__`` (torch, ray) never runs."""
+    package = ModuleType(name)
+    package.__path__ = [str(folder)]
+    package.__file__ = str(folder / "__init__.py")
+    return package
+
+
+@pytest.fixture(scope="module")
+def verl_tools(verl_dir: Path) -> Iterator[dict[str, Any]]:
+    """verl's tool modules as verl imports them, from its wheel:
+    ``verl.tools.base_tool`` (``BaseTool``), ``verl.tools.schemas``,
+    ``verl.tools.function_tool`` and ``verl.tools.tool_registry``
+    (``initialize_tools_from_config``, ``load_all_tools``) are the real
+    files, imported under their own names (so ``collimate_rl.verl.tools``
+    subclasses the real ``BaseTool``). Stood in: the packages' ``__init__``
+    (``verl/__init__.py`` imports torch and ray), ``verl.utils.ray_utils``
+    (imports ray; ``rollout_trace`` takes ``get_event_loop`` from it) and
+    ``transformers.utils.get_json_schema`` (used only to build function
+    tools from Python callables). Removed again at the end of the module."""
+    for needed in ("pydantic", "omegaconf"):
+        if importlib.util.find_spec(needed) is None:
+            pytest.skip(f"{needed} (which verl's tool classes need) is not installed")
+    ray_utils = ModuleType("verl.utils.ray_utils")
+    ray_utils.get_event_loop = asyncio.get_event_loop  # type: ignore[attr-defined]
+    stubs: dict[str, ModuleType] = {
+        "verl": _bare_package("verl", verl_dir),
+        "verl.utils": _bare_package("verl.utils", verl_dir / "utils"),
+        "verl.utils.ray_utils": ray_utils,
+    }
+    if importlib.util.find_spec("transformers") is None:
+        transformers = _bare_package("transformers", verl_dir / "missing")
+        utils = ModuleType("transformers.utils")
+
+        def get_json_schema(fn: Any) -> dict[str, Any]:
+            raise NotImplementedError("transformers is not installed (function tools only)")
+
+        utils.get_json_schema = get_json_schema  # type: ignore[attr-defined]
+        stubs.update({"transformers": transformers, "transformers.utils": utils})
+    before = set(sys.modules)
+    saved = {name: sys.modules.get(name) for name in stubs}
+    sys.modules.update(stubs)
+    try:
+        modules = {
+            name: importlib.import_module(f"verl.tools.{name}")
+            for name in ("schemas", "base_tool", "function_tool", "tool_registry")
+        }
+        assert modules["base_tool"].__file__ == str(verl_dir / "tools" / "base_tool.py")
+        yield {**modules, "agent_loop": _tool_agent_loop(verl_dir, modules)}
+    finally:
+        for name in set(sys.modules) - before:
+            if name.split(".")[0] in ("verl", "transformers") or name == "collimate_rl.verl.tools":
+                del sys.modules[name]
+        for name, module in saved.items():
+            if module is None:
+                sys.modules.pop(name, None)
+            else:
+                sys.modules[name] = module
+
+
+def _tool_agent_loop(verl_dir: Path, modules: dict[str, ModuleType]) -> dict[str, Any]:
+    """verl's ``ToolAgentLoop`` code, from
+    ``verl/experimental/agent_loop/tool_agent_loop.py``: ``AgentState``,
+    ``AgentData`` and the methods ``run``, ``_handle_processing_tools_state``,
+    ``_call_tool`` and ``_make_request_id`` as they are, executed with the
+    module's own names; ``FunctionCall`` from the same folder's tool parser. The module
+    itself imports torch, PIL and the LLM server machinery, so it is not
+    imported: the names its code uses are given (torch and PIL only appear
+    in annotations; ``AgentLoopOutput`` is a plain record)."""
+    import json
+    import logging
+    from contextlib import contextmanager
+    from enum import Enum
+    from types import SimpleNamespace
+    from uuid import uuid4
+
+    from pydantic import BaseModel
+
+    @contextmanager
+    def simple_timer(name: str, timing: dict[str, Any]) -> Iterator[None]:
+        yield
+
+    class AgentLoopOutput(SimpleNamespace):
+        pass
+
+    schemas, function_tool = modules["schemas"], modules["function_tool"]
+    namespace: dict[str, Any] = {
+        "asyncio": asyncio,
+        "json": json,
+        "logging": logging,
+        "os": os,
+        "Enum": Enum,
+        "Any": Any,
+        "Optional": Optional,
+        "uuid4": uuid4,
+        "BaseModel": BaseModel,
+        "torch": SimpleNamespace(Tensor=object),
+        "Image": SimpleNamespace(Image=object),
+        "AgentLoopOutput": AgentLoopOutput,
+        "FunctionTool": function_tool.FunctionTool,
+        "normalize_function_tool_return": function_tool.normalize_function_tool_return,
+        "OpenAIFunctionCallSchema": schemas.OpenAIFunctionCallSchema,
+        "OpenAIFunctionParsedSchema": schemas.OpenAIFunctionParsedSchema,
+        "ToolResponse": schemas.ToolResponse,
+        "simple_timer": simple_timer,
+        "logger": logging.getLogger("verl-under-test"),
+        "SPEC_DECODE_EXTRA_KEYS": (),
+    }
+    loop_dir = verl_dir / "experimental" / "agent_loop"
+    _classes(loop_dir / "tool_parser.py", {"FunctionCall"}, namespace)
+    source = loop_dir / "tool_agent_loop.py"
+    _classes(source, {"AgentState", "AgentData"}, namespace)
+    _methods(
+        source,
+        "ToolAgentLoop",
+        {"run", "_handle_processing_tools_state", "_call_tool", "_make_request_id"},
+        namespace,
+    )
+    return namespace

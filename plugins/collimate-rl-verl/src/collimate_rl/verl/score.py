@@ -53,6 +53,7 @@ from collimate_rl.rewards.rows import ENTRY_COLUMNS
 from collimate_rl.seeds import DET_SEED, seed_from_key
 from collimate_rl.verl.clients import async_client, sync_client
 from collimate_rl.verl.options import ScoreOptions, options_from
+from collimate_rl.verl.trajectories import INFRA_ERROR_KEY
 
 __all__ = [
     "ID_KEYS",
@@ -168,13 +169,13 @@ def _scored(task: _Task, result: GradeResult) -> dict[str, Any]:
 
 
 def _infra(
-    options: ScoreOptions, task: _Task, error: CollimateError, message: str
+    options: ScoreOptions, task: _Task | str, error: CollimateError, message: str
 ) -> dict[str, Any]:
     if options.on_infra_error == "raise":
         raise error
     log.warning(
         "collimate_rl.verl: %s: infrastructure failure scored as a flagged 0.0: %s",
-        task.label(),
+        task if isinstance(task, str) else task.label(),
         message,
     )
     return {
@@ -193,6 +194,19 @@ def _failed(options: ScoreOptions, task: _Task, error: CollimateError) -> dict[s
     return _infra(options, task, error, f"{type(error).__name__}: {error}")
 
 
+def _tool_failed(options: ScoreOptions, data_source: Any, extra_info: Any) -> dict[str, Any] | None:
+    """A sample whose trajectory lost its sandbox (``CollimatePythonTool``
+    flags it in ``extra_fields``, which verl's reward managers merge into
+    ``extra_info``) is an infrastructure failure, whatever its response."""
+    info = extra_info if isinstance(extra_info, Mapping) else {}
+    failure = info.get(INFRA_ERROR_KEY)
+    if not failure:
+        return None
+    label = row_label(data_source, extra_info)
+    message = f"the Python tool's sandbox failed during the trajectory: {failure}"
+    return _infra(options, label, CollimateError(f"{label}: {message}"), message)
+
+
 def compute_score(
     data_source: Any,
     solution_str: str,
@@ -203,6 +217,9 @@ def compute_score(
     """Grade one response (blocking). Concurrent calls from verl's threads
     share one client and leave as packs."""
     options = options_from(kwargs)
+    failed = _tool_failed(options, data_source, extra_info)
+    if failed is not None:
+        return failed
     task = _task(options, data_source, solution_str, ground_truth, extra_info)
     try:
         result = grade(
@@ -228,6 +245,9 @@ async def compute_score_async(
     """Grade one response on the running loop (verl awaits a coroutine
     function). Concurrent calls on one loop share its client and leave as packs."""
     options = options_from(kwargs)
+    failed = _tool_failed(options, data_source, extra_info)
+    if failed is not None:
+        return failed
     task = _task(options, data_source, solution_str, ground_truth, extra_info)
     try:
         result = await grade_async(
@@ -259,28 +279,41 @@ def compute_score_batch(
             "data_sources, solution_strs, ground_truths and extra_infos must have one entry "
             f"per sample; got {len(data_sources)}, {n}, {len(ground_truths)}, {len(infos)}"
         )
+    # samples whose tool sandbox failed are not graded (raise, or flagged 0.0)
+    flagged = {}
+    for i in range(n):
+        failed = _tool_failed(options, data_sources[i], infos[i])
+        if failed is not None:
+            flagged[i] = failed
     tasks = []
     for i in range(n):
+        if i in flagged:
+            continue
         try:
             tasks.append(
                 _task(options, data_sources[i], solution_strs[i], ground_truths[i], infos[i])
             )
         except (TypeError, ValueError) as exc:
             raise type(exc)(f"{exc} (batch position {i})") from None
-    results = grade_batch(
-        sync_client(options.target),
-        options.template,
-        [t.code for t in tasks],
-        [t.spec for t in tasks],
-        seeds=[t.seed for t in tasks],
-        timeout_seconds=options.timeout_seconds,
-        on_infra_error="raise" if options.on_infra_error == "raise" else "zero",
+    results = (
+        grade_batch(
+            sync_client(options.target),
+            options.template,
+            [t.code for t in tasks],
+            [t.spec for t in tasks],
+            seeds=[t.seed for t in tasks],
+            timeout_seconds=options.timeout_seconds,
+            on_infra_error="raise" if options.on_infra_error == "raise" else "zero",
+        )
+        if tasks
+        else []
     )
-    out = []
+    graded = []
     for task, r in zip(tasks, results, strict=True):
         if r.infra_error:
             message = r.error or "infrastructure failure"
-            out.append(_infra(options, task, CollimateError(message), message))
+            graded.append(_infra(options, task, CollimateError(message), message))
         else:
-            out.append(_scored(task, r))
-    return out
+            graded.append(_scored(task, r))
+    rest = iter(graded)
+    return [flagged[i] if i in flagged else next(rest) for i in range(n)]
