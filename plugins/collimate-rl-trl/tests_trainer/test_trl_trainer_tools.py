@@ -21,17 +21,17 @@ import pytest
 os.environ.setdefault("TRL_EXPERIMENTAL_SILENCE", "1")
 os.environ.setdefault("HF_HUB_OFFLINE", "1")
 
-import torch  # noqa: E402
-import transformers  # noqa: E402
-import trl  # noqa: E402
-from datasets import Dataset  # noqa: E402
-from tokenizers import Tokenizer, decoders, models, pre_tokenizers, trainers  # noqa: E402
-from transformers import PreTrainedTokenizerFast, Qwen2Config, Qwen2ForCausalLM  # noqa: E402
-from transformers.utils import get_json_schema  # noqa: E402
-from trl import GRPOConfig, GRPOTrainer  # noqa: E402
+import torch
+import transformers
+import trl
+from datasets import Dataset
+from tokenizers import Tokenizer, decoders, models, pre_tokenizers, trainers
+from transformers import PreTrainedTokenizerFast, Qwen2Config, Qwen2ForCausalLM
+from transformers.utils import get_json_schema
+from trl import GRPOConfig, GRPOTrainer
 
-from collimate_rl import CollimateError, connect  # noqa: E402
-from collimate_rl.trl import CodeEnvironment, CollimateReward, python_tool  # noqa: E402
+from collimate_rl import CollimateError, connect
+from collimate_rl.trl import CodeEnvironment, CollimateReward, python_tool
 
 MBPP = {"test_list": ["assert add(1, 2) == 3", "assert add(-1, 1) == 0"]}
 RIGHT = "def add(a, b):\n    return a + b\n"
@@ -77,7 +77,11 @@ ENV_SCRIPTS: dict[str, list[str]] = {
 }
 
 PLAIN_SCRIPTS: dict[str, list[str]] = {
-    "A0": [call("python", code="# rollout A0\nx = 5\nprint(x * 2)"), call("python", code="x"), final(RIGHT)],
+    "A0": [
+        call("python", code="# rollout A0\nx = 5\nprint(x * 2)"),
+        call("python", code="x"),
+        final(RIGHT),
+    ],
     "A1": [call("python", code="# rollout A1\nprint(7)"), final(WRONG)],
     "B0": [call("python", code="# rollout B0\nprint(3)"), final(RIGHT)],
     "B1": [call("python", code="# rollout B1\nprint(4)"), final(RIGHT)],
@@ -264,7 +268,7 @@ def run(
 
     yield train
     for trainer in made:
-        for env in (trainer._environment_pool or {}).get(None, []) if hasattr(trainer, "_environment_pool") else []:
+        for env in getattr(trainer, "_environment_pool", {}).get(None, []):
             env._close()
 
 
@@ -275,7 +279,7 @@ def _tool_results(completion: list[dict[str, Any]]) -> list[Any]:
 def test_the_versions_are_the_ones_asked_for() -> None:
     assert trl.__version__ == "1.16.0"
     assert transformers.__version__.startswith("5.")
-    assert torch.__version__.startswith("2.13.0")
+    assert torch.__version__.startswith("2.13.0") and torch.version.cuda is None  # the CPU build
 
 
 def test_environment_factory_one_interpreter_per_rollout_graded_and_infra_left_out(
@@ -306,7 +310,9 @@ def test_environment_factory_one_interpreter_per_rollout_graded_and_infra_left_o
     assert results["A1"][0] == "False"
     # the infrastructure failure shown to the model as TRL shows a tool error
     assert results["B0"][0] == "(no output)"
-    assert "injected: sandbox" in json.dumps(results["B0"][1]) and "error" in json.dumps(results["B0"][1])
+    assert "injected: sandbox" in json.dumps(results["B0"][1]) and "error" in json.dumps(
+        results["B0"][1]
+    )
     assert client.faults == 1
     assert results["B1"][0] == "4"
 

@@ -58,5 +58,7 @@ def process_client(target: Target) -> Any:
     with _lock:
         client = _blocking.get(target)
         if client is None:
-            client = _blocking[target] = connect(**{k: v for k, v in named.items() if v is not None})
+            client = _blocking[target] = connect(
+                **{k: v for k, v in named.items() if v is not None}
+            )
         return client

@@ -31,6 +31,7 @@ given the rollout's environment: the sample is left out, never scored 0.0.
 from __future__ import annotations
 
 import atexit
+import contextlib
 import logging
 import threading
 import time
@@ -81,10 +82,9 @@ def _close_all() -> None:
     with _live_lock:
         envs = list(_live)
     for env in envs:
-        try:
+        # best effort at exit: the server reaps what is left
+        with contextlib.suppress(Exception):
             env._close()
-        except Exception:  # noqa: BLE001 - best effort at exit; the server reaps the rest
-            pass
 
 
 class PythonEnvironment:
@@ -323,7 +323,7 @@ class CodeEnvironment(PythonEnvironment):
             A confirmation that the solution was received.
         """
         self.answer = code
-        return "Submitted: the solution will be graded when the conversation ends."
+        return "Submitted: it will be graded when the conversation ends."
 
     def get_reward(self) -> float | None:
         """The rollout's reward: its answer graded (see the class)."""
