@@ -2,7 +2,7 @@
 tool (``tools=``), driven as TRL drives them, against a real local backend
 over TCP and a unix socket.
 
-TRL itself (with torch) drives them in ``tests/trl_torch/``; here, without
+TRL itself (with torch) drives them in ``tests_trainer/``; here, without
 torch, the tool surface is read the way TRL reads it (public functions of
 the class), the rewards go through TRL's own ``_calculate_rewards`` from
 its wheel (``conftest.py``), and infrastructure failures are injected.
