@@ -114,7 +114,7 @@ def test_get_reward_grades_the_submitted_answer(
     env.reset(**row(test_list=MBPP["test_list"], task_id="Mbpp/2"))
     assert "NameError" not in env.python("def add(a, b):\n    return a + b\nprint(add(1, 2))")
     assert env.submit(code="this draft is replaced") and env.submit(code=answer)
-    assert env.get_reward() == reward
+    assert env.get_reward() == reward  # the last submission's grade
     assert env.result is not None and env.reason == env.result.explain()
     assert env._tool is None  # the rollout is over: its interpreter is closed
 
@@ -174,8 +174,8 @@ def test_grading_infra_failure_is_none_never_zero(
 
     env = CodeEnvironment(**target)
     env.reset(**row(ground_truth=MBPP))
-    env.submit(RIGHT_ADD)
     monkeypatch.setattr(environment_module, "grade", unreachable)
+    env.submit(RIGHT_ADD)  # the grade starts here, in the background
     assert env.get_reward() is None
     assert env.infra_error == "grading: injected: the grader is unreachable"
 

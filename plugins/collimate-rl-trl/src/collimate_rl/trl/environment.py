@@ -37,6 +37,7 @@ import threading
 import time
 import weakref
 from collections.abc import Mapping
+from concurrent.futures import Future, ThreadPoolExecutor
 from typing import Any
 
 from collimate_rl import (
@@ -58,6 +59,19 @@ from .rows import BatchRows
 __all__ = ["CodeEnvironment", "PythonEnvironment"]
 
 log = logging.getLogger("collimate_rl.trl")
+
+#: Grades started at ``submit`` run here, beside generation (see CodeEnvironment).
+_grading: ThreadPoolExecutor | None = None
+_grading_lock = threading.Lock()
+
+
+def _grader() -> ThreadPoolExecutor:
+    global _grading
+    with _grading_lock:
+        if _grading is None:
+            _grading = ThreadPoolExecutor(max_workers=32, thread_name_prefix="collimate-trl-grade")
+        return _grading
+
 
 #: Environments whose interpreter may be live (swept when idle, closed at exit).
 _live: weakref.WeakSet[PythonEnvironment] = weakref.WeakSet()
@@ -212,19 +226,29 @@ class PythonEnvironment:
         log.warning("%s: infrastructure failure, the rollout will be left out: %s", self, why)
         self._close()
 
-    def _close(self) -> None:
+    def _close(self, *, wait: bool = True) -> None:
         """Close the rollout's interpreter; a failure to close is logged, not
         raised (the server reaps what it cannot close), so it never fails a
-        reset or a reward."""
+        reset or a reward. ``wait=False`` closes it in a grading thread
+        (``get_reward``: TRL waits for each environment's reward in turn)."""
         with self._lock:
             tool, self._tool = self._tool, None
             with _live_lock:
                 _live.discard(self)
-            if tool is not None:
+        if tool is not None:
+            if not wait:
                 try:
-                    tool.close()
-                except CollimateError as exc:
-                    log.warning("%s: closing the interpreter failed: %s", self, exc)
+                    _grader().submit(self._close_tool, tool)
+                    return
+                except RuntimeError:  # the interpreter is shutting down: close it here
+                    pass
+            self._close_tool(tool)
+
+    def _close_tool(self, tool: PythonTool) -> None:
+        try:
+            tool.close()
+        except CollimateError as exc:
+            log.warning("%s: closing the interpreter failed: %s", self, exc)
 
     def _reap_if_idle(self, now: float) -> None:
         if self.idle_timeout is None or not self._lock.acquire(blocking=False):
@@ -255,7 +279,12 @@ class CodeEnvironment(PythonEnvironment):
     ``get_reward()`` answers the reward (no submission: 0.0, the policy's
     own failure), or ``None`` after an infrastructure failure anywhere in
     the rollout (TRL leaves the sample out), and then closes the rollout's
-    interpreter: TRL asks for the reward once the rollout is over.
+    interpreter: TRL asks for the reward once the rollout is over. The
+    grade starts at ``submit``, in a thread beside generation (a later
+    submission starts another; the last counts): TRL asks each
+    environment for its reward in turn, so grading then would be one
+    rollout after another, where here the grades of a batch overlap (and
+    core packs those that arrive together).
     ``result`` keeps the :class:`~collimate_rl.GradeResult`, ``reason``
     one line saying why the reward is what it is. Seeds are one per prompt
     (common random numbers across a group), as ``CollimateReward``'s
@@ -290,11 +319,13 @@ class CodeEnvironment(PythonEnvironment):
         self.reason = ""
         self._task: RowTask | None = None
         self._seed: str | None = None
+        self._pending: Future[GradeResult] | None = None
         self._tasks = RowTasks(default_entry=entry, join_prompt=join_prompt)
 
     def __getstate__(self) -> dict[str, Any]:
         state = super().__getstate__()
         state.pop("_tasks", None)
+        state["_pending"] = None
         return state
 
     def __setstate__(self, state: dict[str, Any]) -> None:
@@ -305,6 +336,7 @@ class CodeEnvironment(PythonEnvironment):
         """Start a rollout on ``row``: its task is read now (a data error
         raises here), the answer and the grade are cleared."""
         super().reset(**row)
+        self._pending = None  # a grade of the last rollout still running is dropped
         self.answer = None
         self.result = None
         self.reason = ""
@@ -323,6 +355,8 @@ class CodeEnvironment(PythonEnvironment):
             A confirmation that the solution was received.
         """
         self.answer = code
+        if self._task is not None:
+            self._pending = _grader().submit(self._grade, self._task, code, self._seed)
         return "Submitted: it will be graded when the conversation ends."
 
     def get_reward(self) -> float | None:
@@ -333,18 +367,11 @@ class CodeEnvironment(PythonEnvironment):
                 return None
             if self._task is None:
                 raise RuntimeError("get_reward before reset: TRL resets every rollout first")
-            if self.answer is None:
+            if self.answer is None or self._pending is None:
                 self.reason = "failed: no solution submitted"
                 return 0.0
             try:
-                self.result = grade(
-                    self._client(),
-                    self.grade_template,
-                    self._task.program(self.answer),
-                    self._task.spec,
-                    seed=self._seed,
-                    timeout_seconds=self.timeout_seconds,
-                )
+                self.result = self._pending.result()
             except CollimateError as exc:
                 self._fail(f"grading: {exc}")
                 self.reason = f"infra_error: {self.infra_error}"
@@ -356,7 +383,18 @@ class CodeEnvironment(PythonEnvironment):
             self.reason = self.result.explain()
             return self.result.reward
         finally:
-            self._close()
+            self._pending = None
+            self._close(wait=False)
+
+    def _grade(self, task: RowTask, answer: str, seed: str | None) -> GradeResult:
+        return grade(
+            self._client(),
+            self.grade_template,
+            task.program(answer),
+            task.spec,
+            seed=seed,
+            timeout_seconds=self.timeout_seconds,
+        )
 
     def _row_task(self, row: Mapping[str, Any]) -> RowTask:
         name = type(self).__name__
