@@ -130,6 +130,14 @@ def test_get_reward_humaneval_body_joined_to_the_prompt(target: dict[str, str]) 
     assert env.get_reward() == 0.0
 
 
+def test_a_grade_still_running_at_reset_is_dropped(target: dict[str, str]) -> None:
+    env = CodeEnvironment(**target)
+    env.reset(**row(ground_truth=MBPP))
+    env.submit(RIGHT_ADD)  # graded in the background from here
+    env.reset(**row(ground_truth=MBPP))  # the next rollout: that grade is not its own
+    assert env.answer is None and env.get_reward() == 0.0
+
+
 def test_no_submission_is_the_policys_failure(target: dict[str, str]) -> None:
     env = CodeEnvironment(ground_truth=MBPP, **target)  # the ground truth given at construction
     env.reset(**row())
