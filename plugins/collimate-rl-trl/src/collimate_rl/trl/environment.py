@@ -18,7 +18,8 @@ baseline.
 * :class:`CodeEnvironment`: that, plus ``submit`` (the final answer) and
   ``get_reward()``, which grades the answer against the row's ground truth
   with any registered reward kind, as :class:`~collimate_rl.trl.CollimateReward`
-  reads a row.
+  reads a row. The grade starts at ``submit``, in a thread beside
+  generation: TRL asks the environments for their rewards one by one.
 
 An infrastructure failure (the sandbox or the wire, a
 :class:`~collimate_rl.CollimateError`) is raised out of the tool, so TRL
@@ -84,7 +85,7 @@ def _sweep(now: float) -> None:
     without ``get_reward``: its interpreter would live until the instance's
     next ``reset`` (the next batch, or never for an instance the pool does
     not hand out again). Swept whenever any environment is used, so no
-    thread of our own runs in the trainer's process."""
+    timer thread of our own runs in the trainer's process."""
     with _live_lock:
         envs = list(_live)
     for env in envs:
