@@ -43,3 +43,12 @@ def test_importing_the_plugin_imports_no_framework() -> None:
     )
     out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True)
     assert out.stdout.strip() == "[]"
+
+
+def test_announces_what_it_gives_trl_all_importable() -> None:
+    """What TRL gets is registered without user code: named by the plugin's
+    announcement (``collimate plugins``) and importable from ``collimate_rl.trl``."""
+    detail = plugin.collimate_rl_announce().detail
+    for name in ("CollimateReward", "CodeEnvironment", "PythonEnvironment", "python"):
+        assert name in detail
+        assert name in collimate_rl.trl.__all__ and getattr(collimate_rl.trl, name)

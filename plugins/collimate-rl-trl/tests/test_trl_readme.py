@@ -36,3 +36,10 @@ def test_the_main_example_prints_the_rewards_it_shows(served: str) -> None:
     (block,) = python_blocks(README, containing="CollimateReward(")
     out = run_snippet(block, env={"COLLIMATE_SERVE_URL": served})
     assert out == expected_output(block) == ["[1.0, 0.0]"]
+
+
+def test_the_environment_example_prints_what_it_shows(served: str) -> None:
+    (block,) = python_blocks(README, containing="CodeEnvironment(")
+    out = run_snippet(block, env={"COLLIMATE_SERVE_URL": served})
+    assert out == expected_output(block)
+    assert out[-1] == "1.0"

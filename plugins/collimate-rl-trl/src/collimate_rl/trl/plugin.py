@@ -15,6 +15,12 @@ from .__about__ import __version__
 #: The PyPI distribution of the framework this plugin adapts.
 FRAMEWORK = "trl"
 
+#: What the plugin gives TRL, all importable from ``collimate_rl.trl``.
+PROVIDES = (
+    "reward_funcs: CollimateReward; environment_factory: CodeEnvironment, "
+    "PythonEnvironment; tools: python"
+)
+
 
 @hookimpl
 def collimate_rl_announce() -> PluginAnnouncement:
@@ -23,4 +29,5 @@ def collimate_rl_announce() -> PluginAnnouncement:
         version=__version__,
         framework=FRAMEWORK,
         framework_version=distribution_version(FRAMEWORK),
+        detail=PROVIDES,
     )

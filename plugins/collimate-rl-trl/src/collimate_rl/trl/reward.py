@@ -48,6 +48,21 @@ log = logging.getLogger("collimate_rl.trl")
 SeedMode = Literal["crn", "vanilla", "deterministic"]
 
 
+def _leave_out_failed_rollouts(
+    rewards: list[float | None], environments: Sequence[Any] | None
+) -> list[float | None]:
+    """``None`` for each rollout whose environment (``environments=``, from
+    TRL's ``environment_factory``) saw an infrastructure failure: its
+    conversation holds a tool error the policy did not cause, so it is left
+    out, not scored on what it became."""
+    if not environments or len(environments) != len(rewards):
+        return rewards
+    return [
+        None if getattr(env, "infra_error", None) is not None else reward
+        for reward, env in zip(rewards, environments, strict=True)
+    ]
+
+
 def _key(value: Any) -> str:
     return json.dumps(normalize_value(value), sort_keys=True, separators=(",", ":"), default=str)
 
@@ -215,7 +230,8 @@ class CollimateReward:
             on_infra_error="zero",
         )
         self._report(results, rows, kwargs.get("log_extra"), kwargs.get("log_metric"))
-        return [None if r.infra_error else r.reward for r in results]
+        rewards: list[float | None] = [None if r.infra_error else r.reward for r in results]
+        return _leave_out_failed_rollouts(rewards, kwargs.get("environments"))
 
     def _report(
         self,
