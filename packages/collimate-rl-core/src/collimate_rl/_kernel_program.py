@@ -31,30 +31,32 @@ fork from connecting to one it did not make, which a socket file would not.
 
 from __future__ import annotations
 
-import ast
-import base64
+# Only what the runner needs is imported here: the runner is one process
+# per cell, so its start-up is the floor of every call. What the kernel
+# alone uses (ast, traceback, threading, subprocess, ctypes, random,
+# secrets) is imported where it is used, and costs the kernel nothing more
+# (a module is imported once per process).
+import binascii
 import builtins
 import codecs
 import contextlib
-import ctypes
 import gc
 import io
 import json
-import linecache
 import os
-import random
-import secrets
 import select
 import signal
 import socket
 import struct
-import subprocess
 import sys
-import threading
 import time
-import traceback
 from types import FrameType
-from typing import Any
+
+# (typing itself is no cheap import; mypy reads this name as true)
+TYPE_CHECKING = False
+if TYPE_CHECKING:
+    import traceback
+    from typing import Any
 
 RESULT_PREFIX = "@@collimate-kernel-result@@ "
 KERNEL_FILE = os.path.abspath(__file__)
@@ -134,6 +136,8 @@ class DescriptorCapture:
         self.fd = fd
         self.writer = writer
         self.decoder = codecs.getincrementaldecoder("utf-8")("replace")
+        import threading
+
         self.done = threading.Event()
         read_end, write_end = os.pipe()
         os.set_blocking(read_end, False)
@@ -200,6 +204,9 @@ class CellRunner:
             raise KeyboardInterrupt
 
     def compile_cell(self, code: str) -> tuple[Any, Any]:
+        import ast
+        import linecache
+
         self.count += 1
         filename = f"<cell {self.count}>"
         linecache.cache[filename] = (len(code), None, code.splitlines(True), filename)
@@ -256,6 +263,8 @@ def describe(exc: BaseException) -> dict[str, str]:
     """Type, message and the traceback of the cell's frames (and of the
     code they called); the kernel's own frames, above the cell or at its
     interrupt, are left out, in chained exceptions too."""
+    import traceback
+
     summary = traceback.TracebackException(type(exc), exc, exc.__traceback__)
     seen = set()
     pending: list[traceback.TracebackException | None] = [summary]
@@ -322,7 +331,7 @@ def listen(directory: str) -> socket.socket:
     """A fresh abstract socket, its name written to ``DIR/address``."""
     set_name(KERNEL_NAME)
     listener = socket.socket(socket.AF_UNIX, socket.SOCK_STREAM)
-    name = "collimate-kernel-" + base64.b32encode(os.urandom(10)).decode().lower()
+    name = "collimate-kernel-" + os.urandom(10).hex()
     listener.bind("\0" + name)
     listener.listen(4)
     write_file(os.path.join(directory, "address"), name)
@@ -358,6 +367,8 @@ def peer_uid(conn: socket.socket) -> int:
 
 def set_name(name: bytes) -> None:
     """The process's ``comm``: what the server finds kernels by."""
+    import ctypes
+
     with contextlib.suppress(Exception):
         libc().prctl(PR_SET_NAME, ctypes.c_char_p(name), 0, 0, 0)
 
@@ -367,6 +378,8 @@ _LIBC: list[Any] = []
 
 def libc() -> Any:
     if not _LIBC:
+        import ctypes
+
         _LIBC.append(ctypes.CDLL(None, use_errno=True))
     return _LIBC[0]
 
@@ -509,6 +522,8 @@ def become_fork(
     """What makes a kernel a fork: its seed, its own working directory
     (``DIR/work``), and its confinement. ``fresh`` is a kernel started anew in a fork's
     directory (its state was lost): it keeps the fork's seed and confinement."""
+    import secrets
+
     seed = fork.get("seed") or secrets.token_hex(32)
     if fork.get("seed") is None:
         write_file(os.path.join(directory, "fork.json"), json.dumps({"seed": seed}))
@@ -529,6 +544,8 @@ def apply_seed(seed: str) -> list[str]:
     """The fork's randomness from its seed, as an exec's is: ``random``,
     numpy's global generator when the kernel imported numpy, and
     ``COLLIMATE_SEED`` in its environment (what a cell reads)."""
+    import random
+
     os.environ["COLLIMATE_SEED"] = seed
     random.seed(int(seed, 16))
     seeded = ["random"]
@@ -541,6 +558,8 @@ def apply_seed(seed: str) -> list[str]:
 
 
 def landlock_call(number: int, *args: Any) -> int:
+    import ctypes
+
     call = libc().syscall
     call.restype = ctypes.c_long
     result = int(call(number, *args))
@@ -558,6 +577,8 @@ def confine(directory: str) -> str:
     domain (another fork, the parent, the parent's other processes); its
     ptrace-style access to them (``/proc/PID/...``) is refused too. Says
     what it applied, or why not (the kernel has no Landlock, or too old)."""
+    import ctypes
+
     try:
         abi = landlock_call(SYS_CREATE_RULESET, None, 0, 1)
     except OSError as exc:
@@ -623,6 +644,8 @@ def kill_kernel(directory: str) -> None:
 
 def start_kernel(directory: str) -> None:
     """Spawn a kernel in a session of its own and wait for it to listen."""
+    import subprocess
+
     write_file(os.path.join(directory, "started"), "")
     with open(os.path.join(directory, "kernel.log"), "ab") as log:
         keeper = subprocess.Popen(
@@ -764,7 +787,7 @@ def load_request(argument: str) -> dict[str, Any]:
         os.unlink(argument[1:])
     else:
         raw = argument.encode()
-    request: dict[str, Any] = json.loads(base64.b64decode(raw).decode())
+    request: dict[str, Any] = json.loads(binascii.a2b_base64(raw).decode())
     return request
 
 

@@ -25,6 +25,9 @@ __all__ = ["CellError", "CellResult", "KernelPlan"]
 PROGRAM = (Path(__file__).parent / "_kernel_program.py").read_bytes()
 #: the line the runner prints its answer on (the exec's output is merged)
 RESULT_PREFIX = "@@collimate-kernel-result@@ "
+#: how a guest command runs the program: imported from its directory (so
+#: its bytecode is cached there), ``main`` given the command line
+RUNNER = "import sys; sys.path[:0] = sys.argv[1:2]; import kernel; kernel.main(sys.argv[1:])"
 #: a cell this big (encoded) travels as a file rather than in the command line
 INLINE_CELL_LIMIT = 64 * 1024
 #: seconds the exec gets beyond the cell's timeout: the interrupt's grace,
@@ -123,7 +126,13 @@ class KernelPlan:
         return self._call("fork", self.directory, encoded)
 
     def _call(self, *args: str) -> str:
-        return shlex.join([self.python, self.program, *args])
+        # Every cell is one of these, so its start-up is the kernel's
+        # per-call floor: ``-I -S`` skips site-packages (its .pth files cost
+        # more than the runner's own work), and importing the program as a
+        # module, not running it as a script, reuses its cached bytecode
+        # instead of compiling it each call. The kernel it starts runs as a
+        # script with the interpreter's full path, site-packages included.
+        return shlex.join([self.python, "-I", "-S", "-c", RUNNER, self.directory, *args])
 
     def install_command(self) -> str:
         """Make the private directory (0700, refused if it exists), write
