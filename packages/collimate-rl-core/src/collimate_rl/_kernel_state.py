@@ -28,6 +28,13 @@ RESULT_PREFIX = "@@collimate-kernel-result@@ "
 #: how a guest command runs the program: imported from its directory (so
 #: its bytecode is cached there), ``main`` given the command line
 RUNNER = "import sys; sys.path[:0] = sys.argv[1:2]; import kernel; kernel.main(sys.argv[1:])"
+#: the install command's program: write the kernel's program into its
+#: directory, then run its ``start`` as :data:`RUNNER` would
+INSTALLER = (
+    "import binascii, sys; d = sys.argv[1]; "
+    "open(d + '/kernel.py', 'wb').write(binascii.a2b_base64(sys.argv[2])); "
+    "sys.path[:0] = [d]; import kernel; kernel.main([d, 'start', d])"
+)
 #: a cell this big (encoded) travels as a file rather than in the command line
 INLINE_CELL_LIMIT = 64 * 1024
 #: seconds the exec gets beyond the cell's timeout: the interrupt's grace,
@@ -136,13 +143,12 @@ class KernelPlan:
 
     def install_command(self) -> str:
         """Make the private directory (0700, refused if it exists), write
-        the program into it and start a kernel."""
+        the program into it and start a kernel: one interpreter does both
+        (and compiles the program once, for every runner after it)."""
         encoded = base64.b64encode(PROGRAM).decode()
-        write = "import base64,sys;open(sys.argv[1],'wb').write(base64.b64decode(sys.argv[2]))"
         return (
             f"umask 077 && mkdir {shlex.quote(self.directory)} && "
-            f"{shlex.join([self.python, '-c', write, self.program, encoded])} && "
-            f"{self._call('start', self.directory)}"
+            f"{shlex.join([self.python, '-I', '-S', '-c', INSTALLER, self.directory, encoded])}"
         )
 
     def restart_command(self) -> str:
