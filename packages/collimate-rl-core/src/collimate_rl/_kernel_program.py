@@ -11,6 +11,7 @@ the guest's ``python3``. One file plays three parts, by its first argument:
                 kernel's unix socket, waits up to the cell timeout, then
                 interrupts (SIGINT), then kills and restarts a kernel that
                 does not answer, and prints one result line for the SDK;
+``start-run DIR CELL`` both, in one process: a kernel's first cell;
 ``restart DIR`` / ``stop DIR`` what they say;
 ``fork DIR REQUEST`` have the kernel fork copies of itself (see ``fork_kernels``).
 
@@ -810,7 +811,9 @@ def main(argv: list[str]) -> None:
         finally:
             sock.close()
         sys.stdout.write(RESULT_PREFIX + json.dumps(answer) + "\n")
-    elif command == "run":
+    elif command in ("run", "start-run"):  # start-run: a kernel's first cell
+        if command == "start-run":
+            start_kernel(directory)
         result = run_cell(directory, load_request(argv[3]))
         sys.stdout.write(RESULT_PREFIX + json.dumps(result) + "\n")
     else:

@@ -29,11 +29,11 @@ RESULT_PREFIX = "@@collimate-kernel-result@@ "
 #: its bytecode is cached there), ``main`` given the command line
 RUNNER = "import sys; sys.path[:0] = sys.argv[1:2]; import kernel; kernel.main(sys.argv[1:])"
 #: the install command's program: write the kernel's program into its
-#: directory, then run its ``start`` as :data:`RUNNER` would
+#: directory, then run its ``start`` (or ``start-run``) as :data:`RUNNER` would
 INSTALLER = (
     "import binascii, sys; d = sys.argv[1]; "
     "open(d + '/kernel.py', 'wb').write(binascii.a2b_base64(sys.argv[2])); "
-    "sys.path[:0] = [d]; import kernel; kernel.main([d, 'start', d])"
+    "sys.path[:0] = [d]; import kernel; kernel.main([d, *sys.argv[3:]])"
 )
 #: a cell this big (encoded) travels as a file rather than in the command line
 INLINE_CELL_LIMIT = 64 * 1024
@@ -141,15 +141,19 @@ class KernelPlan:
         # script with the interpreter's full path, site-packages included.
         return shlex.join([self.python, "-I", "-S", "-c", RUNNER, self.directory, *args])
 
-    def install_command(self) -> str:
+    def install_command(self, *, first_cell: str | None = None) -> str:
         """Make the private directory (0700, refused if it exists), write
         the program into it and start a kernel: one interpreter does both
-        (and compiles the program once, for every runner after it)."""
+        (and compiles the program once, for every runner after it), then
+        runs ``first_cell`` (an encoded payload) when given, as a runner."""
         encoded = base64.b64encode(PROGRAM).decode()
-        return (
-            f"umask 077 && mkdir {shlex.quote(self.directory)} && "
-            f"{shlex.join([self.python, '-I', '-S', '-c', INSTALLER, self.directory, encoded])}"
+        then = (
+            ["start", self.directory]
+            if first_cell is None
+            else ["start-run", self.directory, first_cell]
         )
+        command = [self.python, "-I", "-S", "-c", INSTALLER, self.directory, encoded, *then]
+        return f"umask 077 && mkdir {shlex.quote(self.directory)} && {shlex.join(command)}"
 
     def restart_command(self) -> str:
         return self._call("restart", self.directory)

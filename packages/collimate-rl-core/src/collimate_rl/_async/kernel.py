@@ -69,16 +69,22 @@ class AsyncKernel:
 
     async def start(self) -> AsyncKernel:
         """Install the kernel in the sandbox and start it (no-op when done)."""
+        if self._must_install():
+            response = await self.sandbox._run(self._plan.install_command(), 60)
+            check_setup(response, "start")
+            self._installed_here()
+        return self
+
+    def _must_install(self) -> bool:
         if self._closed:
             raise RuntimeError("this kernel is closed; make another with sandbox.kernel()")
         if self._installed and self._session != self.sandbox.session_id:
             self._installed = False  # the sandbox was reset (or closed): a new clone
-        if not self._installed:
-            response = await self.sandbox._run(self._plan.install_command(), 60)
-            check_setup(response, "start")
-            self._installed = True
-            self._session = self.sandbox.session_id
-        return self
+        return not self._installed
+
+    def _installed_here(self) -> None:
+        self._installed = True
+        self._session = self.sandbox.session_id
 
     async def run(self, code: str, *, timeout: float | None = None) -> CellResult:
         """Run one cell; ``timeout`` (seconds) defaults to the kernel's. A
@@ -87,15 +93,25 @@ class AsyncKernel:
         time: the kernel is one interpreter, so do not overlap ``run``
         calls on it (a sandbox can hold several kernels)."""
         lost = self._installed and self._session != self.sandbox.session_id
-        await self.start()
         payload, seconds = self._plan.cell_payload(code, timeout)
+        exec_timeout = self._plan.exec_timeout(seconds)
+        if self._must_install() and len(payload) <= INLINE_CELL_LIMIT:
+            # the first cell rides with the install: one exec, one interpreter
+            # fewer (an answer line means the kernel started)
+            response = await self.sandbox._run(
+                self._plan.install_command(first_cell=payload), exec_timeout + 60
+            )
+            result = parse_cell(response)
+            self._installed_here()
+            return dataclasses.replace(result, restarted=True) if lost else result
+        await self.start()
         from_file = len(payload) > INLINE_CELL_LIMIT
         if from_file:
             path = self._plan.cell_file()
             await self.sandbox.upload_bytes(path, payload.encode())
             payload = path
         command = self._plan.run_command(payload, from_file=from_file)
-        response = await self.sandbox._run(command, self._plan.exec_timeout(seconds))
+        response = await self.sandbox._run(command, exec_timeout)
         result = parse_cell(response)
         return dataclasses.replace(result, restarted=True) if lost else result
 
