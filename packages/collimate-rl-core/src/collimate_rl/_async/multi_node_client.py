@@ -44,9 +44,13 @@ class AsyncMultiNodeClient:
         backoff: float = 0.15,
         retry_budget: float = 30.0,
         sleep: Callable[[float], Awaitable[None]] = asyncio.sleep,
+        prefer: int | None = None,
+        headers: Mapping[str, str] | None = None,
     ) -> None:
-        self._clients = to_clients(nodes, asynchronous=True, timeout=timeout)
-        self._router = Router.of([endpoint_name(c, i) for i, c in enumerate(self._clients)])
+        self._clients = to_clients(nodes, asynchronous=True, timeout=timeout, headers=headers)
+        self._router = Router.of(
+            [endpoint_name(c, i) for i, c in enumerate(self._clients)], home=prefer
+        )
         self._policy = RetryPolicy(retries=retries, backoff=backoff, retry_budget=retry_budget)
         self._sleep = sleep
 
@@ -167,12 +171,15 @@ class AsyncMultiNodeClient:
         return {
             "clients": self._clients,
             "sessions": dict(self._router.sessions),
+            "home": self._router.home,
             "policy": (self._policy.retries, self._policy.backoff, self._policy.retry_budget),
         }
 
     def __setstate__(self, state: dict[str, Any]) -> None:
         self._clients = state["clients"]
-        self._router = Router.of([endpoint_name(c, i) for i, c in enumerate(self._clients)])
+        self._router = Router.of(
+            [endpoint_name(c, i) for i, c in enumerate(self._clients)], home=state.get("home")
+        )
         self._router.sessions.update(state["sessions"])
         retries, backoff, budget = state["policy"]
         self._policy = RetryPolicy(retries=retries, backoff=backoff, retry_budget=budget)
