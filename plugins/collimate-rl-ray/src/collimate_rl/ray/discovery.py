@@ -65,7 +65,10 @@ def cluster_client(asynchronous: bool, required: bool, options: Mapping[str, Any
     if not _ray_running():
         if not required:
             return None
-        from .control import connect_cluster
+        try:
+            from .control import connect_cluster
+        except ImportError as exc:
+            raise NotInCluster(f"COLLIMATE_SERVE_URL=ray://: Ray is not installed ({exc})") from exc
 
         try:
             connect_cluster()
