@@ -51,9 +51,11 @@ def test_with_the_secret_the_grader_answers(guarded: str) -> None:
 
 
 def test_a_server_without_a_secret_checks_nothing() -> None:
-    with LocalCollimateBackend(run_slots=1) as backend:
-        with CollimateClient(backend.base_url, headers={SECRET_HEADER: "anything"}) as client:
-            assert client.health()["status"] == "ok"
+    with (
+        LocalCollimateBackend(run_slots=1) as backend,
+        CollimateClient(backend.base_url, headers={SECRET_HEADER: "anything"}) as client,
+    ):
+        assert client.health()["status"] == "ok"
 
 
 def test_the_secret_is_read_from_a_file_and_kept_out_of_reprs(

@@ -12,6 +12,11 @@ import pytest
 
 ray = pytest.importorskip("ray", reason="Ray is installed by the ray column: hatch run ray:test")
 
+from collimate_rl import CollimateClient, connect  # noqa: E402
+from collimate_rl.errors import CollimateError  # noqa: E402
+from collimate_rl.local_backend.cluster_secret import SECRET_HEADER  # noqa: E402
+from collimate_rl.ray import kv, status  # noqa: E402
+from collimate_rl.ray.names import NAMESPACE, grader_name  # noqa: E402
 from collimate_rl.ray.testing import (  # noqa: E402
     RayCluster,
     grader_counters,
@@ -19,12 +24,6 @@ from collimate_rl.ray.testing import (  # noqa: E402
     process_gone,
     wait_for,
 )
-
-from collimate_rl import CollimateClient, connect  # noqa: E402
-from collimate_rl.errors import CollimateError  # noqa: E402
-from collimate_rl.local_backend.cluster_secret import SECRET_HEADER  # noqa: E402
-from collimate_rl.ray import kv, status  # noqa: E402
-from collimate_rl.ray.names import NAMESPACE, grader_name  # noqa: E402
 
 
 def _record(node_id: str) -> dict:
@@ -58,7 +57,9 @@ def test_a_task_on_each_node_grades_through_its_own_grader(ray_cluster: RayClust
     rounds = 3
     for node_id in ray_cluster.node_ids:
         before = grader_counters()
-        here, outs, named = ray.get(_grade_here.options(scheduling_strategy=pin(node_id)).remote(rounds))
+        here, outs, named = ray.get(
+            _grade_here.options(scheduling_strategy=pin(node_id)).remote(rounds)
+        )
         after = grader_counters()
         assert here == node_id and not named
         assert outs == [f"{i * i}\n" for i in range(rounds)]
@@ -75,7 +76,9 @@ def test_a_request_without_the_secret_is_refused(ray_cluster: RayCluster) -> Non
                 client.exec_once("py", code="print(1)")
             assert caught.value.status == 401
             assert caught.value.error_code == "unauthorized"
-    with CollimateClient(url, retries=0, headers={SECRET_HEADER: kv.secret(create=False)}) as client:
+    with CollimateClient(
+        url, retries=0, headers={SECRET_HEADER: kv.secret(create=False)}
+    ) as client:
         assert client.exec_once("py", code="print(1)")["stdout"] == "1\n"
 
 
@@ -85,7 +88,11 @@ def test_a_killed_grader_comes_back(ray_cluster: RayCluster) -> None:
     os.kill(old["pid"], signal.SIGKILL)
     fresh = wait_for(
         lambda: next(
-            (s for s in status() if s.node_id == node_id and s.pid != old["pid"] and s.health == "ok"),
+            (
+                s
+                for s in status()
+                if s.node_id == node_id and s.pid != old["pid"] and s.health == "ok"
+            ),
             None,
         ),
         what="a new grader on the node",
@@ -101,7 +108,9 @@ def test_a_killed_actor_leaves_no_grader_process(ray_cluster: RayCluster) -> Non
     wait_for(lambda: process_gone(old["pid"]), timeout=30, what="the orphaned grader to exit")
     # and Ray's restart gives the node a grader again
     wait_for(
-        lambda: any(s.node_id == node_id and s.pid != old["pid"] and s.health == "ok" for s in status()),
+        lambda: any(
+            s.node_id == node_id and s.pid != old["pid"] and s.health == "ok" for s in status()
+        ),
         what="the restarted actor's grader",
     )
 

@@ -46,9 +46,7 @@ def to_clients(
 ) -> list[Any]:
     if isinstance(nodes, str):
         nodes = split_urls(nodes)
-    clients = [
-        _one(n, asynchronous=asynchronous, timeout=timeout, headers=headers) for n in nodes
-    ]
+    clients = [_one(n, asynchronous=asynchronous, timeout=timeout, headers=headers) for n in nodes]
     if not clients:
         raise ValueError("a node pool needs at least one node")
     return clients

@@ -25,9 +25,7 @@ def add_ray_command(subparsers: Subcommands) -> argparse.ArgumentParser:
     actions = parser.add_subparsers(dest="ray_action", required=True)
     up = actions.add_parser("up", help="a grader on every node (and on every node that joins)")
     up.add_argument("--host", default=None, help="address graders listen on (default: node IP)")
-    up.add_argument(
-        "--interval", type=float, default=2.0, help="seconds between reconcile rounds"
-    )
+    up.add_argument("--interval", type=float, default=2.0, help="seconds between reconcile rounds")
     up.add_argument(
         "--serve-arg",
         action="append",
@@ -59,7 +57,9 @@ def format_status(rows: list[dict[str, Any]]) -> str:
             )
         )
     widths = [max(len(line[i]) for line in lines) for i in range(len(head))]
-    return "\n".join("  ".join(c.ljust(w) for c, w in zip(line, widths)).rstrip() for line in lines)
+    return "\n".join(
+        "  ".join(c.ljust(w) for c, w in zip(line, widths, strict=True)).rstrip() for line in lines
+    )
 
 
 def run(args: argparse.Namespace) -> int:
@@ -67,9 +67,10 @@ def run(args: argparse.Namespace) -> int:
 
     control.connect_cluster(args.address)
     if args.ray_action == "up":
-        rows = [s.as_dict() for s in control.up(
-            host=args.host, serve_args=args.serve_arg, interval=args.interval
-        )]
+        rows = [
+            s.as_dict()
+            for s in control.up(host=args.host, serve_args=args.serve_arg, interval=args.interval)
+        ]
         print(format_status(rows))
         return 0 if all(r["health"] == "ok" for r in rows) else 1
     if args.ray_action == "status":

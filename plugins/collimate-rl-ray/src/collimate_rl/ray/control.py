@@ -13,11 +13,10 @@ from dataclasses import asdict, dataclass
 from typing import Any
 
 import ray
-from ray.util.scheduling_strategies import NodeAffinitySchedulingStrategy
-
 from collimate_rl.client import CollimateClient
 from collimate_rl.errors import CollimateError
 from collimate_rl.local_backend.cluster_secret import SECRET_HEADER
+from ray.util.scheduling_strategies import NodeAffinitySchedulingStrategy
 
 from . import kv
 from .names import NAMESPACE, REGISTRY

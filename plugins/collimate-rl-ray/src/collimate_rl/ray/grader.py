@@ -32,7 +32,9 @@ class Grader:
         self._stopping = False
         secret = kv.secret(create=False)
         if secret is None:
-            raise RuntimeError("the cluster has no secret: start the graders with `collimate ray up`")
+            raise RuntimeError(
+                "the cluster has no secret: start the graders with `collimate ray up`"
+            )
         context = ray.get_runtime_context()
         self.host = host or ray.util.get_node_ip_address()
         self.process: GraderProcess = start_grader(secret, host=self.host, extra_args=serve_args)

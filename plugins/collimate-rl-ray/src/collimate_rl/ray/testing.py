@@ -69,9 +69,8 @@ def local_cluster(nodes: int = 3, *, interval: float = RECONCILE_S) -> Iterator[
     seconds); everything stopped on exit. None of ``TARGET_ENV`` is left
     set: the graders must be found without them."""
     import ray
-    from ray.cluster_utils import Cluster
-
     from collimate_rl.ray import down, up
+    from ray.cluster_utils import Cluster
 
     for name in TARGET_ENV:
         os.environ.pop(name, None)
