@@ -463,16 +463,8 @@ def test_rows_in_cpp_open_r1_and_codeforces(tmp_path: Path, backend: LocalCollim
     fenced = "```cpp\n" + CPP["right"] + "\n```"
     rows = []
     for n, (code, reward) in enumerate([(fenced, 1.0), (CPP["wrong"], 0.25)]):
-        rows.append(
-            {
-                "id": f"o{n}",
-                "completion": code,
-                "verification_info": {
-                    "language": "cpp",
-                    "test_cases": [{**t, "type": "stdin_stdout"} for t in tests],
-                },
-            }
-        )
+        rows.append({"id": f"o{n}", "completion": code, "verification_info": {
+            "language": "cpp", "test_cases": [{**t, "type": "stdin_stdout"} for t in tests]}})
         rows.append({"id": f"c{n}", "completion": code, "official_tests": tests,
                      "generated_checker": checker, "time_limit": 1.0, "memory_limit": 256,
                      "language": "cpp", "input_mode": "stdio"})  # fmt: skip

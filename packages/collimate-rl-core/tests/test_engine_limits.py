@@ -284,3 +284,4 @@ def test_a_fork_bomb_is_contained_and_cleaned_up() -> None:
             await neighbour.close()
 
     run("namespaces", [bomb], body)
+

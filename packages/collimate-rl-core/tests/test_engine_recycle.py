@@ -153,6 +153,7 @@ def test_process_mode_never_reuses_a_clone() -> None:
     run_with_engine("process", [SH], body)
 
 
+
 def _is_zombie(pid: int) -> bool:
     try:
         with open(f"/proc/{pid}/stat") as fh:

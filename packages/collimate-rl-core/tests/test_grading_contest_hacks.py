@@ -28,9 +28,9 @@ RIGHT = {
     " Scanner s = new Scanner(System.in); long a = s.nextLong(), b = s.nextLong();"
     f' System.out.println((a + b) + " {SECRET}"); }} }}',
     "nodejs": 'const [a, b] = require("fs").readFileSync(0, "utf8").trim().split(/\\s+/)'
-    f".map(Number);\nconsole.log(`${{a + b}} {SECRET}`);",
+    f'.map(Number);\nconsole.log(`${{a + b}} {SECRET}`);',
     "typescript": 'const [a, b]: number[] = require("fs").readFileSync(0, "utf8").trim()'
-    f".split(/\\s+/).map(Number);\nconsole.log(`${{a + b}} {SECRET}`);",
+    f'.split(/\\s+/).map(Number);\nconsole.log(`${{a + b}} {SECRET}`);',
     "rust": "use std::io::*;\nfn main() { let mut s = String::new();"
     " stdin().read_to_string(&mut s).unwrap();"
     " let v: Vec<i64> = s.split_whitespace().map(|x| x.parse().unwrap()).collect();"
@@ -51,7 +51,7 @@ HACKS = {
         ' const char* m = "accepted\\n\\x1e{\\"phase\\": \\"run\\"}\\n";'
         " for(int fd=2; fd<64; fd++) write(fd, m, strlen(m)); return 0; }",
         "look_for_answers": "#include <bits/stdc++.h>\nnamespace fs = std::filesystem;\n"
-        'int main(){ for (const char* top : {"/tmp", ".", "..", "/proc", "/dev/shm",'
+        "int main(){ for (const char* top : {\"/tmp\", \".\", \"..\", \"/proc\", \"/dev/shm\","
         ' "/root", "/home", "/var", "/run"}) { std::error_code ec;'
         " for (auto it = fs::recursive_directory_iterator(top,"
         " fs::directory_options::skip_permission_denied, ec);"
@@ -66,7 +66,7 @@ HACKS = {
         " volatile unsigned long x=0; for(;;) x++; }); for(auto& x: t) x.join(); }",
         "memory": "#include <cstdlib>\n#include <cstring>\nint main(){"
         " for(;;){ char* p=(char*)malloc(64<<20); if(p) memset(p, 1, 64<<20); } }",
-        "fill_disk": '#include <cstdio>\nint main(){ FILE* f=fopen("junk", "w");'
+        "fill_disk": "#include <cstdio>\nint main(){ FILE* f=fopen(\"junk\", \"w\");"
         " static char b[1<<20]; for(;;) fwrite(b, 1, sizeof b, f); }",
         "daemon": "#include <unistd.h>\n#include <cstdio>\nint main(){ if (fork()==0) {"
         " setsid(); if (fork()==0) { for(;;) { volatile unsigned long x=0; x++; } } _exit(0); }"

@@ -25,7 +25,9 @@ from collimate_rl.local_backend import LocalCollimateBackend
 
 pytestmark = pytest.mark.namespaces
 
-SPEC = reward_spec_from_ground_truth([{"input": [i], "output": i * i} for i in range(3)], "solve")
+SPEC = reward_spec_from_ground_truth(
+    [{"input": [i], "output": i * i} for i in range(3)], "solve"
+)
 RIGHT = "def solve(i):\n    return i * i\n"
 #: the hostile candidate's budget (``timeout_seconds``)
 TIMEOUT_S = 3
@@ -87,7 +89,9 @@ HOSTILE: dict[str, str] = {
         "    os._exit(0)"
     ),
     "exhausts_processes": (
-        "while True:\n    try:\n        os.fork()\n    except OSError:\n        time.sleep(0.01)"
+        "while True:\n"
+        "    try:\n        os.fork()\n"
+        "    except OSError:\n        time.sleep(0.01)"
     ),
     "exhausts_memory": (
         "hoard = []\n"
@@ -137,7 +141,9 @@ def test_a_hostile_candidate_costs_only_itself(client: CollimateClient, behaviou
     _, clean_s = grade_group(client, [RIGHT] * 8)
     candidates = [RIGHT] * 3 + [hostile(HOSTILE[behaviour])] + [RIGHT] * 4
     results, took_s = grade_group(client, candidates)
-    assert [r.reward for r in results] == [1.0] * 3 + [0.0] + [1.0] * 4, [r.detail for r in results]
+    assert [r.reward for r in results] == [1.0] * 3 + [0.0] + [1.0] * 4, [
+        r.detail for r in results
+    ]
     assert not any(r.infra_error for r in results), [r.error for r in results]
     nonce = results[3].raw["pack"]["nonce"]  # the hostile one shared its siblings' exec
     assert sum(r.raw["pack"]["nonce"] == nonce for r in results) >= 4
@@ -148,7 +154,7 @@ def test_a_hostile_candidate_costs_only_itself(client: CollimateClient, behaviou
 
 # -- from inside: what a candidate can do to the processes around it --------
 
-PROBE = """
+PROBE = '''
 import os, signal, errno, resource
 
 def _parent_of(pid):
@@ -191,7 +197,7 @@ def solve(i):
     out["own signal"] = _outcome(lambda: os.kill(os.getpid(), 0))
     out["own nice"] = _outcome(lambda: os.setpriority(os.PRIO_PROCESS, 0, 1))
     return out
-"""
+'''
 
 SIBLING = """
 import os, time

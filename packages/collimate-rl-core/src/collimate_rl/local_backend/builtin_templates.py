@@ -54,12 +54,8 @@ def builtin_templates() -> tuple[Mapping[str, Any], ...]:
             # checker then reads; it may be megabytes a test)
             # (cpu_seconds: the hard ceiling of every compile's and run's own
             # CPU limit, which the language runner sets below it)
-            "limits": {
-                "memory": "4GiB",
-                "address_space": False,
-                "output": "256MiB",
-                "cpu_seconds": 3600,
-            },
+            "limits": {"memory": "4GiB", "address_space": False, "output": "256MiB",
+                       "cpu_seconds": 3600},
         },
         # headless Chromium for connect_browser (unavailable without Chromium)
         browser_template(),

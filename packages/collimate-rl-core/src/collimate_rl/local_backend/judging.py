@@ -436,7 +436,9 @@ async def _judge_program(
     assert program is not None
     no_compile = {"verdict": "ok", "output": "", "cpu": 0.0}
     try:
-        assembly = assemble(tc, source, program.tests, program.prompt, typecheck=program.typecheck)
+        assembly = assemble(
+            tc, source, program.tests, program.prompt, typecheck=program.typecheck
+        )
     except ProgramRejected as exc:
         return _summary(problem, ["wrong_answer"], [0.0], no_compile, [], note=str(exc))
     except ProgramUnusable as exc:

@@ -501,3 +501,4 @@ def _reset(writer: asyncio.StreamWriter) -> None:
 
 def _digest(method: str, path: str, body: bytes) -> str:
     return hashlib.sha256(method.encode() + b" " + path.encode() + b"\n" + body).hexdigest()
+
