@@ -1,0 +1,122 @@
+"""The Ray route against a direct URL, on one node: what finding the
+grader through Ray costs a call.
+
+A one-node Ray cluster on this machine (object store capped), its grader
+started by ``collimate_rl.ray.up()``. Two clients of that one grader, both
+carrying the cluster's secret: the one ``connect()`` returns inside the
+Ray job (the cluster step: a ``MultiNodeClient`` over the node's grader,
+its own node preferred) and a ``CollimateClient`` given the grader's URL.
+Each round sends ``--calls`` sequential default calls (a one-shot
+``exec_once("py", code="print(1)")``) through each, in alternating order,
+after a warm-up; a round's figure is the ratio of its two medians, the
+result the median over ``--rounds`` paired rounds (a machine's drift
+moves both halves of a round alike). Target: the Ray route within 10% of
+the direct URL. ``connect()``'s one-time cost of finding the graders
+(the registry lookup and the records read from Ray) is reported apart.
+
+    hatch run bench:one benchmarks/bench_ray_route.py [--rounds 15 --calls 20]
+"""
+
+from __future__ import annotations
+
+import argparse
+import os
+import statistics
+import sys
+import time
+from typing import Any
+
+from _results import add_out_option, write_results
+
+TARGET = 1.10
+
+
+def _median_call(client: Any, calls: int) -> float:
+    times = []
+    for _ in range(calls):
+        started = time.perf_counter()
+        out = client.exec_once("py", code="print(1)")
+        times.append(time.perf_counter() - started)
+        assert out["stdout"] == "1\n", out
+    return statistics.median(times)
+
+
+def main(argv: list[str]) -> int:
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--rounds", type=int, default=15, help="paired rounds")
+    parser.add_argument("--calls", type=int, default=20, help="calls per client per round")
+    parser.add_argument("--warmup", type=int, default=20, help="calls per client first")
+    add_out_option(parser)
+    args = parser.parse_args(argv)
+    try:
+        import ray
+        from ray.cluster_utils import Cluster
+    except ImportError:
+        print("Ray is not installed here: run it where it is (hatch run bench:one ...)")
+        return 2
+
+    from collimate_rl import CollimateClient, connect
+    from collimate_rl.local_backend.cluster_secret import SECRET_HEADER
+    from collimate_rl.ray import down, kv, up
+
+    for name in ("COLLIMATE_SERVE_URL", "COLLIMATE_SERVE_SOCKET", "COLLIMATE_API_KEY"):
+        os.environ.pop(name, None)
+    os.environ.setdefault("RAY_USAGE_STATS_ENABLED", "0")
+    cluster = Cluster(
+        initialize_head=True,
+        head_node_args={
+            "num_cpus": 1,
+            "object_store_memory": 100 * 1024 * 1024,
+            "include_dashboard": False,
+        },
+    )
+    ray.init(address=cluster.address, log_to_driver=False)
+    try:
+        (grader,) = up()
+        started = time.perf_counter()
+        routed = connect()
+        found_ms = (time.perf_counter() - started) * 1000
+        direct = CollimateClient(
+            grader.url, headers={SECRET_HEADER: kv.secret(create=False) or ""}
+        )
+        assert [n["endpoint"] for n in routed.nodes()] == [grader.url]
+        for client in (routed, direct):
+            _median_call(client, args.warmup)
+        ratios, ray_ms, direct_ms = [], [], []
+        for i in range(args.rounds):
+            order = [(routed, ray_ms), (direct, direct_ms)]
+            if i % 2:
+                order.reverse()
+            for client, sink in order:
+                sink.append(_median_call(client, args.calls) * 1000)
+            ratios.append(ray_ms[-1] / direct_ms[-1])
+        routed.close()
+        direct.close()
+    finally:
+        down()
+        ray.shutdown()
+        cluster.shutdown()
+
+    ratio = statistics.median(ratios)
+    figures = {
+        "ratio_median": round(ratio, 4),
+        "target_ratio": TARGET,
+        "met": ratio <= TARGET,
+        "ray_route_ms_median": round(statistics.median(ray_ms), 3),
+        "direct_ms_median": round(statistics.median(direct_ms), 3),
+        "connect_finds_graders_ms": round(found_ms, 1),
+        "ratios": [round(r, 4) for r in ratios],
+    }
+    print(
+        f"default call (exec_once print(1)), median of {args.rounds} paired rounds of "
+        f"{args.calls}: Ray route {figures['ray_route_ms_median']} ms, direct URL "
+        f"{figures['direct_ms_median']} ms, ratio {ratio:.3f} (target <= {TARGET}): "
+        f"{'met' if figures['met'] else 'NOT met'}; connect() found the graders in "
+        f"{found_ms:.1f} ms (once per client)"
+    )
+    write_results(__file__, args, figures, [])
+    return 0 if figures["met"] else 1
+
+
+if __name__ == "__main__":
+    sys.exit(main(sys.argv[1:]))
