@@ -17,7 +17,6 @@ from collimate_rl import connect  # noqa: E402
 from collimate_rl.nodes import MultiNodeClient  # noqa: E402
 from collimate_rl.plugins import get_plugin_manager  # noqa: E402
 from collimate_rl.ray import kv  # noqa: E402
-from collimate_rl.ray.cli import format_status  # noqa: E402
 from collimate_rl.ray.testing import RayCluster  # noqa: E402
 
 
@@ -73,31 +72,3 @@ def test_the_plugin_announces_ray() -> None:
     ]
     assert len(found) == 1 and found[0].framework == "ray"
     assert found[0].framework_version == ray.__version__
-
-
-def test_format_status_aligns_one_node_a_line() -> None:
-    rows = [
-        {
-            "node_id": "a" * 40,
-            "url": "http://10.0.0.1:4000",
-            "health": "ok",
-            "restarted": True,
-            "load": 0.5,
-            "in_flight": 1,
-            "run_slots": 2,
-            "queued": 0,
-            "execs_run": 7,
-        }
-    ]
-    lines = format_status(rows).splitlines()
-    assert len(lines) == 2
-    assert lines[1].split() == [
-        "a" * 12,
-        "http://10.0.0.1:4000",
-        "ok",
-        "(restarted)",
-        "0.50",
-        "1/2",
-        "0",
-        "7",
-    ]

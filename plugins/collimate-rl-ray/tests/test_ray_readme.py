@@ -13,8 +13,8 @@ import pytest
 
 pytest.importorskip("ray", reason="Ray is installed by the ray column: hatch run ray:test")
 
-from collimate_rl.ray.testing import TARGET_ENV, RayCluster  # noqa: E402
-from collimate_rl.testing.readme import python_blocks, run_snippet  # noqa: E402
+from collimate_rl.ray.testing import TARGET_ENV, RayCluster
+from collimate_rl.testing.readme import python_blocks, run_snippet
 
 README = Path(__file__).resolve().parents[1] / "README.md"
 
