@@ -85,7 +85,10 @@ def start_grader(
     fd = os.open(secret_file, os.O_WRONLY | os.O_CREAT | os.O_EXCL, 0o600)
     with os.fdopen(fd, "w") as fh:
         fh.write(secret)
+    # the daemon wire (and SandboxFusion's) only: no gateway, whose
+    # generated keys the start-up banner would print
     args = [sys.executable, "-m", "collimate_rl.ray.watchdog", "--host", host, "--port", str(port)]
+    args.append("--no-gateway")
     if not is_loopback(host):
         # reachable from the other nodes: the secret is the access control
         args.append("--allow-non-loopback")
