@@ -10,7 +10,10 @@ import sys
 
 import pytest
 
+from collimate_rl.plugins import check_plugin
+from collimate_rl.ray import __version__, plugin
 from collimate_rl.ray.cli import format_status
+from collimate_rl.ray.discovery import cluster_client
 
 _OUTSIDE_RAY = """
 import sys
@@ -30,6 +33,20 @@ def test_outside_ray_connect_keeps_the_default_and_never_imports_ray() -> None:
     )
     assert done.returncode == 0, done.stderr
     assert done.stdout.split() == ["http://127.0.0.1:8080", "False", "True"]
+
+
+def test_the_plugin_passes_cores_checks() -> None:
+    announcement = check_plugin(plugin)
+    assert announcement is not None
+    assert (announcement.name, announcement.version) == ("collimate-rl-ray", __version__)
+    assert announcement.framework == "ray"
+
+
+def test_outside_a_ray_job_the_cluster_step_has_nothing() -> None:
+    if sys.modules.get("ray") is not None:
+        pytest.skip("Ray is imported in this process (the ray column): see test_ray_cli.py")
+    assert cluster_client(False, False, {}) is None
+    assert cluster_client(True, False, {"timeout": 3.0}) is None
 
 
 def test_the_collimate_ray_command_is_there() -> None:
