@@ -7,15 +7,15 @@ carrying the cluster's secret: the one ``connect()`` returns inside the
 Ray job (the cluster step: a ``MultiNodeClient`` over the node's grader,
 its own node preferred) and a ``CollimateClient`` given the grader's URL.
 Each round sends ``--calls`` sequential default calls (a one-shot
-``exec_once("py", code="print(1)")``) through each, in alternating order,
+``exec_once("py", code="print(1)")``) through each, call by call in turn,
 after a warm-up; a round's figure is the ratio of its two medians, the
 result the median over ``--rounds`` paired rounds (a machine's drift
-moves both halves of a round alike). Target: the Ray route within 10% of
+moves both sides of a round alike). Target: the Ray route within 10% of
 the direct URL. ``connect()``'s cost of finding the graders (the registry
 lookup and the records read from Ray), once per client, is reported
 apart: the first time in a process and after.
 
-    hatch run bench:one benchmarks/bench_ray_route.py [--rounds 15 --calls 20]
+    hatch run bench:one benchmarks/bench_ray_route.py [--rounds 15 --calls 30]
 """
 
 from __future__ import annotations
@@ -32,20 +32,18 @@ from _results import add_out_option, write_results
 TARGET = 1.10
 
 
-def _median_call(client: Any, calls: int) -> float:
-    times = []
-    for _ in range(calls):
-        started = time.perf_counter()
-        out = client.exec_once("py", code="print(1)")
-        times.append(time.perf_counter() - started)
-        assert out["stdout"] == "1\n", out
-    return statistics.median(times)
+def _one_call(client: Any) -> float:
+    started = time.perf_counter()
+    out = client.exec_once("py", code="print(1)")
+    took = time.perf_counter() - started
+    assert out["stdout"] == "1\n", out
+    return took
 
 
 def main(argv: list[str]) -> int:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--rounds", type=int, default=15, help="paired rounds")
-    parser.add_argument("--calls", type=int, default=20, help="calls per client per round")
+    parser.add_argument("--calls", type=int, default=30, help="calls per client per round")
     parser.add_argument("--warmup", type=int, default=20, help="calls per client first")
     add_out_option(parser)
     args = parser.parse_args(argv)
@@ -85,15 +83,20 @@ def main(argv: list[str]) -> int:
         again_ms = statistics.median(again)
         direct = CollimateClient(grader.url, headers={SECRET_HEADER: kv.secret(create=False) or ""})
         assert [n["endpoint"] for n in routed.nodes()] == [grader.url]
-        for client in (routed, direct):
-            _median_call(client, args.warmup)
+        for _ in range(args.warmup):
+            _one_call(routed)
+            _one_call(direct)
         ratios, ray_ms, direct_ms = [], [], []
         for i in range(args.rounds):
-            order = [(routed, ray_ms), (direct, direct_ms)]
-            if i % 2:
-                order.reverse()
-            for client, sink in order:
-                sink.append(_median_call(client, args.calls) * 1000)
+            # call by call, in turn (the first of each pair alternating by
+            # round): a drift of the machine moves both sides alike
+            pair = [(routed, []), (direct, [])] if i % 2 == 0 else [(direct, []), (routed, [])]
+            for _ in range(args.calls):
+                for client, times in pair:
+                    times.append(_one_call(client))
+            timed = {id(client): statistics.median(times) * 1000 for client, times in pair}
+            ray_ms.append(timed[id(routed)])
+            direct_ms.append(timed[id(direct)])
             ratios.append(ray_ms[-1] / direct_ms[-1])
         routed.close()
         direct.close()
