@@ -43,3 +43,24 @@ def test_home_must_be_a_node_and_travels_by_pickle() -> None:
     pool = MultiNodeClient(["http://127.0.0.1:1", "http://127.0.0.1:2"], prefer=1)
     copy = pickle.loads(pickle.dumps(pool))
     assert copy._router.home == 1
+
+
+def test_nodes_join_a_pool_and_serve() -> None:
+    from collimate_rl.local_backend import LocalCollimateBackend
+    from collimate_rl.local_backend.cluster_secret import SECRET_HEADER
+
+    # a pool made with a node that is gone (nothing listens on port 1)
+    pool = MultiNodeClient(["http://127.0.0.1:1"], headers={SECRET_HEADER: "s"}, retries=0)
+    backend = LocalCollimateBackend(run_slots=1)
+    backend.config.cluster_secret = "s"
+    with backend, pool:
+        url = backend.base_url
+        assert pool.add_nodes([url, "http://127.0.0.1:1"]) == [url]
+        assert pool.add_nodes([url]) == []  # already in
+        assert [n["endpoint"] for n in pool.nodes()] == ["http://127.0.0.1:1", url]
+        # the joined node's client carries the pool's headers (the secret):
+        # the refused gone node sends the exec there
+        for _ in range(3):
+            assert pool.exec_once("py", code="print(3)")["stdout"] == "3\n"
+        copy = pickle.loads(pickle.dumps(pool))
+        assert copy.add_nodes(["http://127.0.0.1:2"]) == ["http://127.0.0.1:2"]

@@ -17,6 +17,7 @@ from collimate_rl.errors import CollimateError  # noqa: E402
 from collimate_rl.local_backend.cluster_secret import SECRET_HEADER  # noqa: E402
 from collimate_rl.ray import kv, status  # noqa: E402
 from collimate_rl.ray.names import NAMESPACE, grader_name  # noqa: E402
+from collimate_rl.ray.pool import RayGraderPool  # noqa: E402
 from collimate_rl.ray.testing import (  # noqa: E402
     RayCluster,
     grader_counters,
@@ -118,12 +119,23 @@ def test_a_killed_actor_leaves_no_grader_process(ray_cluster: RayCluster) -> Non
 def test_a_node_that_joins_gets_a_grader_and_one_that_leaves_loses_it(
     ray_cluster: RayCluster,
 ) -> None:
+    made_before = connect()  # a pool made before the node joined...
+    urls = [n["endpoint"] for n in made_before.nodes()]
+    secret = {SECRET_HEADER: kv.secret(create=False) or ""}
+    eager = RayGraderPool(urls, refresh_s=0.0, headers=secret)
     node = ray_cluster.add_node()
     row = wait_for(
         lambda: next((s for s in status() if s.node_id == node.node_id and s.health == "ok"), None),
         what="a grader on the new node",
     )
     pid = row.pid
+    # ... takes in its grader: when asked, or by itself before its next one-shot
+    assert isinstance(made_before, RayGraderPool)
+    assert made_before.refresh() == [row.url]
+    assert eager.exec_once("py", code="print(5)")["stdout"] == "5\n"
+    assert row.url in [n["endpoint"] for n in eager.nodes()]
+    made_before.close()
+    eager.close()
     ray_cluster.cluster.remove_node(node)
     wait_for(lambda: node.node_id not in kv.grader_records(), what="the gone node's record to go")
     wait_for(lambda: process_gone(pid), timeout=30, what="the gone node's grader to exit")

@@ -43,11 +43,12 @@ def to_clients(
     asynchronous: bool,
     timeout: float,
     headers: Mapping[str, str] | None = None,
+    allow_empty: bool = False,
 ) -> list[Any]:
     if isinstance(nodes, str):
         nodes = split_urls(nodes)
     clients = [_one(n, asynchronous=asynchronous, timeout=timeout, headers=headers) for n in nodes]
-    if not clients:
+    if not clients and not allow_empty:
         raise ValueError("a node pool needs at least one node")
     return clients
 

@@ -112,6 +112,14 @@ class Router:
             node.in_flight += 1
             return node
 
+    def add(self, endpoint: str) -> int:
+        """A node that joined the pool; its index (indices never change:
+        sessions keep their owners)."""
+        with self._lock:
+            index = len(self.nodes)
+            self.nodes.append(NodeState(index, endpoint))
+            return index
+
     def take(self, index: int) -> NodeState:
         """``index``'s node, counted in flight (a session's requests)."""
         with self._lock:

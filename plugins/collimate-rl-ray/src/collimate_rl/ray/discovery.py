@@ -9,7 +9,8 @@ importing Ray (seconds). Inside a job, the registry actor's presence says
 the cluster runs graders; their records give a pool of every live node's
 grader, the caller's own node preferred while its grader has a free run
 slot, the rest spilled by load with the many-node client's rules (see
-:mod:`collimate_rl.nodes.client`), every request carrying the secret.
+:mod:`collimate_rl.nodes.client`), every request carrying the secret; the
+pool takes in the graders of nodes that join later (:mod:`.pool`).
 """
 
 from __future__ import annotations
@@ -20,7 +21,7 @@ from collections.abc import Mapping
 from typing import Any
 
 from collimate_rl.local_backend.cluster_secret import SECRET_HEADER
-from collimate_rl.nodes import AsyncMultiNodeClient, MultiNodeClient
+from collimate_rl.nodes import MultiNodeClient
 
 __all__ = ["NotInCluster", "cluster_client", "grader_urls"]
 
@@ -88,5 +89,7 @@ def cluster_client(asynchronous: bool, required: bool, options: Mapping[str, Any
     unknown = sorted(set(options) - _POOL_OPTIONS)
     if unknown:
         raise TypeError(f"the Ray graders' pool does not take {', '.join(unknown)}")
-    cls = AsyncMultiNodeClient if asynchronous else MultiNodeClient
+    from .pool import AsyncRayGraderPool, RayGraderPool
+
+    cls = AsyncRayGraderPool if asynchronous else RayGraderPool
     return cls(urls, prefer=home, headers={SECRET_HEADER: secret}, **options)
