@@ -1,5 +1,6 @@
 """One command for the reliability proofs: the fault matrix, the hostile
-requests, the soak, the soak with a hostile minority; one table; exit
+requests, the soak, the soak with a hostile minority, a node lost
+mid-batch; one table; exit
 status 1 when a count that must be zero is not.
 
     python reliability/run.py            # the full run (10,000-grade soak)
@@ -16,6 +17,7 @@ import time
 
 from hostile_run import HostileReport, run_hostile
 from hostile_soak import HOSTILE, HostileSoakReport, run_hostile_soak
+from node_loss import NodeLossReport, run_node_loss
 from soak import SoakReport, run_soak
 from table import Row, print_table
 
@@ -58,6 +60,7 @@ def rows(
     hostile: HostileReport,
     soak: SoakReport,
     minority: HostileSoakReport,
+    node_loss: NodeLossReport,
 ) -> list[Row]:
     infra_flagged = sum(c.infra_flagged for c in cases)
     return [
@@ -111,6 +114,21 @@ def rows(
         Row("hostile inputs not contained", hostile.tried - hostile.contained, due_zero=True),
         Row("host paths exposed", hostile.exposed),
         *minority_rows(minority),
+        *node_loss_rows(node_loss),
+    ]
+
+
+def node_loss_rows(r: NodeLossReport) -> list[Row]:
+    """A node SIGKILLed mid-batch under a many-node client (``node_loss.py``)."""
+    return [
+        Row(
+            "node lost mid-batch",
+            f"{r.grades} grades over 3 nodes, one killed after a quarter: {r.rewarded} "
+            f"rewarded, {r.infra_errors} typed infra errors ({r.lost_node_requests} "
+            "requests on the lost node)",
+        ),
+        Row("rewards wrong or untyped (node loss)", r.wrong + r.untyped, due_zero=True),
+        Row("graded twice or uncounted (node loss)", r.miscounted, due_zero=True),
     ]
 
 
@@ -180,7 +198,10 @@ def main(argv: list[str] | None = None) -> int:
     soak = run_soak(grades, args.concurrency, fault_rate=0.25 if args.short else 0.1)
     print(f"hostile-minority soak: {grades} grades, 1 in 10 hostile ...", flush=True)
     minority = run_hostile_soak(grades, args.concurrency)
-    table = rows(cases, leaked, mismatch, hostile, soak, minority)
+    node_grades = 500 if args.short else 1000
+    print(f"node loss: {node_grades} grades over 3 nodes, one killed mid-batch ...", flush=True)
+    node_loss = run_node_loss(node_grades, 16)
+    table = rows(cases, leaked, mismatch, hostile, soak, minority, node_loss)
     print()
     ok = print_table(table, title=f"collimate-rl reliability ({'short' if args.short else 'full'})")
     print(f"\n{time.monotonic() - started:.0f} s")

@@ -254,3 +254,103 @@ def test_environment_is_left_untouched() -> None:
     before = dict(os.environ)
     connect("http://127.0.0.1:1")
     assert dict(os.environ) == before
+
+
+# -- the cluster step (8): a plugin that finds a cluster's graders ----------
+
+
+class _Cluster:
+    """A plugin's ``collimate_rl_cluster_client``: records its calls and
+    answers with a client of the graders (or None: not in a cluster)."""
+
+    def __init__(self, answer: bool) -> None:
+        self.answer = answer
+        self.calls: list[tuple[bool, bool, dict[str, Any]]] = []
+
+    def __call__(self, asynchronous: bool, required: bool, options: Any) -> Any:
+        self.calls.append((asynchronous, required, dict(options)))
+        if not self.answer:
+            return None
+        cls = AsyncCollimateClient if asynchronous else CollimateClient
+        return cls("http://grader.cluster.invalid:1")
+
+
+def _cluster_plugin(answer: bool) -> Iterator[_Cluster]:
+    finder = _Cluster(answer)
+    plugin = types.ModuleType("a_cluster_plugin")
+
+    def collimate_rl_cluster_client(asynchronous: bool, required: bool, options: Any) -> Any:
+        return finder(asynchronous, required, options)
+
+    plugin.collimate_rl_cluster_client = hookimpl(tryfirst=True)(  # type: ignore[attr-defined]
+        collimate_rl_cluster_client
+    )
+    pm = get_plugin_manager()
+    pm.register(plugin, name="test-cluster-plugin")
+    try:
+        yield finder
+    finally:
+        pm.unregister(plugin)
+
+
+@pytest.fixture
+def cluster() -> Iterator[_Cluster]:
+    yield from _cluster_plugin(True)
+
+
+@pytest.fixture
+def no_cluster() -> Iterator[_Cluster]:
+    yield from _cluster_plugin(False)
+
+
+@pytest.mark.parametrize("asynchronous", [False, True], ids=["connect", "connect_async"])
+def test_the_cluster_step_comes_before_the_default(
+    env: pytest.MonkeyPatch, cluster: _Cluster, asynchronous: bool
+) -> None:
+    made = (connect_async if asynchronous else connect)(timeout=4.0)
+    assert made.endpoint == "http://grader.cluster.invalid:1"
+    assert isinstance(made, AsyncSessionClient) is asynchronous
+    assert cluster.calls == [(asynchronous, False, {"timeout": 4.0})]
+
+
+def test_the_cluster_step_comes_after_the_environment(
+    env: pytest.MonkeyPatch, tmp_path: Path, cluster: _Cluster
+) -> None:
+    env.setenv("COLLIMATE_SERVE_URL", "http://serve.env:9")
+    assert connect().endpoint == "http://serve.env:9"
+    env.delenv("COLLIMATE_SERVE_URL")
+    session_sock = tmp_path / "session.sock"
+    session_sock.touch()
+    env.setattr(client_module, "SESSION_SOCKET", str(session_sock))
+    assert connect().endpoint == f"unix:{session_sock}"
+    assert cluster.calls == []  # never asked while a step above it names a target
+
+
+def test_outside_a_cluster_the_default_address_stays(
+    env: pytest.MonkeyPatch, no_cluster: _Cluster
+) -> None:
+    assert connect().endpoint == "http://127.0.0.1:8080"
+    assert no_cluster.calls == [(False, False, {})]
+
+
+@pytest.mark.parametrize("named", ["env", "explicit"])
+def test_ray_url_asks_for_the_cluster_step(
+    env: pytest.MonkeyPatch, cluster: _Cluster, named: str
+) -> None:
+    if named == "env":
+        env.setenv("COLLIMATE_SERVE_URL", "ray://")
+        made = connect()
+    else:
+        made = connect("ray://")
+    assert made.endpoint == "http://grader.cluster.invalid:1"
+    assert cluster.calls == [(False, True, {})]
+
+
+def test_ray_url_without_graders_is_an_error_never_the_default(
+    env: pytest.MonkeyPatch, no_cluster: _Cluster
+) -> None:
+    env.setenv("COLLIMATE_SERVE_URL", "ray://")
+    with pytest.raises(ValueError, match="ray://"):
+        connect()
+    with pytest.raises(ValueError, match="ray://"):
+        connect_async()

@@ -45,7 +45,8 @@ FUNCTION_PAIRS = [
 ]
 
 #: methods of an async class that are plain (not coroutines) on purpose:
-#: construction, pickling, what only reads local state, and what returns an
+#: construction, pickling, what only reads or changes local state (a pool's
+#: ``nodes`` and ``add_nodes``: no I/O), and what returns an
 #: object to use with ``async with`` (a gateway's ``env`` and ``session``,
 #: a sandbox's ``kernel``, which starts on first use)
 PLAIN = {
@@ -53,6 +54,7 @@ PLAIN = {
     "__getstate__",
     "__setstate__",
     "nodes",
+    "add_nodes",
     "env",
     "session",
     "sandbox",

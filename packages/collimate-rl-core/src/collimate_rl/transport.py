@@ -12,7 +12,11 @@ what the caller named, then from the environment (docs/wire.md §5):
 5. ``$COLLIMATE_API_KEY`` (with ``$COLLIMATE_BASE_URL``): the gateway;
 6. ``$COLLIMATE_SERVE_URL``: a daemon at that URL;
 7. the in-pod SESSION socket, when it exists;
-8. ``http://127.0.0.1:8080``.
+8. the graders of the cluster this process runs in, when a plugin finds
+   them (the ``collimate_rl_cluster_client`` hook: the Ray plugin's, inside
+   a Ray job whose cluster runs graders); ``$COLLIMATE_SERVE_URL`` naming a
+   cluster scheme (``ray://``) asks for this step explicitly;
+9. ``http://127.0.0.1:8080``.
 
 A daemon URL naming several nodes, comma-separated (explicit or in
 ``$COLLIMATE_SERVE_URL``), gives a :class:`~collimate_rl.nodes.MultiNodeClient`
@@ -34,6 +38,7 @@ from ._sync.session_client import SessionClient
 from .client import AsyncCollimateClient
 from .gateway import AsyncGatewayClient
 from .nodes import AsyncMultiNodeClient, MultiNodeClient
+from .plugins.manager import get_plugin_manager
 from .plugins.registry import transport_factories
 
 __all__ = [
@@ -65,10 +70,34 @@ def _named(transport: str) -> Any:
         raise ValueError(f"unknown transport {transport!r} (known: {known})") from None
 
 
+#: ``$COLLIMATE_SERVE_URL`` values that name a cluster's graders rather than a URL.
+CLUSTER_SCHEMES = ("ray://",)
+
+
+def _cluster_named(url: str | None) -> bool:
+    return bool(url) and str(url).strip().lower() in CLUSTER_SCHEMES
+
+
+def _cluster(asynchronous: bool, required: bool, options: Mapping[str, Any]) -> Any:
+    """The cluster's graders as a client (step 8), or None when no plugin
+    finds any; ``required`` (``ray://`` named): an error instead of None."""
+    client = get_plugin_manager().hook.collimate_rl_cluster_client(
+        asynchronous=asynchronous, required=required, options=dict(options)
+    )
+    if client is None and required:
+        raise ValueError(
+            "COLLIMATE_SERVE_URL names a cluster (ray://) but no plugin found its graders: "
+            "install collimate-rl-ray and run `collimate ray up` on the cluster"
+        )
+    return client
+
+
 def _resolve(
     base_url: str | None, api_key: str | None, unix_socket: str | None
 ) -> tuple[str, dict[str, Any]]:
-    """``("daemon" | "gateway", constructor kwargs)`` by the docs/wire.md §5 order."""
+    """``("daemon" | "gateway" | "cluster", constructor kwargs)`` by the
+    docs/wire.md §5 order (``cluster``: ask the cluster step, then the
+    default address; ``required`` says whether it was named)."""
     if unix_socket is not None:
         kw: dict[str, Any] = {"unix_socket": unix_socket}
         if base_url is not None:
@@ -77,6 +106,8 @@ def _resolve(
     if api_key is not None:
         return "gateway", {"api_key": api_key, "base_url": base_url}
     if base_url is not None:
+        if _cluster_named(base_url):
+            return "cluster", {"required": True}
         return "daemon", {"base_url": base_url}
     env = os.environ
     if env.get("COLLIMATE_SERVE_SOCKET"):
@@ -87,10 +118,16 @@ def _resolve(
             "base_url": env.get("COLLIMATE_BASE_URL") or None,
         }
     if env.get("COLLIMATE_SERVE_URL"):
+        if _cluster_named(env["COLLIMATE_SERVE_URL"]):
+            return "cluster", {"required": True}
         return "daemon", {"base_url": env["COLLIMATE_SERVE_URL"]}
     if os.path.exists(_client.SESSION_SOCKET):
         return "daemon", {"unix_socket": _client.SESSION_SOCKET}
-    return "daemon", {"base_url": _client.DEFAULT_BASE_URL}
+    return "cluster", {"required": False}
+
+
+def _default() -> dict[str, Any]:
+    return {"base_url": _client.DEFAULT_BASE_URL}
 
 
 def _several(kw: Mapping[str, Any]) -> bool:
@@ -124,6 +161,11 @@ def connect(
         )
         return made
     wire, kw = _resolve(base_url, api_key, unix_socket)
+    if wire == "cluster":
+        found: SessionClient | None = _cluster(False, kw["required"], kwargs)
+        if found is not None:
+            return found
+        wire, kw = "daemon", _default()
     if wire == "daemon" and _several(kw):
         return MultiNodeClient(kw["base_url"], **kwargs)
     # the built-in wires are transports like any plugin's: resolved through
@@ -152,6 +194,11 @@ def connect_async(
             )
         return made
     wire, kw = _resolve(base_url, api_key, unix_socket)
+    if wire == "cluster":
+        found_async: AsyncSessionClient | None = _cluster(True, kw["required"], kwargs)
+        if found_async is not None:
+            return found_async
+        kw = _default()
     if wire == "gateway":
         return AsyncGatewayClient(**kw, **kwargs)
     if _several(kw):

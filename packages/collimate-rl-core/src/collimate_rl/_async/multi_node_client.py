@@ -44,9 +44,15 @@ class AsyncMultiNodeClient:
         backoff: float = 0.15,
         retry_budget: float = 30.0,
         sleep: Callable[[float], Awaitable[None]] = asyncio.sleep,
+        prefer: int | None = None,
+        headers: Mapping[str, str] | None = None,
     ) -> None:
-        self._clients = to_clients(nodes, asynchronous=True, timeout=timeout)
-        self._router = Router.of([endpoint_name(c, i) for i, c in enumerate(self._clients)])
+        self._timeout = timeout
+        self._headers = dict(headers) if headers else None
+        self._clients = to_clients(nodes, asynchronous=True, timeout=timeout, headers=headers)
+        self._router = Router.of(
+            [endpoint_name(c, i) for i, c in enumerate(self._clients)], home=prefer
+        )
         self._policy = RetryPolicy(retries=retries, backoff=backoff, retry_budget=retry_budget)
         self._sleep = sleep
 
@@ -61,6 +67,29 @@ class AsyncMultiNodeClient:
     def clients(self) -> list[Any]:
         """The pool's clients, one a node."""
         return list(self._clients)
+
+    def add_nodes(self, nodes: Sequence[Any]) -> list[str]:
+        """Add nodes (URLs, ``unix:`` sockets or clients) to the pool, as a
+        cluster's new machines join; those already in it (by endpoint) are
+        skipped. Returns the endpoints added. The pool's own clients of new
+        URLs get the timeout and headers it was made with."""
+        known = {n.endpoint for n in self._router.nodes}
+        added: list[str] = []
+        for client in to_clients(
+            [n for n in nodes if not (isinstance(n, str) and n in known)],
+            asynchronous=True,
+            timeout=self._timeout,
+            headers=self._headers,
+            allow_empty=True,
+        ):
+            name = endpoint_name(client, len(self._clients))
+            if name in known:
+                continue
+            self._clients.append(client)
+            self._router.add(name)
+            known.add(name)
+            added.append(name)
+        return added
 
     def nodes(self) -> list[dict[str, Any]]:
         """Each node as the pool sees it now: in or out (and why), its
@@ -167,13 +196,18 @@ class AsyncMultiNodeClient:
         return {
             "clients": self._clients,
             "sessions": dict(self._router.sessions),
+            "home": self._router.home,
+            "made_with": (self._timeout, self._headers),
             "policy": (self._policy.retries, self._policy.backoff, self._policy.retry_budget),
         }
 
     def __setstate__(self, state: dict[str, Any]) -> None:
         self._clients = state["clients"]
-        self._router = Router.of([endpoint_name(c, i) for i, c in enumerate(self._clients)])
+        self._router = Router.of(
+            [endpoint_name(c, i) for i, c in enumerate(self._clients)], home=state.get("home")
+        )
         self._router.sessions.update(state["sessions"])
+        self._timeout, self._headers = state.get("made_with", (120.0, None))
         retries, backoff, budget = state["policy"]
         self._policy = RetryPolicy(retries=retries, backoff=backoff, retry_budget=budget)
         self._sleep = asyncio.sleep

@@ -33,7 +33,8 @@ class CollimateClient(DaemonClientBase):
     a unix socket; a context manager (``with``), whose pooled
     connections :meth:`close` closes. ``rng`` and ``sleep`` make the retry
     backoff replayable in tests; ``httpx_transport`` swaps the network
-    (``httpx.MockTransport``).
+    (``httpx.MockTransport``); ``headers`` go with every request (a
+    cluster's grader wants its secret there: ``X-Collimate-Cluster-Secret``).
     """
 
     def __init__(
@@ -48,6 +49,7 @@ class CollimateClient(DaemonClientBase):
         rng: random.Random | None = None,
         sleep: Callable[[float], None] | None = None,
         httpx_transport: Any = None,
+        headers: Mapping[str, str] | None = None,
     ) -> None:
         super().__init__(
             base_url,
@@ -58,6 +60,7 @@ class CollimateClient(DaemonClientBase):
             unix_socket,
             rng=rng,
             httpx_transport=httpx_transport,
+            headers=headers,
         )
         self._http = SyncHTTP(self._settings, self._policy, "daemon", sleep or time.sleep)
 

@@ -128,6 +128,7 @@ class DaemonClientBase:
         *,
         rng: random.Random | None = None,
         httpx_transport: Any = None,
+        headers: Mapping[str, str] | None = None,
     ) -> None:
         self.base_url = base_url.rstrip("/")
         self.timeout = float(timeout)
@@ -139,7 +140,7 @@ class DaemonClientBase:
             base_url=self.base_url,
             timeout=self.timeout,
             unix_socket=self.unix_socket,
-            headers={"User-Agent": _USER_AGENT},
+            headers={"User-Agent": _USER_AGENT, **(headers or {})},
             httpx_transport=httpx_transport,
         )
         self._policy = RetryPolicy(

@@ -17,6 +17,7 @@ import sys
 from collections.abc import Sequence
 
 from .banner import banner
+from .cluster_secret import read_secret_file
 from .config import DEFAULT_KERNEL_TTL_S, DEFAULT_MAX_INFLIGHT, DEFAULT_SESSION_TTL_S, ServerConfig
 from .server import BackendServer
 from .templates import TemplateConfigError
@@ -123,6 +124,8 @@ def config_from_args(args: argparse.Namespace) -> ServerConfig:
         gateway=not args.no_gateway,
         api_keys=tuple(args.api_keys),
         api_keys_file=args.api_keys_file,
+        # read from a file at start, never from the command line
+        cluster_secret=read_secret_file(),
     )
 
 

@@ -4,7 +4,7 @@ in-process :class:`~.embedded.LocalCollimateBackend`."""
 from __future__ import annotations
 
 import ipaddress
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, Literal
 
@@ -64,6 +64,9 @@ class ServerConfig:
     api_keys_file: str | Path | None = None
     # ready clones a baked template keeps warm on this node, at most
     gateway_max_warm: int = 4
+    # The cluster's shared secret (see .cluster_secret): when set, every
+    # request must carry it. Kept out of the repr, so never logged.
+    cluster_secret: str | None = field(default=None, repr=False)
 
     def __post_init__(self) -> None:
         if self.isolation not in ("auto", "namespaces", "process"):
@@ -88,6 +91,8 @@ class ServerConfig:
         if isinstance(keys, str):
             raise ValueError("api_keys must be a list of keys, not one string")
         self.api_keys = tuple(keys)
+        if self.cluster_secret is not None and not self.cluster_secret:
+            raise ValueError("cluster_secret must not be empty (None: no secret)")
         if self.gateway_max_warm < 0:
             raise ValueError("gateway_max_warm must be >= 0")
         if self.session_ttl < 0 or self.tombstone_ttl < 0 or self.kernel_ttl < 0:

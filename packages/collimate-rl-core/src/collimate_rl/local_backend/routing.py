@@ -15,6 +15,7 @@ from collections.abc import Awaitable, Callable, Sequence
 from dataclasses import dataclass, field
 from typing import Any, Protocol
 
+from .cluster_secret import refusal, secret_matches
 from .wire_errors import WireError, bad_request, not_found_route
 
 log = logging.getLogger("collimate_rl.local_backend")
@@ -121,10 +122,13 @@ class Dispatcher:
     """Find the route among the wires' routers; turn every refusal into the
     answer of that wire's envelope, and any bug into a 500 that says so."""
 
-    def __init__(self, routers: Sequence[Router]) -> None:
+    def __init__(self, routers: Sequence[Router], *, secret: str | None = None) -> None:
         if not routers:
             raise ValueError("at least one router is needed")
         self.routers = list(routers)
+        # the cluster's shared secret (see .cluster_secret): every request
+        # must carry it, before any route is looked at
+        self._secret = secret
 
     def candidates(self, request: Request) -> list[Router]:
         """The routers that may answer: those claiming the request, if any,
@@ -136,6 +140,8 @@ class Dispatcher:
         routers = self.candidates(request) or self.routers
         router = routers[0]
         try:
+            if self._secret is not None and not secret_matches(request.headers, self._secret):
+                raise refusal()
             for candidate in routers:
                 found = candidate.match(request.method, request.path)
                 if found is not None:

@@ -120,7 +120,9 @@ class BackendServer:
                 self.gateway = Gateway(service, self._keys(), max_warm=cfg.gateway_max_warm)
                 routers.insert(0, build_gateway_router(self.gateway))
             self.http = HttpServer(
-                Dispatcher([*routers, build_sandbox_fusion_router(service)]),
+                Dispatcher(
+                    [*routers, build_sandbox_fusion_router(service)], secret=cfg.cluster_secret
+                ),
                 max_body=cfg.max_body_bytes,
                 idle_timeout_s=cfg.idle_connection_timeout_s,
             )

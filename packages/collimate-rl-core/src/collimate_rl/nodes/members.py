@@ -8,7 +8,7 @@ from one node goes to the next at once instead of after that node's backoff.
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+from collections.abc import Mapping, Sequence
 from typing import Any
 
 from ..client import AsyncCollimateClient, CollimateClient
@@ -21,7 +21,9 @@ def split_urls(text: str) -> list[str]:
     return [part.strip() for part in text.split(",") if part.strip()]
 
 
-def _one(node: Any, *, asynchronous: bool, timeout: float) -> Any:
+def _one(
+    node: Any, *, asynchronous: bool, timeout: float, headers: Mapping[str, str] | None
+) -> Any:
     if not isinstance(node, str):
         return node
     cls = AsyncCollimateClient if asynchronous else CollimateClient
@@ -29,17 +31,24 @@ def _one(node: Any, *, asynchronous: bool, timeout: float) -> Any:
         path = node[len("unix:") :]
         if not path:
             raise ValueError(f"node {node!r}: a unix node needs a socket path")
-        return cls(unix_socket=path, timeout=timeout, retries=0)
+        return cls(unix_socket=path, timeout=timeout, retries=0, headers=headers)
     if not node.startswith(("http://", "https://")):
         raise ValueError(f"node {node!r}: expected http(s)://host:port, unix:/path or a client")
-    return cls(node, timeout=timeout, retries=0)
+    return cls(node, timeout=timeout, retries=0, headers=headers)
 
 
-def to_clients(nodes: Sequence[Any], *, asynchronous: bool, timeout: float) -> list[Any]:
+def to_clients(
+    nodes: Sequence[Any],
+    *,
+    asynchronous: bool,
+    timeout: float,
+    headers: Mapping[str, str] | None = None,
+    allow_empty: bool = False,
+) -> list[Any]:
     if isinstance(nodes, str):
         nodes = split_urls(nodes)
-    clients = [_one(n, asynchronous=asynchronous, timeout=timeout) for n in nodes]
-    if not clients:
+    clients = [_one(n, asynchronous=asynchronous, timeout=timeout, headers=headers) for n in nodes]
+    if not clients and not allow_empty:
         raise ValueError("a node pool needs at least one node")
     return clients
 

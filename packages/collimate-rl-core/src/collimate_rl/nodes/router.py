@@ -73,17 +73,23 @@ class Router:
 
     nodes: list[NodeState]
     sessions: dict[str, int] = field(default_factory=dict)
+    #: the caller's own node (a grader on the same machine), taken while it
+    #: has a free run slot; the rest is spilled to the least loaded
+    home: int | None = None
     _lock: threading.Lock = field(default_factory=threading.Lock, repr=False)
     _turn: int = 0
 
     @classmethod
-    def of(cls, endpoints: Sequence[str]) -> Router:
+    def of(cls, endpoints: Sequence[str], home: int | None = None) -> Router:
         if not endpoints:
             raise ValueError("a node pool needs at least one node")
-        return cls([NodeState(i, e) for i, e in enumerate(endpoints)])
+        if home is not None and not 0 <= home < len(endpoints):
+            raise ValueError(f"home node {home} is not one of the {len(endpoints)} nodes")
+        return cls([NodeState(i, e) for i, e in enumerate(endpoints)], home=home)
 
     def pick(self, tried: set[int]) -> NodeState | None:
-        """The least loaded node that is in and not yet ``tried`` (ties go
+        """The home node while it is in, untried and has a free run slot;
+        else the least loaded node that is in and not yet ``tried`` (ties go
         round the nodes in turn); if every untried node is out, the one back
         soonest; None once every node was tried. Counted in flight."""
         now = time.monotonic()
@@ -92,6 +98,11 @@ class Router:
             if not left:
                 return None
             live = [n for n in left if n.out_until <= now]
+            if self.home is not None:
+                home = self.nodes[self.home]
+                if home in live and home.in_flight < home.slots:
+                    home.in_flight += 1
+                    return home
             self._turn += 1
             size = len(self.nodes)
             if live:
@@ -100,6 +111,14 @@ class Router:
                 node = min(left, key=lambda n: n.out_until)
             node.in_flight += 1
             return node
+
+    def add(self, endpoint: str) -> int:
+        """A node that joined the pool; its index (indices never change:
+        sessions keep their owners)."""
+        with self._lock:
+            index = len(self.nodes)
+            self.nodes.append(NodeState(index, endpoint))
+            return index
 
     def take(self, index: int) -> NodeState:
         """``index``'s node, counted in flight (a session's requests)."""

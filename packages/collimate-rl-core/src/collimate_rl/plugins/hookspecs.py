@@ -88,3 +88,23 @@ def collimate_rl_cli_commands(subparsers: Subcommands) -> None:
     Each plugin calls ``subparsers.add_parser(...)`` and sets
     ``func=callable(args) -> int`` as the parser default.
     """
+
+
+@hookspec(firstresult=True)
+def collimate_rl_cluster_client(
+    asynchronous: bool, required: bool, options: Mapping[str, Any]
+) -> Any:
+    """A client of the graders of the cluster this process runs in, or None.
+
+    ``connect()`` asks this after the explicit arguments and the
+    environment's targets, before the default address (docs/wire.md §5), so
+    a worker of a cluster whose graders a plugin runs (the Ray plugin's)
+    finds them with no configuration. ``COLLIMATE_SERVE_URL=ray://`` (a
+    URL whose scheme names the cluster) asks it with ``required=True``: the
+    plugin of that scheme must then answer or raise an error saying why
+    (not in a cluster, no graders running). ``asynchronous``: a client
+    whose methods are coroutines is wanted; ``options`` are ``connect()``'s
+    keyword arguments (``timeout``, ``retries``, ...). The first non-None
+    answer wins. Must be cheap and silent when this process is not in a
+    cluster: it runs on every ``connect()`` without a target.
+    """
