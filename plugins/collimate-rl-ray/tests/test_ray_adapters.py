@@ -12,10 +12,9 @@ from types import SimpleNamespace
 from typing import Any
 
 import pytest
+import ray
 
-ray = pytest.importorskip("ray", reason="Ray is installed by the ray column: hatch run ray:test")
-
-from collimate_rl.ray.testing import TARGET_ENV, RayCluster, grader_counters, pin  # noqa: E402
+from collimate_rl.ray.testing import TARGET_ENV, RayCluster, grader_counters, pin
 
 ADD_TESTS = ["assert add(1, 2) == 3", "assert add(0, 0) == 0"]
 RIGHT = "Here it is:\n```python\ndef add(a, b):\n    return a + b\n```"

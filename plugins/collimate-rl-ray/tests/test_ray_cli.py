@@ -10,14 +10,13 @@ import subprocess
 import sys
 
 import pytest
+import ray
 
-ray = pytest.importorskip("ray", reason="Ray is installed by the ray column: hatch run ray:test")
-
-from collimate_rl import connect  # noqa: E402
-from collimate_rl.nodes import MultiNodeClient  # noqa: E402
-from collimate_rl.plugins import get_plugin_manager  # noqa: E402
-from collimate_rl.ray import kv  # noqa: E402
-from collimate_rl.ray.testing import RayCluster  # noqa: E402
+from collimate_rl import connect
+from collimate_rl.nodes import MultiNodeClient
+from collimate_rl.plugins import get_plugin_manager
+from collimate_rl.ray import kv
+from collimate_rl.ray.testing import RayCluster
 
 
 def _collimate(cluster: RayCluster, *args: str) -> subprocess.CompletedProcess[str]:

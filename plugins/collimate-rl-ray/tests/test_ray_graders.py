@@ -9,16 +9,15 @@ import os
 import signal
 
 import pytest
+import ray
 
-ray = pytest.importorskip("ray", reason="Ray is installed by the ray column: hatch run ray:test")
-
-from collimate_rl import CollimateClient, connect  # noqa: E402
-from collimate_rl.errors import CollimateError  # noqa: E402
-from collimate_rl.local_backend.cluster_secret import SECRET_HEADER  # noqa: E402
-from collimate_rl.ray import kv, status  # noqa: E402
-from collimate_rl.ray.names import NAMESPACE, grader_name  # noqa: E402
-from collimate_rl.ray.pool import RayGraderPool  # noqa: E402
-from collimate_rl.ray.testing import (  # noqa: E402
+from collimate_rl import CollimateClient, connect
+from collimate_rl.errors import CollimateError
+from collimate_rl.local_backend.cluster_secret import SECRET_HEADER
+from collimate_rl.ray import kv, status
+from collimate_rl.ray.names import NAMESPACE, grader_name
+from collimate_rl.ray.pool import RayGraderPool
+from collimate_rl.ray.testing import (
     RayCluster,
     grader_counters,
     pin,

@@ -17,16 +17,12 @@ import threading
 from concurrent.futures import ThreadPoolExecutor
 from typing import Any
 
-import pytest
-
-ray = pytest.importorskip("ray", reason="Ray is installed by the ray column: hatch run ray:test")
-
-from collimate_rl import connect  # noqa: E402
-from collimate_rl.errors import CollimateError  # noqa: E402
-from collimate_rl.ray import kv, status  # noqa: E402
-from collimate_rl.ray.control import grader_client  # noqa: E402
-from collimate_rl.ray.registry import alive_nodes  # noqa: E402
-from collimate_rl.ray.testing import RayCluster, wait_for  # noqa: E402
+from collimate_rl import connect
+from collimate_rl.errors import CollimateError
+from collimate_rl.ray import kv, status
+from collimate_rl.ray.control import grader_client
+from collimate_rl.ray.registry import alive_nodes
+from collimate_rl.ray.testing import RayCluster, wait_for
 
 CANDIDATES = 1000
 #: the node goes once this many candidates are answered

@@ -9,9 +9,7 @@ from __future__ import annotations
 
 from pathlib import Path
 
-import pytest
-
-pytest.importorskip("ray", reason="Ray is installed by the ray column: hatch run ray:test")
+import ray  # noqa: F401  (the example runs on Ray)
 
 from collimate_rl.ray.testing import TARGET_ENV, RayCluster
 from collimate_rl.testing.readme import python_blocks, run_snippet
