@@ -29,6 +29,8 @@ pytestmark = pytest.mark.namespaces
 PRO = "col_pro_kernel-tests"
 # a python template with a process cap, so a fork bomb meets a wall
 TEMPLATE = {"id": "kernel", "kind": "python", "limits": {"processes": 64}}
+# a template whose code is shell: the kernel's cells go by command there
+SHELL = {"id": "kernel-sh", "kind": "shell", "limits": {"processes": 64}}
 WIRES = ("daemon", "gateway")
 IGNORES_INTERRUPTS = (
     "import time\nwhile True:\n    try:\n        time.sleep(0.2)\n"
@@ -38,7 +40,7 @@ IGNORES_INTERRUPTS = (
 
 @pytest.fixture(scope="module")
 def backend() -> Iterator[LocalCollimateBackend]:
-    with namespaced_backend([TEMPLATE], api_keys=[PRO]) as server:
+    with namespaced_backend([TEMPLATE, SHELL], api_keys=[PRO]) as server:
         yield server
 
 
@@ -192,6 +194,31 @@ def test_a_kernel_killed_between_cells_is_restarted_by_the_next(sandbox: Sandbox
         assert after.restarted and not after.timed_out, after
         assert after.error is not None and after.error.type == "NameError"
         assert ok(kernel.run("x = 2\nx")).value == "2"
+
+
+def test_cells_go_by_code_exec_and_a_kernel_they_restart_lives_on(sandbox: Sandbox) -> None:
+    with sandbox.kernel() as kernel:
+        ok(kernel.run("x = 1"))  # rides with the install (a command)
+        ok(kernel.run("x"))  # the probe, then a code exec
+        assert kernel._code_runner == (sandbox.session_id, True)
+        killed = sandbox.exec(command=f"kill -9 $(cat {kernel.directory}/pid)")
+        assert killed.exit_code == 0, killed
+        after = kernel.run("x")  # a code exec's runner starts the new kernel...
+        assert after.restarted and after.error is not None and after.error.type == "NameError"
+        ok(kernel.run("y = 5"))
+        assert ok(kernel.run("y + 1")).value == "6"  # ...which outlived that exec
+
+
+def test_a_shell_template_runs_its_cells_by_command(backend: LocalCollimateBackend) -> None:
+    with (
+        CollimateClient(backend.base_url) as client,
+        Sandbox("kernel-sh", client=client) as sb,
+        sb.kernel() as kernel,
+    ):
+        ok(kernel.run("import os\nx = 40"))
+        assert ok(kernel.run("x + 1")).value == "41"
+        assert kernel._code_runner == (sb.session_id, False)
+        assert ok(kernel.run("x + 2")).value == "42"
 
 
 def test_a_kernel_follows_its_sandbox_through_a_reset(sandbox: Sandbox) -> None:

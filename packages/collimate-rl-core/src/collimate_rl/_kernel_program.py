@@ -12,7 +12,8 @@ the guest's ``python3``. One file plays three parts, by its first argument:
                 interrupts (SIGINT), then kills and restarts a kernel that
                 does not answer, and prints one result line for the SDK;
 ``start-run DIR CELL`` both, in one process: a kernel's first cell;
-``restart DIR`` / ``stop DIR`` what they say;
+``restart DIR`` / ``stop DIR`` what they say; ``ping DIR`` whether the
+                kernel answers (a runner of the template's own interpreter can reach it);
 ``fork DIR REQUEST`` have the kernel fork copies of itself (see ``fork_kernels``).
 
 The kernel itself is two processes: a *keeper* (session leader, the
@@ -811,6 +812,9 @@ def main(argv: list[str]) -> None:
         finally:
             sock.close()
         sys.stdout.write(RESULT_PREFIX + json.dumps(answer) + "\n")
+    elif command == "ping":  # can this process reach the kernel? (see KernelPlan.probe_code)
+        reached = "yes" if connectable(directory) else "no"
+        sys.stdout.write(f"@@collimate-kernel-reachable@@ {reached}\n")
     elif command in ("run", "start-run"):  # start-run: a kernel's first cell
         if command == "start-run":
             start_kernel(directory)

@@ -19,7 +19,7 @@ from typing import Any
 
 from .errors import CollimateError
 
-__all__ = ["CellError", "CellResult", "KernelPlan"]
+__all__ = ["PROBE_MARK", "CellError", "CellResult", "KernelPlan", "probe_answer"]
 
 #: the guest program, copied into the sandbox once per kernel
 PROGRAM = (Path(__file__).parent / "_kernel_program.py").read_bytes()
@@ -35,6 +35,8 @@ INSTALLER = (
     "open(d + '/kernel.py', 'wb').write(binascii.a2b_base64(sys.argv[2])); "
     "sys.path[:0] = [d]; import kernel; kernel.main([d, *sys.argv[3:]])"
 )
+#: what the probe prints (then ``yes`` or ``no``) where a code exec runs Python
+PROBE_MARK = "@@collimate-kernel-reachable@@"
 #: a cell this big (encoded) travels as a file rather than in the command line
 INLINE_CELL_LIMIT = 64 * 1024
 #: seconds the exec gets beyond the cell's timeout: the interrupt's grace,
@@ -172,6 +174,24 @@ class KernelPlan:
     def cell_file(self) -> str:
         return f"{self.directory}/cell-{secrets.token_hex(4)}.json"
 
+    def _code(self, *args: str) -> str:
+        directory = repr(self.directory)
+        return (
+            f"import sys; sys.path[:0] = [{directory}]; import kernel; "
+            f"kernel.main([{directory}, {', '.join(repr(a) for a in args)}])"
+        )
+
+    def probe_code(self) -> str:
+        """Python for the template's own interpreter that prints
+        :data:`PROBE_MARK` and whether it reaches this kernel (see
+        :func:`probe_answer`): where it does, cells go by :meth:`run_code`
+        (a code exec, which the server forks from a warm interpreter)
+        rather than by :meth:`run_command` (a fresh one)."""
+        return self._code("ping", self.directory)
+
+    def run_code(self, payload: str) -> str:
+        return self._code("run", self.directory, payload)
+
     def run_command(self, payload_or_file: str, *, from_file: bool) -> str:
         argument = f"@{payload_or_file}" if from_file else payload_or_file
         return self._call("run", self.directory, argument)
@@ -179,6 +199,16 @@ class KernelPlan:
     @staticmethod
     def exec_timeout(seconds: float) -> int:
         return math.ceil(seconds) + EXEC_MARGIN_S
+
+
+def probe_answer(response: dict[str, Any]) -> bool | None:
+    """The probe's answer: True (a code exec reaches the kernel), False (it
+    runs Python but the kernel did not answer: dead, or out of its sight;
+    ask again later), None (the template's code is not Python)."""
+    for line in str(response.get("stdout") or "").splitlines():
+        if line.startswith(PROBE_MARK):
+            return line[len(PROBE_MARK) :].strip() == "yes"
+    return None
 
 
 def check_setup(response: dict[str, Any], what: str) -> None:

@@ -146,6 +146,15 @@ class AsyncSandbox(SandboxState):
             timeout_seconds=timeout_seconds or self.default_timeout,
         )
 
+    async def _run_code(self, code: str, timeout_seconds: int | None) -> dict[str, Any]:
+        await self.start()
+        assert self.session_id is not None
+        return await self.client.session_exec(
+            self.session_id,
+            code=code,
+            timeout_seconds=timeout_seconds or self.default_timeout,
+        )
+
     def kernel(
         self, *, timeout: float = 30.0, output_limit: int = 64 * 1024, python: str = "python3"
     ) -> AsyncKernel:

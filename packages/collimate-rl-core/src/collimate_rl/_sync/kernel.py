@@ -21,6 +21,7 @@ from .._kernel_state import (
     check_setup,
     parse_cell,
     parse_forks,
+    probe_answer,
 )
 from ..errors import CollimateError
 from ..seeds import group_seeds
@@ -58,6 +59,8 @@ class Kernel:
         self._installed = False
         self._closed = False
         self._session: str | None = None  # the clone the kernel lives in
+        # (the clone, whether a code exec reaches the kernel there)
+        self._code_runner: tuple[str | None, bool] | None = None
         #: a fork's seed (``COLLIMATE_SEED`` in its environment), else None
         self.seed: str | None = None
         #: a fork's confinement, as the fork applied it ("none: why" without)
@@ -111,10 +114,30 @@ class Kernel:
             path = self._plan.cell_file()
             self.sandbox.upload_bytes(path, payload.encode())
             payload = path
-        command = self._plan.run_command(payload, from_file=from_file)
-        response = self.sandbox._run(command, exec_timeout)
+        if not from_file and self._code_reaches_kernel():
+            response = self.sandbox._run_code(self._plan.run_code(payload), exec_timeout)
+        else:
+            command = self._plan.run_command(payload, from_file=from_file)
+            response = self.sandbox._run(command, exec_timeout)
         result = parse_cell(response)
         return dataclasses.replace(result, restarted=True) if lost else result
+
+    def _code_reaches_kernel(self) -> bool:
+        """Whether a cell's runner can be a code exec: the template's own
+        interpreter is Python and reaches the kernel. A code exec is forked
+        from the server's warm interpreter, a command starts a fresh one
+        (about three times the cost of a cell here). Asked until the answer
+        is sure, once per clone: a template whose code is not Python (a
+        shell) keeps the command; a kernel that did not answer (it died,
+        the command's runner restarts it) is asked about again next cell."""
+        session = self.sandbox.session_id
+        if self._code_runner is None or self._code_runner[0] != session:
+            probe = self.sandbox._run_code(self._plan.probe_code(), 30)
+            answer = probe_answer(probe)
+            if answer is not False:
+                self._code_runner = (session, bool(answer))
+            return bool(answer)
+        return self._code_runner[1]
 
     def fork(self, n: int, *, seed_mode: str = "crn", base_seed: str | None = None) -> list[Kernel]:
         """``n`` kernels holding this one's live state as it is now (names,

@@ -145,6 +145,15 @@ class Sandbox(SandboxState):
             timeout_seconds=timeout_seconds or self.default_timeout,
         )
 
+    def _run_code(self, code: str, timeout_seconds: int | None) -> dict[str, Any]:
+        self.start()
+        assert self.session_id is not None
+        return self.client.session_exec(
+            self.session_id,
+            code=code,
+            timeout_seconds=timeout_seconds or self.default_timeout,
+        )
+
     def kernel(
         self, *, timeout: float = 30.0, output_limit: int = 64 * 1024, python: str = "python3"
     ) -> Kernel:
