@@ -164,7 +164,10 @@ class FaultyClient:
         self.faults = 0
 
     def session_exec(self, session_id: str, **kwargs: Any) -> Any:
-        for chunk in _UPLOADED.findall(str(kwargs.get("command", ""))):
+        # (a kernel's cell travels base64-encoded in a command or, once the
+        # kernel is reached by code execs, in Python code)
+        sent = f"{kwargs.get('command', '')} {kwargs.get('code', '')}"
+        for chunk in _UPLOADED.findall(sent):
             try:
                 decoded = base64.b64decode(chunk + "=" * (-len(chunk) % 4))
             except binascii.Error:
