@@ -59,7 +59,7 @@ def verl_dir() -> Path:
 def verl_sandbox_fusion(verl_dir: Path) -> ModuleType:
     """verl's own ``verl.utils.reward_score.sandbox_fusion`` package."""
     if importlib.util.find_spec("requests") is None:
-        pytest.skip("requests (which verl's sandbox_fusion client posts with) is not installed")
+        pytest.fail("requests (which verl's sandbox_fusion client posts with) is not installed")
     name = "verl_sandbox_fusion_under_test"
     folder = verl_dir / "utils" / "reward_score" / "sandbox_fusion"
     spec = importlib.util.spec_from_file_location(
@@ -304,7 +304,7 @@ def verl_tools(verl_dir: Path) -> Iterator[dict[str, Any]]:
     tools from Python callables). Removed again at the end of the module."""
     for needed in ("pydantic", "omegaconf"):
         if importlib.util.find_spec(needed) is None:
-            pytest.skip(f"{needed} (which verl's tool classes need) is not installed")
+            pytest.fail(f"{needed} (which verl's tool classes need) is not installed")
     ray_utils = ModuleType("verl.utils.ray_utils")
     ray_utils.get_event_loop = asyncio.get_event_loop  # type: ignore[attr-defined]
     stubs: dict[str, ModuleType] = {
