@@ -57,6 +57,7 @@ IMPORTS = {
     "skyrl": ["collimate_rl.skyrl", "skyrl_gym"],
     "openenv": ["collimate_rl.openenv"],
     "slime": ["collimate_rl.slime"],
+    "ray": ["collimate_rl.ray"],
     "demo": ["rich"],
     "browser": ["playwright"],
     "all": [
@@ -65,6 +66,7 @@ IMPORTS = {
         "collimate_rl.skyrl",
         "collimate_rl.openenv",
         "collimate_rl.slime",
+        "collimate_rl.ray",
         "rich",
         "playwright",
     ],
@@ -237,7 +239,7 @@ def assert_works(
 def test_readme_installs_every_extra_of_the_meta_distribution() -> None:
     meta = tomllib.loads((ROOT / "packages/collimate-rl/pyproject.toml").read_text())
     extras = set(meta["project"]["optional-dependencies"])
-    assert {"skyrl", "openenv", "slime", "trl", "verl"} <= extras
+    assert {"skyrl", "openenv", "slime", "trl", "verl", "ray"} <= extras
     assert set(INSTALL_LINES) == extras, sorted(INSTALL_LINES)
     assert ["hatch", "run", "build-all"] in readme_commands()
     assert any(words[:2] == ["collimate", "serve"] for words in readme_commands())
