@@ -109,8 +109,21 @@ def ours_backend() -> Any:
     return backend([sys.executable, "-m", "collimate_rl.local_backend", "--host", "127.0.0.1"])
 
 
-def peer_backend(python: Path) -> Any:
-    """0.5.0's local backend."""
-    return backend(
-        [str(python), "-m", "collimate_rl.local_backend", "--template", "py"], peer_env()
-    )
+#: Where 0.5.0's grader writes each candidate: an absolute path its local
+#: backend writes on the host, outside any sandbox, and never removes.
+PEER_LITTER = "colcand_*.py"
+
+
+@contextmanager
+def peer_backend(python: Path) -> Iterator[str]:
+    """0.5.0's local backend; the candidate files it leaves in ``/tmp`` are
+    removed when it stops (a run of the benchmarks left thousands)."""
+    before = set(Path("/tmp").glob(PEER_LITTER))
+    try:
+        with backend(
+            [str(python), "-m", "collimate_rl.local_backend", "--template", "py"], peer_env()
+        ) as url:
+            yield url
+    finally:
+        for path in set(Path("/tmp").glob(PEER_LITTER)) - before:
+            path.unlink(missing_ok=True)

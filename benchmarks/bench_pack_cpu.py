@@ -19,7 +19,11 @@ exactly what the group cost the guest. Two figures per round:
   8-candidate one, over the 120 candidates between them.
 
 Medians of the rounds, with their spread. The target is 2.5 ms per
-candidate all in. (``schedstat`` of a candidate's process cannot be read:
+candidate all in. Each round also times the machine's floor for a
+process, a bare fork and exit of a small interpreter (``python -S``, CPU
+of parent and child): on this virtual machine it has ranged from 0.6 to
+1.8 ms from one day to the next, and a figure means little without the
+floor it was measured on. (``schedstat`` of a candidate's process cannot be read:
 it lives about a millisecond; what it cost reaches ``cutime`` of its reaper.)
 
     python benchmarks/bench_pack_cpu.py [--rounds 7] [--n 128]
@@ -30,6 +34,8 @@ from __future__ import annotations
 import argparse
 import os
 import statistics
+import subprocess
+import sys
 import time
 
 from collimate_rl import CollimateClient, PropertyReward, grade_batch
@@ -79,6 +85,30 @@ def guest_cpu_s(root: int) -> float:
     return total * TICK_S
 
 
+#: A small interpreter timing its own forks: CPU of both sides, per fork and exit.
+FORK_FLOOR = """
+import os
+n = 400
+t0 = os.times()
+for _ in range(n):
+    pid = os.fork()
+    if pid == 0:
+        os._exit(0)
+    os.waitpid(pid, 0)
+t1 = os.times()
+print((t1.user + t1.system + t1.children_user + t1.children_system
+       - t0.user - t0.system - t0.children_user - t0.children_system) / n * 1000)
+"""
+
+
+def fork_floor_ms() -> float:
+    """CPU of one bare fork and exit of ``python -S``, in ms (see ``FORK_FLOOR``)."""
+    out = subprocess.run(
+        [sys.executable, "-S", "-c", FORK_FLOOR], capture_output=True, text=True, check=True
+    )
+    return float(out.stdout)
+
+
 def settle(client: CollimateClient) -> None:
     """Until the server ran everything (a clone's wipe after an exec included)."""
     deadline = time.monotonic() + 30
@@ -110,22 +140,28 @@ def main() -> None:
     ap.add_argument("--repeat", type=int, default=8, help="groups per measurement")
     args = ap.parse_args()
     small = 8
-    all_in, marginal = [], []
+    all_in, marginal, floor = [], [], []
     with LocalCollimateBackend(run_slots=1) as backend, CollimateClient(backend.base_url) as c:
         for _ in range(3):  # warm: twins wanted, clones made
             grade_batch(c, "py", [VARIANTS[0]] * args.n, SPEC)
         for r in range(args.rounds):
             big = group_cost_s(c, args.n, args.repeat)
             little = group_cost_s(c, small, args.repeat)
+            floor.append(fork_floor_ms())
             all_in.append(big / args.n * 1000)
             marginal.append((big - little) / (args.n - small) * 1000)
             print(
                 f"round {r + 1}: {big * 1000:.0f} ms a group of {args.n}, "
                 f"{little * 1000:.0f} ms a group of {small}: all in {all_in[-1]:.2f} ms, "
-                f"marginal {marginal[-1]:.2f} ms per candidate",
+                f"marginal {marginal[-1]:.2f} ms per candidate; "
+                f"a bare fork and exit {floor[-1]:.2f} ms",
                 flush=True,
             )
-    for name, values in (("all in", all_in), ("marginal", marginal)):
+    for name, values in (
+        ("all in", all_in),
+        ("marginal", marginal),
+        ("a bare fork and exit (the machine's floor)", floor),
+    ):
         print(
             f"CPU per candidate, {name}: median {statistics.median(values):.2f} ms "
             f"(rounds {min(values):.2f} to {max(values):.2f})"
