@@ -130,6 +130,11 @@ def test_a_forward_carries_http_websocket_and_raw_tcp(pro: GatewayClient) -> Non
 
 
 def test_closing_a_forward_leaves_no_listener_and_no_thread(pro: GatewayClient) -> None:
+    with pro.session("svc-echo") as warm, warm.port_forward(ECHO_PORT) as first:
+        # (what the in-process server starts once, on its first tunnel, for
+        # good: its event loop's executor worker, made on first use; this
+        # test may run first of its module)
+        assert _tcp_echo(first.local_port, b"warm") == b"warm"
     before = set(threading.enumerate())
     with pro.session("svc-echo") as echo:
         fwd = echo.port_forward(ECHO_PORT)
