@@ -20,10 +20,12 @@ exactly what the group cost the guest. Two figures per round:
 
 Medians of the rounds, with their spread. The target is 2.5 ms per
 candidate all in. Each round also times the machine's floor for a
-process, a bare fork and exit of a small interpreter (``python -S``, CPU
-of parent and child): on this virtual machine it has ranged from 0.6 to
-1.8 ms from one day to the next, and a figure means little without the
-floor it was measured on. (``schedstat`` of a candidate's process cannot be read:
+candidate's process (``FORK_FLOOR``, CPU of parent and child): a bare fork
+and exit of ``python -S``, and the same from a process of a spawner's size
+whose child writes as many pages as a candidate does. On this virtual
+machine the cost of a copy-on-write fault moves from one day to the next
+(about 4 us on 2026-12-03), and the figure with it: it means little
+without the floor it was measured on. (``schedstat`` of a candidate's process cannot be read:
 it lives about a millisecond; what it cost reaches ``cutime`` of its reaper.)
 
     python benchmarks/bench_pack_cpu.py [--rounds 7] [--n 128]
@@ -85,28 +87,47 @@ def guest_cpu_s(root: int) -> float:
     return total * TICK_S
 
 
-#: A small interpreter timing its own forks: CPU of both sides, per fork and exit.
+#: A small interpreter timing its own forks, CPU of both sides per fork and
+#: exit: bare, then holding 8 MB of written heap (about a spawner's 7 MB)
+#: of which the child writes 300 pages (about a candidate's 281
+#: copy-on-write faults). Prints the two, in ms.
 FORK_FLOOR = """
 import os
-n = 400
-t0 = os.times()
-for _ in range(n):
-    pid = os.fork()
-    if pid == 0:
-        os._exit(0)
-    os.waitpid(pid, 0)
-t1 = os.times()
-print((t1.user + t1.system + t1.children_user + t1.children_system
-       - t0.user - t0.system - t0.children_user - t0.children_system) / n * 1000)
+n = 300
+heap = b""
+
+
+def cost(pages):
+    t0 = os.times()
+    for _ in range(n):
+        pid = os.fork()
+        if pid == 0:
+            for i in range(pages):
+                heap[i * 4096] = 2
+            os._exit(0)
+        os.waitpid(pid, 0)
+    t1 = os.times()
+    spent = t1.user + t1.system + t1.children_user + t1.children_system
+    return (spent - t0.user - t0.system - t0.children_user - t0.children_system) / n * 1000
+
+
+bare = cost(0)
+heap = bytearray(8 << 20)
+for i in range(0, len(heap), 4096):
+    heap[i] = 1
+print(bare, cost(300))
 """
 
 
-def fork_floor_ms() -> float:
-    """CPU of one bare fork and exit of ``python -S``, in ms (see ``FORK_FLOOR``)."""
+def fork_floor_ms() -> tuple[float, float]:
+    """The machine's floor for a candidate's process, in ms of CPU (see
+    ``FORK_FLOOR``): a bare fork and exit of ``python -S``, and one of a
+    process the size of a spawner whose child writes 300 of its pages."""
     out = subprocess.run(
         [sys.executable, "-S", "-c", FORK_FLOOR], capture_output=True, text=True, check=True
     )
-    return float(out.stdout)
+    bare, cow = out.stdout.split()
+    return float(bare), float(cow)
 
 
 def settle(client: CollimateClient) -> None:
@@ -140,30 +161,34 @@ def main() -> None:
     ap.add_argument("--repeat", type=int, default=8, help="groups per measurement")
     args = ap.parse_args()
     small = 8
-    all_in, marginal, floor = [], [], []
+    all_in, marginal, floor, cow = [], [], [], []
     with LocalCollimateBackend(run_slots=1) as backend, CollimateClient(backend.base_url) as c:
         for _ in range(3):  # warm: twins wanted, clones made
             grade_batch(c, "py", [VARIANTS[0]] * args.n, SPEC)
         for r in range(args.rounds):
             big = group_cost_s(c, args.n, args.repeat)
             little = group_cost_s(c, small, args.repeat)
-            floor.append(fork_floor_ms())
+            bare, written = fork_floor_ms()
+            floor.append(bare)
+            cow.append(written)
             all_in.append(big / args.n * 1000)
             marginal.append((big - little) / (args.n - small) * 1000)
             print(
                 f"round {r + 1}: {big * 1000:.0f} ms a group of {args.n}, "
                 f"{little * 1000:.0f} ms a group of {small}: all in {all_in[-1]:.2f} ms, "
                 f"marginal {marginal[-1]:.2f} ms per candidate; "
-                f"a bare fork and exit {floor[-1]:.2f} ms",
+                f"floor: a bare fork and exit {floor[-1]:.2f} ms, "
+                f"with 300 pages written {cow[-1]:.2f} ms",
                 flush=True,
             )
     for name, values in (
-        ("all in", all_in),
-        ("marginal", marginal),
-        ("a bare fork and exit (the machine's floor)", floor),
+        ("CPU per candidate, all in", all_in),
+        ("CPU per candidate, marginal", marginal),
+        ("the machine's floor, a bare fork and exit", floor),
+        ("the machine's floor, a spawner-sized fork writing 300 pages", cow),
     ):
         print(
-            f"CPU per candidate, {name}: median {statistics.median(values):.2f} ms "
+            f"{name}: median {statistics.median(values):.2f} ms "
             f"(rounds {min(values):.2f} to {max(values):.2f})"
         )
     print("target: at most 2.5 ms all in")
