@@ -466,6 +466,8 @@ class BackendService:
         while True:
             await asyncio.sleep(interval)
             idle = self.sessions.idle_sessions(self.kernel_ttl)
+            if not idle:
+                continue  # (no scan of /proc, and no thread, on a server without idle sessions)
             try:
                 found = await asyncio.to_thread(self._kernel_pids, idle)
             except Exception:
