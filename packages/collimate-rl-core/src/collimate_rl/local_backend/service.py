@@ -467,7 +467,7 @@ class BackendService:
             await asyncio.sleep(interval)
             idle = self.sessions.idle_sessions(self.kernel_ttl)
             if not idle:
-                continue  # (no scan of /proc, and no thread, on a server without idle sessions)
+                continue  # (no thread hop while no session is idle)
             try:
                 found = await asyncio.to_thread(self._kernel_pids, idle)
             except Exception:
