@@ -22,10 +22,12 @@ Medians of the rounds, with their spread. The target is 2.5 ms per
 candidate all in. Each round also times the machine's floor for a
 candidate's process (``FORK_FLOOR``, CPU of parent and child): a bare fork
 and exit of ``python -S``, and the same from a process of a spawner's size
-whose child writes as many pages as a candidate does. On this virtual
-machine the cost of a copy-on-write fault moves from one day to the next
-(about 4 us on 2026-12-03), and the figure with it: it means little
-without the floor it was measured on. (``schedstat`` of a candidate's process cannot be read:
+whose child writes as many pages as a candidate does; and the cost of
+one page fault alone (the first write to each page of fresh memory). On
+this virtual machine a page fault costs 2 to 4 us, several times what it
+costs on hardware, and it moves from one day to the next: a candidate's
+process takes about 350, so the figure means little without the floor it
+was measured on. (``schedstat`` of a candidate's process cannot be read:
 it lives about a millisecond; what it cost reaches ``cutime`` of its reaper.)
 
     python benchmarks/bench_pack_cpu.py [--rounds 7] [--n 128]
@@ -115,19 +117,33 @@ bare = cost(0)
 heap = bytearray(8 << 20)
 for i in range(0, len(heap), 4096):
     heap[i] = 1
-print(bare, cost(300))
+written = cost(300)
+
+# one page fault, alone: the first write to each page of fresh memory
+import mmap, time
+
+pages = 8192
+fresh = mmap.mmap(-1, pages * 4096, flags=mmap.MAP_PRIVATE | mmap.MAP_ANONYMOUS)
+spent = []
+for value in (1, 2):  # (the second pass: the loop alone, every page present)
+    t0 = time.process_time()
+    for i in range(pages):
+        fresh[i * 4096] = value
+    spent.append(time.process_time() - t0)
+print(bare, written, (spent[0] - spent[1]) / pages * 1e6)
 """
 
 
-def fork_floor_ms() -> tuple[float, float]:
+def fork_floor_ms() -> tuple[float, float, float]:
     """The machine's floor for a candidate's process, in ms of CPU (see
     ``FORK_FLOOR``): a bare fork and exit of ``python -S``, and one of a
-    process the size of a spawner whose child writes 300 of its pages."""
+    process the size of a spawner whose child writes 300 of its pages; and
+    what one page fault costs here, in us (a first write to fresh memory)."""
     out = subprocess.run(
         [sys.executable, "-S", "-c", FORK_FLOOR], capture_output=True, text=True, check=True
     )
-    bare, cow = out.stdout.split()
-    return float(bare), float(cow)
+    bare, cow, fault = out.stdout.split()
+    return float(bare), float(cow), float(fault)
 
 
 def settle(client: CollimateClient) -> None:
@@ -161,16 +177,17 @@ def main() -> None:
     ap.add_argument("--repeat", type=int, default=8, help="groups per measurement")
     args = ap.parse_args()
     small = 8
-    all_in, marginal, floor, cow = [], [], [], []
+    all_in, marginal, floor, cow, faults = [], [], [], [], []
     with LocalCollimateBackend(run_slots=1) as backend, CollimateClient(backend.base_url) as c:
         for _ in range(3):  # warm: twins wanted, clones made
             grade_batch(c, "py", [VARIANTS[0]] * args.n, SPEC)
         for r in range(args.rounds):
             big = group_cost_s(c, args.n, args.repeat)
             little = group_cost_s(c, small, args.repeat)
-            bare, written = fork_floor_ms()
+            bare, written, fault = fork_floor_ms()
             floor.append(bare)
             cow.append(written)
+            faults.append(fault)
             all_in.append(big / args.n * 1000)
             marginal.append((big - little) / (args.n - small) * 1000)
             print(
@@ -178,7 +195,7 @@ def main() -> None:
                 f"{little * 1000:.0f} ms a group of {small}: all in {all_in[-1]:.2f} ms, "
                 f"marginal {marginal[-1]:.2f} ms per candidate; "
                 f"floor: a bare fork and exit {floor[-1]:.2f} ms, "
-                f"with 300 pages written {cow[-1]:.2f} ms",
+                f"with 300 pages written {cow[-1]:.2f} ms; a page fault {faults[-1]:.2f} us",
                 flush=True,
             )
     for name, values in (
@@ -186,9 +203,11 @@ def main() -> None:
         ("CPU per candidate, marginal", marginal),
         ("the machine's floor, a bare fork and exit", floor),
         ("the machine's floor, a spawner-sized fork writing 300 pages", cow),
+        ("the machine's page fault (a first write to fresh memory), in us", faults),
     ):
+        unit = " us" if values is faults else " ms"
         print(
-            f"{name}: median {statistics.median(values):.2f} ms "
+            f"{name}: median {statistics.median(values):.2f}{unit} "
             f"(rounds {min(values):.2f} to {max(values):.2f})"
         )
     print("target: at most 2.5 ms all in")
