@@ -24,8 +24,8 @@ candidate's process (``FORK_FLOOR``, CPU of parent and child): a bare fork
 and exit of ``python -S``, and the same from a process of a spawner's size
 whose child writes as many pages as a candidate does; and the cost of
 one page fault alone (the first write to each page of fresh memory). On
-this virtual machine a page fault costs 2 to 4 us, several times what it
-costs on hardware, and it moves from one day to the next: a candidate's
+this virtual machine a page fault costs 2 to 4 us, about fifteen empty
+system calls, and it moves from one day to the next: a candidate's
 process takes about 350, so the figure means little without the floor it
 was measured on. (``schedstat`` of a candidate's process cannot be read:
 it lives about a millisecond; what it cost reaches ``cutime`` of its reaper.)
@@ -198,14 +198,13 @@ def main() -> None:
                 f"with 300 pages written {cow[-1]:.2f} ms; a page fault {faults[-1]:.2f} us",
                 flush=True,
             )
-    for name, values in (
-        ("CPU per candidate, all in", all_in),
-        ("CPU per candidate, marginal", marginal),
-        ("the machine's floor, a bare fork and exit", floor),
-        ("the machine's floor, a spawner-sized fork writing 300 pages", cow),
-        ("the machine's page fault (a first write to fresh memory), in us", faults),
+    for name, values, unit in (
+        ("CPU per candidate, all in", all_in, " ms"),
+        ("CPU per candidate, marginal", marginal, " ms"),
+        ("the machine's floor, a bare fork and exit", floor, " ms"),
+        ("the machine's floor, a spawner-sized fork writing 300 pages", cow, " ms"),
+        ("the machine's page fault (a first write to fresh memory)", faults, " us"),
     ):
-        unit = " us" if values is faults else " ms"
         print(
             f"{name}: median {statistics.median(values):.2f}{unit} "
             f"(rounds {min(values):.2f} to {max(values):.2f})"
