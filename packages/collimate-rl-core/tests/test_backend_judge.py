@@ -75,10 +75,17 @@ def test_every_verdict(client: CollimateClient, language: str) -> None:
     names = ["right", "wrong", "runtime_error", "loop", "memory", "flood"]
     if programs["compile_error"]:
         names.append("compile_error")
-    results = judge(
-        client, [programs[n] for n in names], language=language, memory_limit_mb=256,
-        tests=TESTS[:3],
-    )  # fmt: skip
+    problem = {"language": language, "tests": TESTS[:3], "time_limit": 1, "memory_limit_mb": 256}
+    # The memory hog is judged on a twin problem with time to spare: each
+    # page it touches costs kernel CPU, which a loaded machine (shadow
+    # paging in a VM) can stretch past one second before 256 MB is
+    # resident; its verdict must be the memory it used, not that CPU.
+    roomy = {**problem, "time_limit": 10}
+    answer = client.judge(
+        [problem, roomy],
+        [{"problem": int(n == "memory"), "source": programs[n]} for n in names],
+    )
+    results = list(answer["results"])
     got = {n: (r["reward"], r["verdict"]) for n, r in zip(names, results, strict=True)}
     assert got["right"] == (1.0, "accepted"), results[0]
     assert got["wrong"] == (pytest.approx(1 / 3), "wrong_answer")  # 0 + 0 == 0 * 0
