@@ -1,0 +1,121 @@
+"""What carrying a pack costs the guest, apart from its candidates (not a test).
+
+A pack rides one exec. Whether a longer-lived vehicle (a kept session, a
+kept kernel) would make an extra pack cheaper is measured here before it
+is built, on one local backend with one run slot:
+
+* each vehicle running ``pass``: a one-shot exec (a fresh clone, then its
+  wipe), an exec in a kept session, a cell of a kept kernel;
+* ``grade_batch`` packs of 2, 8 and 32 of the same candidate
+  (``pack=N``): the cost a candidate, and the fixed cost a pack (the line
+  through the three, at zero candidates).
+
+Guest CPU is the own and reaped children's CPU of every process under this
+one (the in-process server, its clones and everything they ran), counted
+once the server is idle again. Prints ms of guest CPU and of wall time a
+call, per round, then the medians.
+
+    python benchmarks/bench_pack_vehicles.py [--rounds 3] [--calls 60]
+"""
+
+from __future__ import annotations
+
+import argparse
+import os
+import statistics
+import time
+from collections.abc import Callable
+
+from _results import add_out_option, write_results
+from bench_pack_cpu import SPEC, VARIANTS, guest_cpu_s, settle
+
+from collimate_rl import CollimateClient, Sandbox, grade_batch
+from collimate_rl.local_backend import LocalCollimateBackend
+
+PACK_SIZES = (2, 8, 32)
+
+
+def cost_ms(client: CollimateClient, calls: int, call: Callable[[], object]) -> tuple[float, float]:
+    """Guest CPU and wall time of one ``call``, in ms, the mean of ``calls``."""
+    settle(client)
+    before = guest_cpu_s(os.getpid())
+    started = time.perf_counter()
+    for _ in range(calls):
+        call()
+    wall = (time.perf_counter() - started) / calls * 1000
+    settle(client)
+    return (guest_cpu_s(os.getpid()) - before) / calls * 1000, wall
+
+
+def fixed_and_per_candidate(costs: dict[int, float]) -> tuple[float, float]:
+    """The least-squares line through (pack size, guest ms a pack): its
+    value at zero candidates (the fixed cost a pack) and its slope."""
+    sizes = list(costs)
+    mean_x = statistics.fmean(sizes)
+    mean_y = statistics.fmean(costs.values())
+    slope = sum((x - mean_x) * (costs[x] - mean_y) for x in sizes) / sum(
+        (x - mean_x) ** 2 for x in sizes
+    )
+    return mean_y - slope * mean_x, slope
+
+
+def main() -> None:
+    ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    ap.add_argument("--rounds", type=int, default=3)
+    ap.add_argument("--calls", type=int, default=60, help="calls per vehicle and round")
+    add_out_option(ap)
+    args = ap.parse_args()
+    seen: dict[str, list[tuple[float, float]]] = {}
+    fixed: list[float] = []
+    each: list[float] = []
+    with LocalCollimateBackend(run_slots=1) as backend, CollimateClient(backend.base_url) as c:
+        for _ in range(3):  # warm: twins wanted, clones made
+            grade_batch(c, "py", [VARIANTS[0]] * 8, SPEC)
+        with Sandbox("py", client=c) as box:
+            kernel = box.kernel()
+            kernel.run("x = 1")
+            vehicles: dict[str, Callable[[], object]] = {
+                "one-shot exec": lambda: c.exec_once("py", code="pass"),
+                "exec in a kept session": lambda: box.exec("pass"),
+                "cell of a kept kernel": lambda: kernel.run("pass"),
+            }
+            for size in PACK_SIZES:
+                candidates = [VARIANTS[0]] * size
+                vehicles[f"pack of {size}"] = lambda candidates=candidates: grade_batch(
+                    c, "py", candidates, SPEC, pack=len(candidates)
+                )
+            for r in range(args.rounds):
+                packs: dict[int, float] = {}
+                for name, call in vehicles.items():
+                    calls = args.calls if not name.startswith("pack") else max(10, args.calls // 3)
+                    guest, wall = cost_ms(c, calls, call)
+                    seen.setdefault(name, []).append((guest, wall))
+                    print(f"round {r + 1}: {name:24} guest {guest:6.1f} ms  wall {wall:6.1f} ms")
+                    if name.startswith("pack of "):
+                        packs[int(name.rsplit(" ", 1)[1])] = guest
+                fixed_ms, per_ms = fixed_and_per_candidate(packs)
+                fixed.append(fixed_ms)
+                each.append(per_ms)
+                print(
+                    f"round {r + 1}: a pack costs {fixed_ms:.1f} ms fixed "
+                    f"and {per_ms:.2f} ms a candidate",
+                    flush=True,
+                )
+    print("medians of the rounds:")
+    figures: dict[str, object] = {}
+    for name, rounds in seen.items():
+        guest = statistics.median(g for g, _ in rounds)
+        wall = statistics.median(w for _, w in rounds)
+        figures[name] = {"guest_ms": round(guest, 2), "wall_ms": round(wall, 2)}
+        print(f"  {name:24} guest {guest:6.1f} ms  wall {wall:6.1f} ms")
+    figures["pack_fixed_ms"] = round(statistics.median(fixed), 2)
+    figures["pack_per_candidate_ms"] = round(statistics.median(each), 2)
+    print(
+        f"a pack: {figures['pack_fixed_ms']} ms fixed (rounds {min(fixed):.1f} to "
+        f"{max(fixed):.1f}), {figures['pack_per_candidate_ms']} ms a candidate"
+    )
+    write_results(__file__, args, figures, [])
+
+
+if __name__ == "__main__":
+    main()
