@@ -61,12 +61,12 @@ def venv(tmp_path_factory: pytest.TempPathFactory) -> Path:
     python = str(env_dir / "bin" / "python")
     # core's own runtime requirements come from the index (markers evaluated by
     # pip for the venv's Python); our distributions only from the built wheels
-    run([python, "-m", "pip", "install", "--quiet", *_core_requirements()], cwd=home)
+    pip_install = [python, "-m", "pip", "install", "--quiet", "--no-compile"]
+    run([*pip_install, *_core_requirements()], cwd=home)
     run(
-        [python, "-m", "pip", "install", "--quiet", "--no-index", "--find-links", str(wheels),
-         "collimate-rl-reward-example"],
+        [*pip_install, "--no-index", "--find-links", str(wheels), "collimate-rl-reward-example"],
         cwd=home,
-    )  # fmt: skip
+    )
     return env_dir
 
 

@@ -128,7 +128,7 @@ def _installer(python: Path) -> list[str]:
     uv = os.environ.get("HATCH_UV") or shutil.which("uv")
     if uv:
         return [uv, "pip", "install", "--quiet", "--python", str(python)]
-    return [str(python), "-m", "pip", "install", "--quiet"]
+    return [str(python), "-m", "pip", "install", "--quiet", "--no-compile"]
 
 
 @pytest.fixture(scope="module", params=sorted(LINES))

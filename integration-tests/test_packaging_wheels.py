@@ -114,10 +114,10 @@ def venv(dist_dir: Path, tmp_path_factory: pytest.TempPathFactory) -> Path:
     # from the freshly built wheels (--no-index), never from an index.
     _, core_meta, _ = wheel_metadata(wheel(dist_dir, "collimate-rl-core"))
     third_party = [r for r in core_meta.get_all("Requires-Dist", []) if "extra ==" not in r]
-    run([str(python), "-m", "pip", "install", "--quiet", *third_party], cwd=home)
+    run([str(python), "-m", "pip", "install", "--quiet", "--no-compile", *third_party], cwd=home)
     run(
         [
-            str(python), "-m", "pip", "install", "--quiet", "--no-index",
+            str(python), "-m", "pip", "install", "--quiet", "--no-compile", "--no-index",
             "--find-links", str(dist_dir), f"collimate-rl[{VENV_PLUGIN}]=={META_VERSION}",
         ],
         cwd=home,

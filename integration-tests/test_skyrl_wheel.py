@@ -76,9 +76,10 @@ def venv(wheels: Path, tmp_path_factory: pytest.TempPathFactory) -> Path:
             for line in zf.read(meta).decode().splitlines()
             if line.startswith("Requires-Dist:") and "extra ==" not in line
         ]
-    run([str(python), "-m", "pip", "install", "--quiet", SKYRL_GYM, *requires], home)
+    pip_install = [str(python), "-m", "pip", "install", "--quiet", "--no-compile"]
+    run([*pip_install, SKYRL_GYM, *requires], home)
     ours = ["--no-index", "--no-deps", str(core), str(plugin)]  # never from an index
-    run([str(python), "-m", "pip", "install", "--quiet", *ours], home)
+    run([*pip_install, *ours], home)
     return python
 
 

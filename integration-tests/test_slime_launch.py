@@ -116,9 +116,10 @@ def venv_python(tmp_path_factory: pytest.TempPathFactory) -> Path:
         meta = email.parser.Parser().parsestr(zf.read(meta_name).decode())
     third_party = [r for r in meta.get_all("Requires-Dist", []) if "extra ==" not in r]
     env = {**_clean_env(), "PIP_DISABLE_PIP_VERSION_CHECK": "1"}
-    _run([str(python), "-m", "pip", "install", "--quiet", *third_party], cwd=home, env=env)
-    _run([str(python), "-m", "pip", "install", "--quiet", "--no-index", "--find-links",
-          str(dist), "collimate-rl-core", "collimate-rl-slime"], cwd=home, env=env)  # fmt: skip
+    pip_install = [str(python), "-m", "pip", "install", "--quiet", "--no-compile"]
+    _run([*pip_install, *third_party], cwd=home, env=env)
+    _run([*pip_install, "--no-index", "--find-links", str(dist), "collimate-rl-core",
+          "collimate-rl-slime"], cwd=home, env=env)  # fmt: skip
     return python
 
 
