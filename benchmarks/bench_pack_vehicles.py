@@ -50,13 +50,8 @@ def cost_ms(client: CollimateClient, calls: int, call: Callable[[], object]) -> 
 def fixed_and_per_candidate(costs: dict[int, float]) -> tuple[float, float]:
     """The least-squares line through (pack size, guest ms a pack): its
     value at zero candidates (the fixed cost a pack) and its slope."""
-    sizes = list(costs)
-    mean_x = statistics.fmean(sizes)
-    mean_y = statistics.fmean(costs.values())
-    slope = sum((x - mean_x) * (costs[x] - mean_y) for x in sizes) / sum(
-        (x - mean_x) ** 2 for x in sizes
-    )
-    return mean_y - slope * mean_x, slope
+    slope, intercept = statistics.linear_regression(list(costs), list(costs.values()))
+    return intercept, slope
 
 
 def main() -> None:
@@ -74,25 +69,29 @@ def main() -> None:
         with Sandbox("py", client=c) as box:
             kernel = box.kernel()
             kernel.run("x = 1")
-            vehicles: dict[str, Callable[[], object]] = {
-                "one-shot exec": lambda: c.exec_once("py", code="pass"),
-                "exec in a kept session": lambda: box.exec("pass"),
-                "cell of a kept kernel": lambda: kernel.run("pass"),
+            # name -> (call, calls a round, pack size or 0)
+            vehicles: dict[str, tuple[Callable[[], object], int, int]] = {
+                "one-shot exec": (lambda: c.exec_once("py", code="pass"), args.calls, 0),
+                "exec in a kept session": (lambda: box.exec("pass"), args.calls, 0),
+                "cell of a kept kernel": (lambda: kernel.run("pass"), args.calls, 0),
             }
             for size in PACK_SIZES:
                 candidates = [VARIANTS[0]] * size
-                vehicles[f"pack of {size}"] = lambda candidates=candidates: grade_batch(
-                    c, "py", candidates, SPEC, pack=len(candidates)
+                vehicles[f"pack of {size}"] = (
+                    lambda candidates=candidates: grade_batch(
+                        c, "py", candidates, SPEC, pack=len(candidates)
+                    ),
+                    max(10, args.calls // 3),
+                    size,
                 )
             for r in range(args.rounds):
                 packs: dict[int, float] = {}
-                for name, call in vehicles.items():
-                    calls = args.calls if not name.startswith("pack") else max(10, args.calls // 3)
+                for name, (call, calls, size) in vehicles.items():
                     guest, wall = cost_ms(c, calls, call)
                     seen.setdefault(name, []).append((guest, wall))
                     print(f"round {r + 1}: {name:24} guest {guest:6.1f} ms  wall {wall:6.1f} ms")
-                    if name.startswith("pack of "):
-                        packs[int(name.rsplit(" ", 1)[1])] = guest
+                    if size:
+                        packs[size] = guest
                 fixed_ms, per_ms = fixed_and_per_candidate(packs)
                 fixed.append(fixed_ms)
                 each.append(per_ms)

@@ -4,9 +4,9 @@ The wheelhouse is built as ``hatch run build-all`` builds it (its commands,
 read from ``hatch.toml``). Then each ``pip install --find-links dist
 "collimate-rl[<extra>]"`` line of the README runs in a fresh venv whose pip
 sees only that wheelhouse and the package index: no pip configuration file
-(``PIP_CONFIG_FILE=/dev/null``), no ``PIP_*`` variable, ``--isolated``. The
-plugin imports there, ``collimate serve --help`` runs, and nothing heavy
-(torch) came along.
+(``PIP_CONFIG_FILE=/dev/null``), no ``PIP_*`` variable, ``--isolated``
+(and ``--no-compile``: see ``NO_COMPILE``). The plugin imports there,
+``collimate serve --help`` runs, and nothing heavy (torch) came along.
 
 Then the upgrade from the published single-package ``collimate-rl``: pip
 installs it from the index, and
