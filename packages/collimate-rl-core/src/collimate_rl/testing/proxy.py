@@ -181,6 +181,7 @@ class FaultProxy:
         self._random: tuple[float, tuple[Fault, ...], Match, random.Random] | None = None
         self._stats = ProxyStats()
         self._lock = threading.Lock()
+        self._unsettled = 0  # requests read whose forward is not recorded yet
         self._loop: asyncio.AbstractEventLoop | None = None
         self._thread: threading.Thread | None = None
         self._server: asyncio.Server | None = None
@@ -231,6 +232,16 @@ class FaultProxy:
     def snapshot(self) -> ProxyStats:
         with self._lock:
             return self._stats.copy()
+
+    @property
+    def unsettled(self) -> int:
+        """Requests read whose fate is not in the stats yet: forwarded and
+        still waiting for the server's answer, or about to be refused. A
+        server that counts nothing in flight may still have such a request
+        on its way, or have answered one the proxy has not recorded: a
+        snapshot is complete only once this is 0."""
+        with self._lock:
+            return self._unsettled
 
     def refuse(self, on: bool = True) -> None:
         """Close the listener (new connections are refused, idle ones are
@@ -379,19 +390,26 @@ class FaultProxy:
             method = head.method.decode("ascii")
             path = head.target.decode("latin-1").partition("?")[0]
             route = route_of(method, path)
-            fault, delay_s = self._pick(route)
-            if fault == "reset_before":
-                _reset(writer)
-                return
+            with self._lock:
+                self._unsettled += 1
+            try:
+                fault, delay_s = self._pick(route)
+                if fault == "reset_before":
+                    _reset(writer)
+                    return
+                if fault not in ("at_capacity", "draining", "error_500_before"):
+                    status, headers, payload = await self._forward(head, body)
+                    with self._lock:
+                        self._stats.forwarded.append(
+                            Forwarded(route, method, path, _digest(method, path, body), status)
+                        )
+            finally:
+                with self._lock:
+                    self._unsettled -= 1
             if fault in ("at_capacity", "draining", "error_500_before"):
                 writer.write(_answer(conn, *_refusal(fault)))
                 await writer.drain()
             else:
-                status, headers, payload = await self._forward(head, body)
-                with self._lock:
-                    self._stats.forwarded.append(
-                        Forwarded(route, method, path, _digest(method, path, body), status)
-                    )
                 if fault == "reset_after":
                     _reset(writer)
                     return
@@ -501,4 +519,3 @@ def _reset(writer: asyncio.StreamWriter) -> None:
 
 def _digest(method: str, path: str, body: bytes) -> str:
     return hashlib.sha256(method.encode() + b" " + path.encode() + b"\n" + body).hexdigest()
-

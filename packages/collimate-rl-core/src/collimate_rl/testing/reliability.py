@@ -326,11 +326,16 @@ class Matrix:
 
     def _wait_quiet(self, limit_s: float = 30.0) -> None:
         """Until the server has nothing in flight (a delayed or reset call
-        may still be running there)."""
+        may still be running there) and the proxy has recorded every
+        request it read. A call the client gave up on (a read timeout) may
+        still be on its way to the server, or answered there but not yet
+        recorded. Without waiting for it, its forward would be counted in
+        the next case, and a second create with the same bytes there would
+        look like a request executed twice."""
         deadline = time.monotonic() + limit_s
         while time.monotonic() < deadline:
             h = self.direct.health()
-            if not h.get("inflight") and not h.get("running"):
+            if not h.get("inflight") and not h.get("running") and not self.proxy.unsettled:
                 return
             time.sleep(0.05)
 
