@@ -4,10 +4,10 @@ becomes a reward, retry budgets hold, no session is left behind."""
 
 from __future__ import annotations
 
-import http.server
 import threading
 import time
 from collections.abc import Iterator
+from typing import Any
 
 import httpx
 import pytest
@@ -21,6 +21,7 @@ from collimate_rl.testing.reliability import (
     Matrix,
     settle_sessions,
 )
+from collimate_rl.testing.servers import serve_tcp
 
 SESSION_TTL_S = 1.0
 
@@ -95,44 +96,29 @@ def test_an_exec_held_past_its_read_timeout_is_typed_and_ran_once(matrix: Matrix
     assert matrix.counters().execs_run == counters.execs_run + 1
 
 
-class _SlowServer(http.server.BaseHTTPRequestHandler):
-    """Answers every POST after ``DELAY_S``: a server still working on a
-    request the client has given up on."""
-
-    DELAY_S = 0.8
-
-    def do_POST(self) -> None:
-        self.rfile.read(int(self.headers.get("content-length") or 0))
-        time.sleep(self.DELAY_S)
-        body = b'{"session_id": "s-1"}'
-        self.send_response(200)
-        self.send_header("content-type", "application/json")
-        self.send_header("content-length", str(len(body)))
-        self.end_headers()
-        self.wfile.write(body)
-
-    def log_message(self, *args: object) -> None:
-        pass
-
-
 def test_a_request_the_client_gave_up_on_is_unsettled_until_its_forward_is_recorded() -> None:
     # The matrix waits for this before it closes a case (Matrix._wait_quiet):
     # a forward recorded after the next case's snapshot would be counted
     # there, and with a create's bytes it would look like a create run twice.
-    server = http.server.ThreadingHTTPServer(("127.0.0.1", 0), _SlowServer)
-    threading.Thread(target=server.serve_forever, daemon=True).start()
-    try:
-        with FaultProxy(f"http://127.0.0.1:{server.server_address[1]}") as proxy:
-            before = proxy.snapshot()
+    received, release = threading.Event(), threading.Event()
+
+    def held(method: str, path: str, body: bytes) -> tuple[int, Any]:
+        received.set()  # the server has it, and answers when the test says
+        release.wait(10)
+        return 200, {"session_id": "s-1"}
+
+    with serve_tcp(held) as url, FaultProxy(url) as proxy:
+        before = proxy.snapshot()
+        try:
             with pytest.raises(httpx.ReadTimeout):
                 httpx.post(proxy.url + "/v1/sessions", json={"template": "py"}, timeout=0.2)
+            assert received.wait(10)
             assert proxy.unsettled == 1
             assert not proxy.snapshot().since(before).forwarded
-            deadline = time.monotonic() + 10
-            while proxy.unsettled and time.monotonic() < deadline:
-                time.sleep(0.02)
-            assert proxy.unsettled == 0
-            assert [f.route for f in proxy.snapshot().since(before).forwarded] == ["create"]
-    finally:
-        server.shutdown()
-        server.server_close()
+        finally:
+            release.set()
+        deadline = time.monotonic() + 10
+        while proxy.unsettled and time.monotonic() < deadline:
+            time.sleep(0.02)
+        assert proxy.unsettled == 0
+        assert [f.route for f in proxy.snapshot().since(before).forwarded] == ["create"]
