@@ -115,6 +115,39 @@ def test_a_pack_grades_every_candidate_as_it_would_be_graded_alone(
     assert all(packed(r) for r in drawn) and len({r.seed for r in drawn}) == 4
 
 
+# draws from ``random`` and reads COLLIMATE_SEED: its reward depends on both
+SEED_AND_DRAWS = (
+    "import os, random\n"
+    "def solve(i):\n"
+    "    return (random.randint(0, 2) + int(os.environ['COLLIMATE_SEED'][:8], 16)) % 3\n"
+)
+
+
+@pytest.mark.parametrize("mode", ["sync", "async"])
+def test_each_candidate_of_a_pack_starts_from_its_own_seed_whatever_came_before(
+    mode: str, backend: LocalCollimateBackend, same_as_alone: Callable[..., None]
+) -> None:
+    """The spawner sets a seed's environment and ``random`` state once and
+    its candidates inherit them: seeds that alternate, repeat and come back
+    within one pack each give what that seed gives alone."""
+    a, b, c = distinct(3)
+    seeds = [a, b, a, a, c, b, a]
+    results = batch(
+        mode, backend.base_url, [SEED_AND_DRAWS] * len(seeds), SEEDED,
+        seeds=seeds, pack=len(seeds),
+    )  # fmt: skip
+    assert all(packed(r) for r in results) and [r.seed for r in results] == seeds
+    for result, seed in zip(results, seeds, strict=True):
+        same_as_alone(result, SEED_AND_DRAWS, SEEDED, seed)
+    by_seed = {seed: result.reward for seed, result in zip(seeds, results, strict=True)}
+    assert [r.reward for r in results] == [by_seed[seed] for seed in seeds]
+    # and each finds its own seed in COLLIMATE_SEED, as a lone exec does
+    echo = "import os\ndef solve(i):\n    return os.environ.get('COLLIMATE_SEED')\n"
+    own = [UnitTestReward([{"input": [0], "output": seed}]) for seed in seeds]
+    echoed = batch(mode, backend.base_url, [echo] * len(seeds), own, seeds=seeds, pack=len(seeds))
+    assert all(packed(r) for r in echoed) and [r.reward for r in echoed] == [1.0] * len(seeds)
+
+
 # i % 3 only where its process runs on the CPU the backend's turn owns
 ON_THE_TURNS_CPU = """
 import os

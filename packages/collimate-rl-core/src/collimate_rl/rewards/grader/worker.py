@@ -25,6 +25,8 @@ from __future__ import annotations
 import marshal
 import os
 import sys
+from time import monotonic as _w_monotonic
+from time import sleep as _w_sleep
 
 from .separation import _w_separator
 
@@ -35,6 +37,12 @@ if TYPE_CHECKING:  # pragma: no cover - typing only, never imported in the guest
 _W_MSG = 160
 _W_REPR = 1 << 12
 _W_FD = 4  # a file descriptor in SCM_RIGHTS data: a C int
+_W_CHILDREN = ""  # the spawner's /proc children list (set by ``_w_subreaper``)
+# (bound once: a candidate's process looks up nothing per call; ``_signal``,
+# not ``signal``: its enums cost a fresh interpreter ~5 ms)
+_w_signal = __import__("_signal")
+_w_setitimer = _w_signal.setitimer
+_W_ITIMER_REAL = _w_signal.ITIMER_REAL
 
 
 class _WAbort(BaseException):
@@ -119,39 +127,50 @@ def _worker_main() -> NoReturn:
             gc.freeze()
     _w_send(sock, "ok" if reaper is None else reaper)
     room = _socket.CMSG_SPACE(_W_FD)
+    # Each turn of this loop follows a fork, after which every page the
+    # spawner writes is a copy-on-write fault of its own: it keeps to a few
+    # objects, bound here.
+    raw_fork = _w_raw_fork() if packed else None
+    recvmsg, send, fork, close = sock.recvmsg, sock.send, raw_fork or os.fork, os.close
+    seeds = _WSeeds(random, boot.get("state"), raw_fork is not None)
+    given, state = b"", None
+    sol_socket, scm_rights, byteorder = _socket.SOL_SOCKET, _socket.SCM_RIGHTS, sys.byteorder
+    sweep = packed and confine is not None  # (kill(-1) would reach the grader otherwise)
     while True:
         try:
-            msg, ancillary, _flags, _addr = sock.recvmsg(256, room)
+            msg, ancillary, _flags, _addr = recvmsg(256, room)
         except OSError:
             break
         if not msg:
             break
         fd = None
         for level, kind, data in ancillary:
-            if level == _socket.SOL_SOCKET and kind == _socket.SCM_RIGHTS and len(data) >= _W_FD:
-                fd = int.from_bytes(data[:_W_FD], sys.byteorder)
-        request = msg.decode("ascii", "replace").split(" ")
-        if request[0] == "f" and fd is not None:
-            seed = request[2]
-            pid = os.fork()
+            if level == sol_socket and kind == scm_rights and len(data) >= _W_FD:
+                fd = int.from_bytes(data[:_W_FD], byteorder)
+        if msg[:2] == b"f " and fd is not None:
+            seed = msg[msg.rindex(b" ") + 1 :]
+            if seed != given:
+                given, state = seed, seeds.take(seed)
+            pid = fork()
+            if pid < 0:
+                raise OSError("fork failed")  # (as os.fork would: the spawner is gone)
             if pid == 0:
                 try:
                     sock.close()
-                    if seed != "-":
-                        random.seed(int(seed, 16))  # as the backend seeds a lone exec
-                        os.environ["COLLIMATE_SEED"] = seed
-                    elif boot.get("state") is not None:
-                        random.setstate(boot["state"])  # the exec's own seeded state
+                    if state is not None:
+                        random.setstate(state)
+                    elif raw_fork is not None and seeds.unseeded:
+                        random.seed()  # (what random's at-fork hook does after os.fork)
                     conn = _socket.socket(fileno=fd)
                     if confine is not None and not confine() and packed:
                         os._exit(0)  # (see separation._w_separator: not expected)
                 except BaseException:
                     os._exit(0)
                 _serve(conn)
-            os.close(fd)
-            sock.send(b"%d" % pid)
-        elif request[0] == "w":
-            pid = int(request[1])
+            close(fd)
+            send(b"%d" % pid)
+        elif msg[:2] == b"w ":
+            pid = int(msg[2:])
             try:
                 os.kill(pid, 9)
             except OSError:
@@ -160,12 +179,98 @@ def _worker_main() -> NoReturn:
                 status = os.waitpid(pid, 0)[1]
             except OSError:
                 status = 0
-            # (only where confined: kill(-1) would reach the grader otherwise)
-            left = _w_kill_descendants() if packed and confine is not None else None
-            sock.send(("%d %s" % (status, left or "")).encode())
+            left = _w_kill_descendants() if sweep else None
+            send(b"%d " % status if left is None else ("%d %s" % (status, left)).encode())
         elif fd is not None:
-            os.close(fd)
+            close(fd)
     os._exit(0)
+
+
+class _WSeeds:
+    """What a candidate's process starts from, by the seed of its item
+    (hex, or ``-``: the exec's own): ``COLLIMATE_SEED`` in its environment
+    and the state of ``random``, as the backend seeds a lone exec.
+
+    The spawner sets the environment itself, once per seed (the candidates
+    of a GRPO group share theirs), and each candidate inherits it: set in
+    every candidate's process instead, it cost each one about 60 pages
+    copied on write (``os.environ`` and the C environment it mirrors).
+    After ``os.fork`` ``random`` is re-seeded (its own at-fork hook), so each
+    candidate's process sets the state made here (a state made once costs
+    it fewer pages than seeding). After a raw fork (``_w_raw_fork``) no hook
+    runs: the spawner's own ``random`` holds the state, and each candidate's
+    process inherits it as it is."""
+
+    def __init__(self, random: Any, own_state: Any, inherit: bool) -> None:
+        self.random = random
+        self.own_env = os.environ.get("COLLIMATE_SEED")
+        self.own_state = own_state
+        self.inherit = inherit
+        self.unseeded = False  # (the last seed gave no state: a fresh one each)
+
+    def take(self, seed: bytes) -> Any:
+        """Make the spawner's environment and ``random`` what the candidate
+        of ``seed`` must find; the ``random`` state its process must set
+        (None: nothing to set)."""
+        if seed == b"-":
+            text, state = self.own_env, self.own_state
+        else:
+            text = seed.decode("ascii")
+            state = self.random.Random(int(text, 16)).getstate()
+        if text is None:
+            os.environ.pop("COLLIMATE_SEED", None)
+        else:
+            os.environ["COLLIMATE_SEED"] = text
+        self.unseeded = state is None
+        if self.inherit and state is not None:
+            self.random.setstate(state)
+            return None
+        return state
+
+
+#: Modules that register at-fork hooks (``os.register_at_fork``) in the
+#: standard library of Python 3.8 to 3.13 (``random``'s is handled by _WSeeds).
+_W_HOOKED = ("threading", "logging", "concurrent", "asyncio")
+
+
+def _w_raw_fork() -> Any:
+    """libc's ``fork``, called with the interpreter's lock held, for a
+    spawner where it does what ``os.fork`` does (else None).
+
+    ``os.fork`` runs the interpreter's fork handlers in the child: it
+    re-initialises the runtime's locks and thread states and runs the
+    at-fork hooks; in a candidate's process that cost about 60 pages
+    copied on write, a quarter of all it copies. For a process with one
+    thread and no hook but ``random``'s, none of it has anything to do: no
+    other thread held a lock or has a state to drop. So where the spawner
+    is such a process (one task, a GIL, only standard modules and these
+    ones, none of ``_W_HOOKED``), its candidates are forked by libc, and
+    ``random`` is seeded as ``_WSeeds`` says; anywhere else, by ``os.fork``."""
+    if not sys.platform.startswith("linux"):
+        return None
+    gil = getattr(sys, "_is_gil_enabled", None)
+    standard = getattr(sys, "stdlib_module_names", None)
+    if (gil is not None and not gil()) or not standard:
+        return None
+    try:
+        if len(os.listdir("/proc/self/task")) != 1:
+            return None
+    except OSError:
+        return None
+    ours = ("__main__", "collimate_rl", __name__.partition(".")[0])
+    for name in list(sys.modules):
+        top = name.partition(".")[0]
+        if top in _W_HOOKED or (top not in standard and top not in ours):
+            return None
+    try:
+        import ctypes
+
+        fork = ctypes.PyDLL(None).fork
+    except Exception:
+        return None
+    fork.restype = ctypes.c_int
+    fork.argtypes = ()
+    return fork
 
 
 class _WNull:
@@ -208,7 +313,9 @@ def _w_subreaper() -> str | None:
             return "prctl(PR_SET_CHILD_SUBREAPER) failed (errno %d)" % ctypes.get_errno()
     except Exception as exc:  # no ctypes in this guest
         return "cannot become a child subreaper: %s" % exc
-    if not os.path.exists("/proc/self/task/%d/children" % os.getpid()):
+    global _W_CHILDREN
+    _W_CHILDREN = "/proc/self/task/%d/children" % os.getpid()
+    if not os.path.exists(_W_CHILDREN):
         return "this guest's /proc lists no children"
     return None
 
@@ -221,10 +328,23 @@ def _w_kill_descendants() -> str | None:
     of its own, each candidate in one nested in it (see ``separation.py``),
     and a signal never leaves its sender's domain, so the grader (outside)
     is spared. One pass is enough even for a fork bomb: a process with a
-    SIGKILL pending cannot complete a fork."""
-    import time
+    SIGKILL pending cannot complete a fork.
 
-    deadline = time.monotonic() + 5.0
+    Every process a candidate can leave is below the spawner (a candidate
+    cannot leave the process tree; its orphans come back here), so a
+    spawner whose ``children`` file (``_W_CHILDREN``) is empty has nothing
+    to kill: the usual case, read without raising anything (an exception
+    here would write to pages every candidate's fork shares)."""
+    try:
+        fd = os.open(_W_CHILDREN, os.O_RDONLY)
+        try:
+            if not os.read(fd, 1):
+                return None
+        finally:
+            os.close(fd)
+    except OSError:
+        pass
+    deadline = _w_monotonic() + 5.0
     while True:
         try:
             os.kill(-1, 9)
@@ -237,9 +357,9 @@ def _w_kill_descendants() -> str | None:
                 return None
             if pid == 0:
                 break
-        if time.monotonic() > deadline:
+        if _w_monotonic() > deadline:
             return "processes kept coming back"
-        time.sleep(0.0005)
+        _w_sleep(0.0005)
 
 
 class _Candidate:
@@ -256,20 +376,17 @@ class _Candidate:
     # -- time ---------------------------------------------------------------
     def run(self, fn: Any, *args: Any, **kwargs: Any) -> tuple[str, Any]:
         """``("ok", value)`` or ``(reason, message)``, under the time left."""
-        import time
-
-        _signal = __import__("_signal")
-        left = self.deadline_left - time.monotonic()
+        left = self.deadline_left - _w_monotonic()
         if self.per_check is not None:
             left = min(left, self.per_check)
         if left <= 0:
             return "timeout", "no time left in the exec budget"
         try:
-            _signal.setitimer(_signal.ITIMER_REAL, left)
+            _w_setitimer(_W_ITIMER_REAL, left)
             try:
                 value = fn(*args, **kwargs)
             finally:
-                _signal.setitimer(_signal.ITIMER_REAL, 0)
+                _w_setitimer(_W_ITIMER_REAL, 0)
         except _WAbort:
             return "timeout", "exceeded %.3gs" % left
         except MemoryError:
@@ -473,12 +590,10 @@ def _serve(conn: Any) -> NoReturn:
     comes first, straight from the grader: the spawner never holds any
     candidate's code, so no candidate of a pack can find another's."""
     cand = _Candidate(conn, None)
-    import time
-
     try:
         while True:
             req = _w_recv(conn)
-            cand.deadline_left = time.monotonic() + float(req.get("left", 0.0))
+            cand.deadline_left = _w_monotonic() + float(req.get("left", 0.0))
             cand.per_check = req.get("per_check")
             what = req["do"]
             if what == "code":
