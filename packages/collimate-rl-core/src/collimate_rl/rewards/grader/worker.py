@@ -88,9 +88,15 @@ def _worker_main() -> NoReturn:
     except Exception:
         os._exit(0)
     sys.path[:] = list(boot["path"])
-    if boot.get("env") is not None:  # the exec's environment, for every candidate
-        os.environ.clear()
-        os.environ.update(boot["env"])
+    env = boot.get("env")
+    if env is not None:  # the exec's environment, for every candidate
+        # (changed where it differs only: a twin has most of it already, and
+        # each variable set is pages copied on write)
+        for key in [k for k in os.environ if k not in env]:
+            del os.environ[key]
+        for key, value in env.items():
+            if os.environ.get(key) != value:
+                os.environ[key] = value
     if boot.get("cpus"):
         try:  # the grader's CPU (its turn's): every candidate inherits it
             os.sched_setaffinity(0, boot["cpus"])
