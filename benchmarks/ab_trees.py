@@ -17,7 +17,9 @@ new / old.
 ``--paired N`` resolves smaller differences: both sides start once (their
 own client process and backend, warmed), then take turns, N pairs (the
 order flips every pair), so both see the same seconds of the machine. A
-turn is one documented call, then 40 sequential one-shot execs with the
+turn is one call (``--call``: the documented one; ``pack128``, one pack
+of 128 on one CPU, whose time is its CPU; ``threads``, 256 ``grade``
+from 32 threads), then 40 sequential one-shot execs with the
 blocking client and 40 with the async one (each a p50). It prints the
 median of the per-pair ratios of the call's wall time and of the machine's
 busy CPU time (``/proc/stat``) during the turn, and of the two latencies.
@@ -109,8 +111,24 @@ SERVE = (
         asyncio.run(p50_async())
         print("ready", flush=True)
         for _line in sys.stdin:
+            kind = _line.strip()
             t0 = time.perf_counter()
-            res = grade_batch(client, "py", cands, spec, seeds=["ab" * 32] * 256, concurrency=16)
+            if kind == "pack128":  # one pack on one CPU: its time is its CPU
+                res = grade_batch(client, "py", cands[:128], spec, seeds=["ab" * 32] * 128,
+                                  concurrency=1, pack=128)
+            elif kind == "threads":  # 256 grade() from 32 threads, 8 each in turn
+                import threading
+                from collimate_rl import grade
+                res = [None] * 256
+                def work(at):
+                    for i in range(at, 256, 32):
+                        res[i] = grade(client, "py", cands[i], spec, seed="ab" * 32)
+                pool = [threading.Thread(target=work, args=(at,)) for at in range(32)]
+                for t in pool: t.start()
+                for t in pool: t.join()
+            else:
+                res = grade_batch(client, "py", cands, spec, seeds=["ab" * 32] * 256,
+                                  concurrency=16)
             dt = time.perf_counter() - t0
             print(json.dumps({"seconds": dt, "rewards": [r.reward for r in res],
                               "p50_s": p50_blocking(client),
@@ -144,7 +162,7 @@ def paired(args: argparse.Namespace) -> None:
                 proc = procs[name]
                 assert proc.stdin is not None and proc.stdout is not None
                 before = machine_busy_seconds()
-                proc.stdin.write("go\n")
+                proc.stdin.write(args.call + "\n")
                 proc.stdin.flush()
                 got = json.loads(proc.stdout.readline())
                 cpu[name].append(machine_busy_seconds() - before)
@@ -153,14 +171,14 @@ def paired(args: argparse.Namespace) -> None:
                 async_p50[name].append(float(got["async_p50_s"]))
                 rewards.append(got["rewards"])
             rates = " ".join(
-                f"{n} {256 / wall[n][-1]:.0f}/s p50 {1000 * p50[n][-1]:.2f}/"
+                f"{n} {1000 * wall[n][-1]:.1f} ms p50 {1000 * p50[n][-1]:.2f}/"
                 f"{1000 * async_p50[n][-1]:.2f} ms"
                 for n in ("old", "new")
             )
             print(f"pair {i + 1}: {rates}", flush=True)
         assert all(r == rewards[0] for r in rewards), "the two sides' rewards differ"
         for label, data in (
-            ("documented call, wall", wall),
+            (f"{args.call} call, wall", wall),
             ("turn, machine busy CPU", cpu),
             ("one-shot p50, blocking", p50),
             ("one-shot p50, async", async_p50),
@@ -196,6 +214,13 @@ def main() -> None:
     ap.add_argument("--new", type=Path, default=HERE.parent, help="default: this checkout")
     ap.add_argument("--rounds", type=int, default=3)
     ap.add_argument("--paired", type=int, default=0, help="N pairs of calls, both sides live")
+    ap.add_argument(
+        "--call",
+        choices=("documented", "pack128", "threads"),
+        default="documented",
+        help="--paired: the documented call, one pack of 128 on one CPU "
+        "(pack=128, concurrency=1), or 256 grade() from 32 threads",
+    )
     args = ap.parse_args()
     if args.paired:
         paired(args)
