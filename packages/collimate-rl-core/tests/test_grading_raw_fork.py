@@ -1,7 +1,9 @@
 """The spawner's fork (``rewards/grader/worker.py``: ``_w_raw_fork``) on its
 own, in fresh interpreters of this machine: where libc's ``fork`` stands in
-for ``os.fork``, and that a process it forked is a whole Python process.
-(End to end, through packs of a real backend: ``test_grading_pack.py``.)
+for ``os.fork``, and that a process it forked is a whole Python process;
+and the seeds each candidate's process starts from (``_WSeeds``) with
+either fork. (End to end, through packs of a real backend:
+``test_grading_pack.py``.)
 
 A candidate's process forked by libc skips the interpreter's fork
 handlers, so the spawner only does it where they have nothing to do: one
@@ -120,3 +122,41 @@ def test_a_process_forked_by_libc_is_a_whole_python_process() -> None:
         "pool": True,
         "os.fork": True,  # a fork of its own is re-seeded by random's hook
     }
+
+
+@pytest.mark.parametrize("inherit", [False, True], ids=["os.fork", "libc-fork"])
+def test_each_seed_sets_the_environment_and_random_state_a_lone_exec_has(
+    inherit: bool, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """``_WSeeds``: after ``os.fork`` the child is handed the state to set
+    (``random``'s hook re-seeds it first); after libc's fork the spawner's
+    own ``random`` holds it. Either way the state is ``Random(seed)``'s and
+    ``COLLIMATE_SEED`` is the seed, or the exec's own for ``-``."""
+    import os
+    import random
+    import types
+
+    from collimate_rl.rewards.grader.worker import _WSeeds
+
+    monkeypatch.setenv("COLLIMATE_SEED", "own")
+    set_in_spawner: list[object] = []
+    fake = types.SimpleNamespace(Random=random.Random, setstate=set_in_spawner.append)
+    own_state = random.Random(7).getstate()
+    seeds = _WSeeds(fake, own_state, inherit)
+    a, b = "ab" * 32, "cd" * 32
+    for seed, env, state in (
+        (a, a, random.Random(int(a, 16)).getstate()),
+        (b, b, random.Random(int(b, 16)).getstate()),
+        ("-", "own", own_state),
+        (a, a, random.Random(int(a, 16)).getstate()),
+    ):
+        given = seeds.take(seed.encode())
+        assert os.environ["COLLIMATE_SEED"] == env
+        if inherit:
+            assert given is None and set_in_spawner.pop() == state
+        else:
+            assert given == state and not set_in_spawner
+    monkeypatch.delenv("COLLIMATE_SEED")
+    none = _WSeeds(fake, None, inherit)
+    assert none.take(b"-") is None and none.unseeded  # (the child seeds afresh)
+    assert "COLLIMATE_SEED" not in os.environ
