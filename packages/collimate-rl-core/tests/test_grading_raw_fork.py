@@ -160,3 +160,34 @@ def test_each_seed_sets_the_environment_and_random_state_a_lone_exec_has(
     none = _WSeeds(fake, None, inherit)
     assert none.take(b"-") is None and none.unseeded  # (the child seeds afresh)
     assert "COLLIMATE_SEED" not in os.environ
+
+
+def test_a_seed_the_spawner_cannot_read_ends_only_its_candidates_process(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    """A malformed seed (the SDK sends none: it checks them) fails in
+    ``_WSeeds.take``; the spawner turns that into a candidate's process
+    that ends at once, as when the child parsed its own seed, and serves
+    the next candidate as usual."""
+    import time
+
+    from collimate_rl.rewards.grader import budget, kinds, remote
+
+    # (the runtime the SDK ships sets this; imported as a package, it is unset)
+    monkeypatch.setattr(remote, "_WORKER_SOURCE", worker_source(), raising=False)
+    code = compile("def solve(x):\n    return x + 1\n", "c.py", "exec")
+    spawner = remote._Spawner([code, code], False, None)
+    cfg = {"budget": 20.0, "test_timeout": 5.0, "entry": "solve", "module": "c", "path": "c.py"}
+    calls: list[object] = [([1], {}), ([2], {})]
+    try:
+        assert spawner.broken is None
+        bad = kinds._value_results(
+            cfg, lambda: spawner.fork(0, "not-hex"), budget._Budget(cfg, time.monotonic()), calls
+        )
+        assert bad.missing is not None and not bad.checks
+        good = kinds._value_results(
+            cfg, lambda: spawner.fork(1, "ab" * 32), budget._Budget(cfg, time.monotonic()), calls
+        )
+        assert good.load is None and good.get(0) == ("ok", 2) and good.get(1) == ("ok", 3)
+    finally:
+        spawner.close()

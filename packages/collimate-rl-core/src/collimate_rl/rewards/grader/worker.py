@@ -156,13 +156,18 @@ def _worker_main() -> NoReturn:
         if msg[:2] == b"f " and fd is not None:
             seed = msg[msg.rindex(b" ") + 1 :]
             if seed != given:
-                given, state = seed, seeds.take(seed)
+                try:
+                    given, state = seed, seeds.take(seed)
+                except Exception:  # (not a seed: its candidate's process ends at once)
+                    given, state = seed, _WSeeds
             pid = fork()
             if pid < 0:
                 raise OSError("fork failed")  # (as os.fork would: the spawner is gone)
             if pid == 0:
                 try:
                     sock.close()
+                    if state is _WSeeds:
+                        os._exit(0)
                     if state is not None:
                         random.setstate(state)
                     elif raw_fork is not None and seeds.unseeded:
