@@ -1,4 +1,4 @@
-"""The spawner's fork (``rewards/grader/worker.py``: ``_w_raw_fork``) on its
+"""The spawner's fork (``rewards/grader/spawning.py``: ``_w_raw_fork``) on its
 own, in fresh interpreters of this machine: where libc's ``fork`` stands in
 for ``os.fork``, and that a process it forked is a whole Python process;
 and the seeds each candidate's process starts from (``_WSeeds``) with
@@ -136,7 +136,7 @@ def test_each_seed_sets_the_environment_and_random_state_a_lone_exec_has(
     import random
     import types
 
-    from collimate_rl.rewards.grader.worker import _WSeeds
+    from collimate_rl.rewards.grader.spawning import _WSeeds
 
     monkeypatch.setenv("COLLIMATE_SEED", "own")
     set_in_spawner: list[object] = []

@@ -78,4 +78,4 @@ PARTS = (
 )
 
 #: The candidate's side, shipped on its own (see :mod:`.worker`), in this order.
-WORKER_PARTS = ("separation", "worker")
+WORKER_PARTS = ("separation", "spawning", "worker")

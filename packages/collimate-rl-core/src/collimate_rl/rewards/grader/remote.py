@@ -90,7 +90,7 @@ def _worker_source() -> str:
         return str(text)
     here = os.path.dirname(os.path.abspath(__file__))
     text = ""
-    for part in ("separation", "worker"):  # (``WORKER_PARTS``; their imports of each other dropped)
+    for part in ("separation", "spawning", "worker"):  # (``WORKER_PARTS``, less their imports)
         with open(os.path.join(here, part + ".py")) as fh:
             text += "".join(line for line in fh if not line.startswith("from ."))
     return text + '\nif __name__ != "__collimate_preload__":\n    _worker_main()\n'

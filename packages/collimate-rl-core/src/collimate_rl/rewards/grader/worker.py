@@ -14,7 +14,8 @@ run the program on an input. Only plain builtin data crosses: anything else
 stays here and the grader gets a handle to it.
 
 Messages on every socket are a 4-byte big-endian length and a marshal dump.
-It is shipped on its own, with :mod:`.separation` only (``WORKER_PARTS``).
+It is shipped on its own, with :mod:`.separation` and :mod:`.spawning`
+only (``WORKER_PARTS``).
 """
 
 # The guest may run Python 3.8 with nothing imported beyond its preload:
@@ -29,6 +30,7 @@ from time import monotonic as _w_monotonic
 from time import sleep as _w_sleep
 
 from .separation import _w_separator
+from .spawning import _w_raw_fork, _WSeeds
 
 TYPE_CHECKING = False
 if TYPE_CHECKING:  # pragma: no cover - typing only, never imported in the guest
@@ -37,6 +39,7 @@ if TYPE_CHECKING:  # pragma: no cover - typing only, never imported in the guest
 _W_MSG = 160
 _W_REPR = 1 << 12
 _W_FD = 4  # a file descriptor in SCM_RIGHTS data: a C int
+_W_BAD_SEED = object()  # a seed ``_WSeeds`` cannot read: its candidate's process ends at once
 _W_CHILDREN = ""  # the spawner's /proc children list (set by ``_w_subreaper``)
 # (bound once: a candidate's process looks up nothing per call; ``_signal``,
 # not ``signal``: its enums cost a fresh interpreter ~5 ms)
@@ -159,14 +162,14 @@ def _worker_main() -> NoReturn:
                 try:
                     given, state = seed, seeds.take(seed)
                 except Exception:  # (not a seed: its candidate's process ends at once)
-                    given, state = seed, _WSeeds
+                    given, state = seed, _W_BAD_SEED
             pid = fork()
             if pid < 0:
                 raise OSError("fork failed")  # (as os.fork would: the spawner is gone)
             if pid == 0:
                 try:
                     sock.close()
-                    if state is _WSeeds:
+                    if state is _W_BAD_SEED:
                         os._exit(0)
                     if state is not None:
                         random.setstate(state)
@@ -195,93 +198,6 @@ def _worker_main() -> NoReturn:
         elif fd is not None:
             close(fd)
     os._exit(0)
-
-
-class _WSeeds:
-    """What a candidate's process starts from, by the seed of its item
-    (hex, or ``-``: the exec's own): ``COLLIMATE_SEED`` in its environment
-    and the state of ``random``, as the backend seeds a lone exec.
-
-    The spawner sets the environment itself, once per seed (the candidates
-    of a GRPO group share theirs), and each candidate inherits it: set in
-    every candidate's process instead, it cost each one about 60 pages
-    copied on write (``os.environ`` and the C environment it mirrors).
-    After ``os.fork`` ``random`` is re-seeded (its own at-fork hook), so each
-    candidate's process sets the state made here (a state made once costs
-    it fewer pages than seeding). After a raw fork (``_w_raw_fork``) no hook
-    runs: the spawner's own ``random`` holds the state, and each candidate's
-    process inherits it as it is."""
-
-    def __init__(self, random: Any, own_state: Any, inherit: bool) -> None:
-        self.random = random
-        self.own_env = os.environ.get("COLLIMATE_SEED")
-        self.own_state = own_state
-        self.inherit = inherit
-        self.unseeded = False  # (the last seed gave no state: a fresh one each)
-
-    def take(self, seed: bytes) -> Any:
-        """Make the spawner's environment and ``random`` what the candidate
-        of ``seed`` must find; the ``random`` state its process must set
-        (None: nothing to set)."""
-        if seed == b"-":
-            text, state = self.own_env, self.own_state
-        else:
-            text = seed.decode("ascii")
-            state = self.random.Random(int(text, 16)).getstate()
-        if text is None:
-            os.environ.pop("COLLIMATE_SEED", None)
-        else:
-            os.environ["COLLIMATE_SEED"] = text
-        self.unseeded = state is None
-        if self.inherit and state is not None:
-            self.random.setstate(state)
-            return None
-        return state
-
-
-#: Modules that register at-fork hooks (``os.register_at_fork``) in the
-#: standard library of Python 3.8 to 3.13 (``random``'s is handled by _WSeeds).
-_W_HOOKED = ("threading", "logging", "concurrent", "asyncio")
-
-
-def _w_raw_fork() -> Any:
-    """libc's ``fork``, called with the interpreter's lock held, for a
-    spawner where it does what ``os.fork`` does (else None).
-
-    ``os.fork`` runs the interpreter's fork handlers in the child: it
-    re-initialises the runtime's locks and thread states and runs the
-    at-fork hooks; in a candidate's process that cost about 60 pages
-    copied on write, a quarter of all it copies. For a process with one
-    thread and no hook but ``random``'s, none of it has anything to do: no
-    other thread held a lock or has a state to drop. So where the spawner
-    is such a process (one task, a GIL, only standard modules and these
-    ones, none of ``_W_HOOKED``), its candidates are forked by libc, and
-    ``random`` is seeded as ``_WSeeds`` says; anywhere else, by ``os.fork``."""
-    if not sys.platform.startswith("linux"):
-        return None
-    gil = getattr(sys, "_is_gil_enabled", None)
-    standard = getattr(sys, "stdlib_module_names", None)
-    if (gil is not None and not gil()) or not standard:
-        return None
-    try:
-        if len(os.listdir("/proc/self/task")) != 1:
-            return None
-    except OSError:
-        return None
-    ours = ("__main__", "collimate_rl", __name__.partition(".")[0])
-    for name in list(sys.modules):
-        top = name.partition(".")[0]
-        if top in _W_HOOKED or (top not in standard and top not in ours):
-            return None
-    try:
-        import ctypes
-
-        fork = ctypes.PyDLL(None).fork
-    except Exception:
-        return None
-    fork.restype = ctypes.c_int
-    fork.argtypes = ()
-    return fork
 
 
 class _WNull:
