@@ -63,12 +63,10 @@ _GRANDPARENT = (
 )
 #: hostile kinds: each a stdio program, then a wrong answer where it gets there
 HOSTILE: dict[str, str] = {
-    "stops_the_grader": _GRANDPARENT
-    + "for pid in (os.getppid(), _up(os.getppid())):\n"
+    "stops_the_grader": _GRANDPARENT + "for pid in (os.getppid(), _up(os.getppid())):\n"
     "    try:\n        os.kill(pid, signal.SIGSTOP)\n    except OSError:\n        pass\n",
     "kills_everything": "try:\n    os.kill(-1, signal.SIGKILL)\nexcept OSError:\n    pass\n",
-    "slows_and_limits_the_grader": _GRANDPARENT
-    + "import resource\n"
+    "slows_and_limits_the_grader": _GRANDPARENT + "import resource\n"
     "for pid in (os.getppid(), _up(os.getppid())):\n"
     "    for act in (lambda: os.setpriority(os.PRIO_PROCESS, pid, 19),\n"
     "                lambda: os.sched_setaffinity(pid, {0}),\n"
@@ -264,27 +262,39 @@ def open_fds(pid: int) -> int:
         return 0
 
 
+def own_client_pass(url: str, count: int, concurrency: int, **kind: bool) -> Pass:
+    """:func:`run_pass` on a client of its own, closed at the pass's end. A
+    pass keeps as many connections as it had requests at once, and a
+    hostile one has more at once (re-packed and lone grades): left open,
+    they would count as the server's fds at its end."""
+    with CollimateClient(url, timeout=60) as client:
+        return run_pass(client, count, concurrency, **kind)
+
+
 def run_hostile_soak(grades: int, concurrency: int) -> HostileSoakReport:
     report = HostileSoakReport(concurrency=concurrency)
     server, url = serve_process()
     seen: dict[int, int] = {}
     try:
+        # (the observer's one connection stays open throughout: in every count alike)
         with CollimateClient(url, timeout=60) as client:
-            run_pass(client, min(200, grades), concurrency, hostile=False)  # warm-up
-            report.clean = run_pass(client, grades, concurrency, hostile=False)
+            own_client_pass(url, min(200, grades), concurrency, hostile=False)  # warm-up
+            report.clean = own_client_pass(url, grades, concurrency, hostile=False)
             settle(client)
             report.processes_clean_end = len(descendants(server.pid))
             report.clones_clean_end = clones(server.pid)
             report.fds_clean_end = open_fds(server.pid)
             report.rss_clean_end_mib = rss_mib(server.pid)
-            report.mixed = run_pass(client, grades, concurrency, hostile=True)
+            report.mixed = own_client_pass(url, grades, concurrency, hostile=True)
             settle(client)
             seen.update(descendants(server.pid))
             report.processes_end = len(descendants(server.pid))
             report.clones_end = clones(server.pid)
             report.fds_end = open_fds(server.pid)
             report.rss_end_mib = rss_mib(server.pid)
-            report.hostile_alone = run_pass(client, grades, concurrency, hostile=True, honest=False)
+            report.hostile_alone = own_client_pass(
+                url, grades, concurrency, hostile=True, honest=False
+            )
             settle(client)
     finally:
         stop_process(server)
