@@ -6,6 +6,11 @@ is built, on one local backend with one run slot:
 
 * each vehicle running ``pass``: a one-shot exec (a fresh clone, then its
   wipe), an exec in a kept session, a cell of a kept kernel;
+* a *feeder*: an exec in a kept session that hands 16 KB to a process
+  left running in that session (over an abstract unix socket) and prints
+  the 2 KB it answers. This is what a pack would cost if a grader
+  outlived its packs in the session, each pack's exec only carrying the
+  pack to it and its verdicts back;
 * ``grade_batch`` packs of 2, 8 and 32 of the same candidate
   (``pack=N``): the cost a candidate, and the fixed cost a pack (the line
   through the three, at zero candidates).
@@ -33,6 +38,37 @@ from collimate_rl import CollimateClient, Sandbox, grade_batch
 from collimate_rl.local_backend import LocalCollimateBackend
 
 PACK_SIZES = (2, 8, 32)
+
+#: Started once in the kept session: a process that outlives the exec
+#: (double fork, its own session) and answers every connection.
+LISTENER = r"""
+import os, socket
+listener = socket.socket(socket.AF_UNIX, socket.SOCK_STREAM)
+listener.bind(b"\0bench-pack-vehicles")
+listener.listen(8)
+if os.fork() == 0:
+    os.setsid()
+    if os.fork() == 0:
+        while True:
+            conn, _ = listener.accept()
+            size = int.from_bytes(conn.recv(4), "big")
+            got = 0
+            while got < size:
+                got += len(conn.recv(size - got))
+            conn.sendall(b"v" * 2048)
+            conn.close()
+    os._exit(0)
+"""
+FEEDER = r"""
+import socket
+conn = socket.socket(socket.AF_UNIX, socket.SOCK_STREAM)
+conn.connect(b"\0bench-pack-vehicles")
+conn.sendall((16384).to_bytes(4, "big") + b"p" * 16384)
+answer = b""
+while chunk := conn.recv(65536):
+    answer += chunk
+print(len(answer))
+"""
 
 
 def cost_ms(client: CollimateClient, calls: int, call: Callable[[], object]) -> tuple[float, float]:
@@ -69,11 +105,15 @@ def main() -> None:
         with Sandbox("py", client=c) as box:
             kernel = box.kernel()
             kernel.run("x = 1")
+            box.exec(LISTENER)
+            if box.exec(FEEDER).stdout.strip() != "2048":
+                raise SystemExit("the feeder did not reach the process left in the session")
             # name -> (call, calls a round, pack size or 0)
             vehicles: dict[str, tuple[Callable[[], object], int, int]] = {
                 "one-shot exec": (lambda: c.exec_once("py", code="pass"), args.calls, 0),
                 "exec in a kept session": (lambda: box.exec("pass"), args.calls, 0),
                 "cell of a kept kernel": (lambda: kernel.run("pass"), args.calls, 0),
+                "feeder in a kept session": (lambda: box.exec(FEEDER), args.calls, 0),
             }
             for size in PACK_SIZES:
                 candidates = [VARIANTS[0]] * size
@@ -89,7 +129,7 @@ def main() -> None:
                 for name, (call, calls, size) in vehicles.items():
                     guest, wall = cost_ms(c, calls, call)
                     seen.setdefault(name, []).append((guest, wall))
-                    print(f"round {r + 1}: {name:24} guest {guest:6.1f} ms  wall {wall:6.1f} ms")
+                    print(f"round {r + 1}: {name:26} guest {guest:6.1f} ms  wall {wall:6.1f} ms")
                     if size:
                         packs[size] = guest
                 fixed_ms, per_ms = fixed_and_per_candidate(packs)
@@ -106,7 +146,7 @@ def main() -> None:
         guest = statistics.median(g for g, _ in rounds)
         wall = statistics.median(w for _, w in rounds)
         figures[name] = {"guest_ms": round(guest, 2), "wall_ms": round(wall, 2)}
-        print(f"  {name:24} guest {guest:6.1f} ms  wall {wall:6.1f} ms")
+        print(f"  {name:26} guest {guest:6.1f} ms  wall {wall:6.1f} ms")
     figures["pack_fixed_ms"] = round(statistics.median(fixed), 2)
     figures["pack_per_candidate_ms"] = round(statistics.median(each), 2)
     print(
