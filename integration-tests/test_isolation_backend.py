@@ -172,11 +172,13 @@ def test_bombs_end_cleanly_while_the_server_and_a_neighbour_carry_on(
         with concurrent.futures.ThreadPoolExecutor(len(bombs)) as pool:
             # (3 s each; the memory bomb must end in MemoryError and the
             # output bomb finish its 100 MiB, not time out, however loaded
-            # the machine (beside a fork bomb, in a CI run): they get longer)
+            # the machine: they get longer. The output bomb takes well under
+            # a second alone, but beside this fork bomb and a CI run's other
+            # workers it once took more than 20 s, so it gets 60: a drain
+            # that stopped would still block it until then)
+            longer = {"memory": 20, "output": 60}
             futures = {
-                name: pool.submit(
-                    exec_once, http, "tight", code, 20 if name in ("memory", "output") else 3
-                )
+                name: pool.submit(exec_once, http, "tight", code, longer.get(name, 3))
                 for name, code in bombs.items()
             }
             # the neighbour keeps working while the bombs go off
