@@ -29,9 +29,12 @@ import marshal
 import os
 import signal
 import socket
-from typing import NoReturn
 
 from .kernel import die_with_parent, make_dumpable, set_process_name
+
+TYPE_CHECKING = False
+if TYPE_CHECKING:  # never at run time: the zygote stays free of the typing module
+    from typing import NoReturn
 
 ENV = "COLLIMATE_CLEAN_TWIN"
 #: ``<fd>`` of one byte shared by the zygote and everything forked from it
