@@ -27,12 +27,11 @@ ZYGOTE_ENTRY = Path(engine.__file__).with_name("_zygote.py")
 LOAD = textwrap.dedent(
     """
     import importlib.util, json, sys
-    before = set(sys.modules)
     spec = importlib.util.spec_from_file_location("_collimate_zygote_entry", sys.argv[1])
     entry = importlib.util.module_from_spec(spec)
     spec.loader.exec_module(entry)
     entry.load_guest()
-    print(json.dumps(sorted(set(sys.modules) - before)))
+    print(json.dumps(sorted(sys.modules)))
     """
 )
 
@@ -41,6 +40,9 @@ ANNOTATIONS_ONLY = ("typing", "typing_extensions")
 
 
 def guest_imports() -> list[str]:
+    """Every module of a fresh interpreter that has loaded the guest
+    package (the loader's own ``importlib.util`` and ``json`` included:
+    neither imports ``typing``)."""
     out = subprocess.run(
         [sys.executable, "-I", "-S", "-c", LOAD, str(ZYGOTE_ENTRY)],
         capture_output=True,
