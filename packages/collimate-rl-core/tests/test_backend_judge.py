@@ -158,6 +158,56 @@ def test_a_checker_that_fails_is_an_infra_error(client: CollimateClient, source:
     assert "infra_error" in result and "reward" not in result, result
 
 
+#: A testlib checker that accepts numbers summing to the answer, and
+#: aborts on a word (where a sound one would say 2, presentation error).
+CHECKER_FRAGILE = r"""
+#include <bits/stdc++.h>
+int main(int argc, char** argv) {
+    std::ifstream out(argv[2]), ans(argv[3]);
+    long long want, sum = 0;
+    std::string w;
+    if (!(ans >> want)) return 3;
+    while (out >> w) {
+        if (!isdigit((unsigned char)w[0])) abort();
+        sum += std::stoll(w);
+    }
+    return sum == want ? 0 : 1;
+}
+"""
+#: Two words, not numbers: CHECKER_OPENR1's int() fails on them.
+CPP_WORDS = '#include <cstdio>\nint main(){ puts("x y"); }'
+
+
+@pytest.mark.parametrize("protocol", ["openr1", "testlib"])
+def test_a_checker_broken_by_the_programs_output_is_the_programs_wrong_answer(
+    client: CollimateClient, protocol: str
+) -> None:
+    """A checker that crashes on what the program printed, but accepts the
+    expected answer, was broken by that output: the program's 0.0, never an
+    infra error (a policy would learn to print what crashes checkers)."""
+    need("cpp")
+    if protocol == "openr1":
+        checker = {"protocol": "openr1", "language": "python", "source": CHECKER_OPENR1}
+    else:
+        checker = {"protocol": "testlib", "language": "cpp", "source": CHECKER_FRAGILE}
+    words, right = judge(client, [CPP_WORDS, CPP_SPLIT], checker=checker)
+    assert (words.get("reward"), words.get("verdict")) == (0.0, "wrong_answer"), words
+    assert right["reward"] == 1.0, right
+
+
+def test_a_go_program_without_a_package_clause_is_its_compile_error(
+    client: CollimateClient,
+) -> None:
+    """The candidate's source decides whether Go has a package to build:
+    its failure, never the judge's."""
+    need("go")
+    tests = "func main() {\n}\n"
+    problem = {"language": "go", "program": {"tests": tests, "prompt": None}}
+    source = "func three() int { return 3 }\n"
+    (result,) = client.judge([problem], [{"problem": 0, "source": source}])["results"]
+    assert (result.get("reward"), result.get("verdict")) == (0.0, "compile_error"), result
+
+
 def test_test_programs_without_a_main_are_the_judges_failure(client: CollimateClient) -> None:
     """Tests with no ``main`` to guard cannot tell an early exit from a
     pass: an infra error (the request's), never a reward."""

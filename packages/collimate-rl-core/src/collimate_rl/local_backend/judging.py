@@ -23,8 +23,10 @@ files: testlib's protocol (``checker input output answer``: exit 0
 accepted, 1 wrong answer, 2 presentation error, 7 points with the score on
 its output) or open-r1's (``checker input answer output``, accepted when it
 prints ``1`` or ``100``). A checker that fails (crashes, exits 3, answers
-nonsense) is the judge's failure: the candidate gets an infra error, never
-a 0.0.
+nonsense) on a program's output is given the expected answer as the
+output: if it accepts that, the program's output is what broke it, and the
+test is the program's ``wrong_answer``; if it fails on the answer too, the
+checker is broken: the candidate gets an infra error, never a 0.0.
 
 Verdicts per test: ``accepted``, ``wrong_answer``, ``runtime_error``,
 ``time_limit``, ``memory_limit``, ``output_limit``; ``compile_error`` for
@@ -45,6 +47,7 @@ from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any, Final
 
+from .compile_cache import Build
 from .language_runs import (
     LanguageInfraError,
     LanguageRuns,
@@ -362,17 +365,50 @@ async def _check(
     build = await languages.build(tc, checker.source, {}, COMPILE_CPU_S)
     if build.verdict != "ok":
         raise _JudgeFailed(f"the checker did not compile: {_b64_text(build.output)[-300:]}")
-    b64 = _b64
+    outputs = {i: records[i].stdout for i in pending}
+    verdicts: dict[int, tuple[str, float]] = {}
+    failed: dict[int, _JudgeFailed] = {}
+    for i, outcome in (await _run_checker(languages, problem, tc, build, outputs)).items():
+        if isinstance(outcome, _JudgeFailed):
+            failed[i] = outcome
+        else:
+            verdicts[i] = outcome
+    if failed:
+        # Whose failure: the checker's on this program's output, or the
+        # checker's own? Given the expected answer as the output, a working
+        # checker gives a verdict (whatever it is); then what broke it was
+        # the program's output (its wrong answer). One that fails on the
+        # answer too is broken.
+        answers = {i: problem.outputs[i] for i in failed}
+        again = await _run_checker(languages, problem, tc, build, answers)
+        for i, exc in failed.items():
+            if isinstance(again[i], _JudgeFailed):
+                raise exc
+            verdicts[i] = ("wrong_answer", 0.0)
+    return verdicts
+
+
+async def _run_checker(
+    languages: LanguageRuns,
+    problem: JudgeProblem,
+    tc: Toolchain,
+    build: Build,
+    outputs: Mapping[int, bytes],
+) -> dict[int, tuple[str, float] | _JudgeFailed]:
+    """The checker on each test of ``outputs`` (test -> the output it
+    judges): its verdict, or how it failed."""
+    checker = problem.checker
+    assert checker is not None
     if checker.protocol == "testlib":  # checker input output answer
         order = ("input", "output", "answer")
     else:  # open-r1: checker input correct_output solution_output
         order = ("input", "answer", "output")
     runs = []
-    for i in pending:
+    for i, output in outputs.items():
         files = {
-            "input": b64(problem.inputs[i]),
-            "output": b64(records[i].stdout),
-            "answer": b64(problem.outputs[i]),
+            "input": _b64(problem.inputs[i]),
+            "output": _b64(output),
+            "answer": _b64(problem.outputs[i]),
         }
         runs.append(RunInput(b"", files, order))
     results = await languages.run(
@@ -384,10 +420,13 @@ async def _check(
         memory_bytes=1 << 30,
         output_bytes=1 << 20,
     )
-    verdicts: dict[int, tuple[str, float]] = {}
-    for i, record in zip(pending, results, strict=True):
-        verdicts[i] = _checker_verdict(checker.protocol, record)
-    return verdicts
+    found: dict[int, tuple[str, float] | _JudgeFailed] = {}
+    for i, record in zip(outputs, results, strict=True):
+        try:
+            found[i] = _checker_verdict(checker.protocol, record)
+        except _JudgeFailed as exc:
+            found[i] = exc
+    return found
 
 
 def _checker_verdict(protocol: str, record: RunRecord) -> tuple[str, float]:
@@ -440,7 +479,7 @@ async def _judge_program(
             tc, source, program.tests, program.prompt, typecheck=program.typecheck
         )
     except ProgramRejected as exc:
-        return _summary(problem, ["wrong_answer"], [0.0], no_compile, [], note=str(exc))
+        return _summary(problem, [exc.verdict], [0.0], no_compile, [], note=str(exc))
     except ProgramUnusable as exc:
         raise _JudgeFailed(str(exc)) from exc
     tc = assembly.toolchain

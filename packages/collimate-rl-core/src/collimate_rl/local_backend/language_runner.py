@@ -8,10 +8,19 @@ a warm interpreter inside the clone's isolation and does one of two things:
 * ``compile``: write the source (and the request's files) into a fresh
   directory, run the toolchain's compile command there, and answer the
   compiler's verdict with what it built (every file under ``build/``);
-* ``run``: put a build back (or the source, for a language without a
-  compile step), then run the program once per input, each time in a fresh
-  process with only that input on fd 0, stdout and stderr each to a file of
-  their own, and answer one record per run.
+* ``run``: run the program once per input, each time in a fresh process
+  in a directory of its own laid out afresh (the request's files, the
+  build or the source, that input's files), with only that input on fd 0,
+  stdout and stderr each to a file the runner holds open, and answer one
+  record per run.
+
+Each process a step starts is kept apart from the runner (``_confine``,
+with :mod:`..rewards.grader.separation`'s domain and filter, which this
+file is shipped with): it cannot signal, stop or trace the runner, nor
+lower its own priority. What a run does to what it was given (its binary,
+its directory, the disk) reaches no later run: each is laid out anew, and
+a run that cannot be set up once the program has run is the program's
+failure, never the server's (``_setup_failed``).
 
 A request's ``files`` and ``fetch_files`` name paths as SandboxFusion does:
 a relative name is in the run's directory (the program's working
@@ -63,6 +72,19 @@ import signal
 import sys
 import time
 
+# Shipped joined after separation.py (``language_runs.runner_source``): these
+# lines are left out then, and its names are this module's.
+from ..rewards.grader.separation import (
+    _W_LANDLOCK_CREATE,
+    _W_LANDLOCK_MIN_ABI,
+    _W_LANDLOCK_VERSION,
+    _W_RET_ALLOW,
+    _W_RET_EPERM,
+    _W_SECCOMP,
+    _w_insn,
+    _w_separator,
+)
+
 TYPE_CHECKING = False
 if TYPE_CHECKING:  # never at run time: the guest imports nothing it need not
     from typing import Any
@@ -90,14 +112,6 @@ def _emit(record: dict[str, Any]) -> None:
 
 def _b64(data: bytes) -> str:
     return base64.b64encode(data).decode()
-
-
-def _read(path: str, cap: int) -> bytes:
-    try:
-        with open(path, "rb") as fh:
-            return fh.read(cap)
-    except OSError:
-        return b""
 
 
 def _prctl(option: int, value: int) -> None:
@@ -257,20 +271,25 @@ def _write_files(root: str, files: dict[str, Any]) -> None:
         write_file(root, path, base64.b64decode(content), 0o755 if executable else 0o644)
 
 
-def _collect(root: str) -> dict[str, Any]:
+def _collect(root: str, cap: int) -> dict[str, Any] | None:
     """Every regular file under ``root`` (a build), base64, relative names,
-    ``*`` after the executable ones (a symlink is not followed: left out)."""
+    ``*`` after the executable ones (a symlink is not followed: left out);
+    None when they add up to more than ``cap`` bytes."""
     found = {}
+    left = cap
     for top, _dirs, names in os.walk(root):
         for name in names:
             path = os.path.join(top, name)
             rel = os.path.relpath(path, root)
-            mode = os.lstat(path).st_mode
-            if mode & _FMT != _REG:
+            st = os.lstat(path)
+            if st.st_mode & _FMT != _REG:
                 continue
+            left -= st.st_size
+            if left < 0:
+                return None
             fd = os.open(path, os.O_RDONLY | os.O_NOFOLLOW | os.O_CLOEXEC)
             with os.fdopen(fd, "rb") as fh:
-                found[rel + ("*" if mode & 0o111 else "")] = _b64(fh.read())
+                found[rel + ("*" if st.st_mode & 0o111 else "")] = _b64(fh.read(st.st_size + 1))
     return found
 
 
@@ -302,9 +321,9 @@ def _warm_go_cache(env: dict[str, Any]) -> None:
             shutil.rmtree(cache, ignore_errors=True)
 
 
-def _size(path: str) -> int:
+def _size(fd: int) -> int:
     try:
-        return os.stat(path).st_size
+        return os.fstat(fd).st_size
     except OSError:
         return 0
 
@@ -361,13 +380,80 @@ class _StartFailed(Exception):
     """The program could not be started (the runner's failure, not its)."""
 
 
+#: Scheduling calls refused outright to a run's processes (any target, their
+#: own included): setpriority, sched_setparam, sched_setscheduler,
+#: sched_setattr. A program that lowered its own priority would wait for a
+#: CPU behind its busy siblings until the wall-time backstop, and be taken
+#: for one the machine starved (the server's failure, not the program's).
+_SCHED_CALLS = (141, 142, 144, 314)
+
+
+def _sched_filter() -> bytes:
+    """The classic BPF program refusing ``_SCHED_CALLS`` (x86_64 only, as
+    ``separation``'s filter, which this one is stacked on)."""
+    ld, jeq, ret = 0x20, 0x15, 0x06
+    out = [_w_insn(ld, 0, 0, 0)]  # nr (the arch is checked by the filter below it)
+    for nr in _SCHED_CALLS:
+        out.append(_w_insn(jeq, 0, 1, nr))
+        out.append(_w_insn(ret, 0, 0, _W_RET_EPERM))
+    out.append(_w_insn(ret, 0, 0, _W_RET_ALLOW))
+    return b"".join(out)
+
+
+def confinement() -> str | None:
+    """None when this kernel can confine a run (a scoped Landlock domain,
+    see ``separation``), else why not. Asked once, in the runner."""
+    if not sys.platform.startswith("linux") or os.uname().machine != "x86_64":
+        return "not Linux on x86_64"
+    try:
+        import ctypes
+
+        abi = ctypes.CDLL(None, use_errno=True).syscall(
+            _W_LANDLOCK_CREATE, None, 0, _W_LANDLOCK_VERSION
+        )
+    except Exception as exc:  # a guest without ctypes
+        return "no ctypes: %s" % exc
+    if abi < _W_LANDLOCK_MIN_ABI:
+        return "this kernel's Landlock (ABI %d) cannot scope signals" % abi
+    return None
+
+
+def _confine() -> None:
+    """Put this (forked, not yet exec'd) process apart from the runner: a
+    Landlock domain of its own, scoped, so that nothing it runs can signal,
+    stop or trace the runner (or anything else outside it); the
+    candidates' seccomp filter, and one more refusing ``_SCHED_CALLS``;
+    first to go when memory runs out. Raises when any of it fails: a run
+    is never started unconfined where confinement was promised."""
+    confine, why = _w_separator()
+    if confine is None:
+        raise OSError("cannot confine the run: %s" % why)
+    import ctypes
+
+    class _Prog(ctypes.Structure):
+        _fields_ = [("len", ctypes.c_ushort), ("filter", ctypes.c_char_p)]
+
+    program = _sched_filter()
+    syscall = ctypes.CDLL(None, use_errno=True).syscall
+    if syscall(_W_SECCOMP, 1, 0, ctypes.byref(_Prog(len(program) // 8, program))) != 0:
+        raise OSError("cannot install the scheduling filter (errno %d)" % ctypes.get_errno())
+
+
 def _start(
-    argv: list[str], env: dict[str, str], cwd: str, io: tuple[str, ...], limits: dict[str, Any]
+    argv: list[str],
+    env: dict[str, str],
+    cwd: str,
+    io: tuple[int, int, int],
+    limits: dict[str, Any],
+    confined: bool,
 ) -> int:
-    """Fork and exec ``argv`` with ``io`` as fds 0-2 and ``limits``. An exec
-    that fails says why on a close-on-exec pipe (read here: nothing comes
-    once the program runs), so a program that exits 127 is never taken for
-    one that did not start."""
+    """Fork and exec ``argv`` with the runner's open files ``io`` as fds
+    0-2 (the runner reads the output back through its own descriptors, so
+    nothing the program does to the paths can change or block that read),
+    ``limits`` and, when ``confined``, apart from the runner (``_confine``).
+    An exec that fails says why on a close-on-exec pipe (read here: nothing
+    comes once the program runs), so a program that exits 127 is never
+    taken for one that did not start."""
     err_r, err_w = os.pipe2(os.O_CLOEXEC)
     pid = os.fork()
     if pid:
@@ -388,19 +474,10 @@ def _start(
 
         os.close(err_r)
         os.setpgid(0, 0)
-        for target, (path, flags) in enumerate(
-            (
-                (io[0], os.O_RDONLY),
-                (io[1], os.O_WRONLY | os.O_CREAT | os.O_TRUNC),
-                (io[2], os.O_WRONLY | os.O_CREAT | os.O_TRUNC),
-            )
-        ):
-            fd = os.open(path, flags, 0o600)
-            os.dup2(fd, target)
-            if fd != target:
-                os.close(fd)
-        if err_w < 3:  # (it must outlive the closerange below)
+        if err_w < 3:  # (it must outlive the dup2s and the closerange below)
             err_w = os.dup(err_w)
+        for target, fd in enumerate(io):
+            os.dup2(fd, target)
         os.closerange(3, err_w)
         os.closerange(err_w + 1, 1 << 16)
         os.chdir(cwd)
@@ -425,6 +502,8 @@ def _start(
             elif hard != resource.RLIM_INFINITY:
                 soft = min(soft, hard)
             resource.setrlimit(which, (soft, hard))
+        if confined:
+            _confine()
         os.execve(argv[0], argv, env)
     except BaseException as exc:
         try:
@@ -464,12 +543,18 @@ def _kill_leftovers() -> None:
                 break
 
 
-def _sample(pid: int) -> tuple[float, bool]:
-    """The CPU seconds of ``pid``'s whole tree, and whether any of its
-    threads is running or waiting for a CPU (state ``R``)."""
+def _sample() -> tuple[float, bool]:
+    """The CPU seconds of every process below this one, and whether any of
+    their threads is running or waiting for a CPU (state ``R``). Below this
+    one, not only below the run's first process: a daemon the run left (it
+    is reparented here, the subreaper) spends CPU for it, and a run cannot
+    pass the machine's CPU off as taken by others by forking hogs."""
     cpu = 0.0
     runnable = False
-    for proc in _descendants(pid):
+    me = os.getpid()
+    for proc in _descendants(me):
+        if proc == me:
+            continue
         cpu += max(0.0, _proc_cpu(proc))
         if runnable:
             continue
@@ -485,19 +570,21 @@ def _sample(pid: int) -> tuple[float, bool]:
 
 
 def _watch(
-    pid: int, cpu_limit: float, wall_limit: float, memory: int, out: str = "", cap: int = 0
+    pid: int, cpu_limit: float, wall_limit: float, memory: int, out: int = -1, cap: int = 0
 ) -> dict[str, Any]:
     """Wait for ``pid``, enforcing the limits; its exit and what it used.
 
-    Every TREE_EVERY polls the whole tree is sampled: its CPU, and whether
-    any of its threads could run. Time in which none could (all asleep:
-    ``pause()``, a sleep, waiting on itself) is idle time; idle time past
-    the time limit is the program's ``time_limit`` too. Time spent
-    runnable but waiting for a CPU is never held against it: only past
-    ``wall_limit`` (a backstop far above the time limit) is a run that
-    neither used its CPU time nor idled it away ``starved``: the machine's
-    doing. ``out`` reaching ``cap`` bytes ends it too (a runtime that
-    ignores ``SIGXFSZ``, as the JVM does, would write on, failing, forever)."""
+    Every TREE_EVERY polls everything below the runner is sampled (see
+    ``_sample``): its CPU, and whether any of its threads could run. Time
+    in which none could (all asleep: ``pause()``, a sleep, waiting on
+    itself) is idle time; idle time past the time limit is the program's
+    ``time_limit`` too. Time spent runnable but waiting for a CPU is never
+    held against it: only past ``wall_limit`` (a backstop far above the
+    time limit) is a run that neither used its CPU time nor idled it away
+    ``starved``: the machine's doing (a run cannot lower its own priority,
+    see ``_SCHED_CALLS``). The file open on ``out`` reaching ``cap`` bytes
+    ends it too (a runtime that ignores ``SIGXFSZ``, as the JVM does, would
+    write on, failing, forever)."""
     started = last = time.monotonic()
     cpu = idle = 0.0
     peak = 0
@@ -522,7 +609,7 @@ def _watch(
         polls += 1
         now = time.monotonic()
         if polls % TREE_EVERY == 0:
-            tree_cpu, runnable = _sample(pid)
+            tree_cpu, runnable = _sample()
             cpu = max(cpu, tree_cpu)
             if not runnable:
                 idle += now - last
@@ -568,7 +655,80 @@ def _watch(
     }
 
 
-def _compile(req: dict[str, Any], root: str) -> None:
+def _open_io(root: str, name: str, stdin: bytes = b"") -> tuple[int, int, int]:
+    """The runner's own descriptors on a step's stdin (holding ``stdin``),
+    stdout and stderr files, made afresh in ``root``."""
+    base = os.path.join(root, name)
+    made = []
+    try:
+        fd = os.open(base + ".in", os.O_RDWR | os.O_CREAT | os.O_EXCL | os.O_CLOEXEC, 0o600)
+        made.append(fd)
+        view = memoryview(stdin)
+        while view:
+            view = view[os.write(fd, view) :]
+        os.lseek(fd, 0, os.SEEK_SET)
+        for suffix in (".out", ".err"):
+            flags = os.O_RDWR | os.O_CREAT | os.O_EXCL | os.O_CLOEXEC
+            made.append(os.open(base + suffix, flags, 0o600))
+    except BaseException:
+        for fd in made:
+            os.close(fd)
+        raise
+    return made[0], made[1], made[2]
+
+
+def _pread(fd: int, cap: int) -> bytes:
+    """At most ``cap`` bytes of the file open on ``fd``, from its start."""
+    chunks = []
+    at = 0
+    try:
+        while at < cap:
+            chunk = os.pread(fd, min(cap - at, 1 << 20), at)
+            if not chunk:
+                break
+            chunks.append(chunk)
+            at += len(chunk)
+    except OSError:
+        pass
+    return b"".join(chunks)
+
+
+def _close(fds: tuple[int, ...]) -> None:
+    for fd in fds:
+        try:
+            os.close(fd)
+        except OSError:
+            pass
+
+
+def _remove(path: str) -> None:
+    """``path`` and all under it, whatever modes a run left on it (its
+    owner may make any of it writable again); best effort."""
+
+    def again(func: Any, name: str, _exc: Any) -> None:
+        try:
+            os.chmod(os.path.dirname(name), 0o700)
+            if os.path.isdir(name) and not os.path.islink(name):
+                os.chmod(name, 0o700)
+                shutil.rmtree(name, ignore_errors=True)
+            else:
+                func(name)
+        except OSError:
+            pass
+
+    try:
+        os.chmod(path, 0o700)
+    except OSError:
+        pass
+    shutil.rmtree(path, onerror=again)
+
+
+#: A build larger than this is refused (it is kept, sent to every run and
+#: answered on the exec's output): the program's compile error.
+BUILD_CAP = 64 << 20
+
+
+def _compile(req: dict[str, Any], root: str, confined: bool) -> None:
     tc = req["toolchain"]
     src = os.path.join(root, tc["source"])
     build = os.path.join(root, "build")
@@ -583,14 +743,15 @@ def _compile(req: dict[str, Any], root: str) -> None:
     with open(src, "w", encoding="utf-8") as fh:
         fh.write(req["source"])
     paths = {"src": src, "build": build, "dir": root}
-    io = (os.devnull, os.path.join(root, ".compile.out"), os.path.join(root, ".compile.err"))
+    io = _open_io(root, ".compile")
     env = _environ(tc, paths)
     _warm_go_cache(env)
     cpu_limit = float(req["cpu_limit"])
     limits = {"cpu": int(cpu_limit) + 1}
     try:
-        pid = _start(_expand(tc["compile"], paths), env, root, io, limits)
+        pid = _start(_expand(tc["compile"], paths), env, root, io, limits, confined)
     except _StartFailed as exc:
+        _close(io)
         _emit({"phase": "compiled", "verdict": "start_failed", "output": _b64(str(exc).encode())})
         return
     used = _watch(pid, cpu_limit, float(req["wall_limit"]), 0)
@@ -606,7 +767,8 @@ def _compile(req: dict[str, Any], root: str) -> None:
         verdict = "ok"
     else:
         verdict = "error"
-    out = _read(io[1], STDERR_CAP) + _read(io[2], STDERR_CAP)
+    out = _pread(io[1], STDERR_CAP) + _pread(io[2], STDERR_CAP)
+    _close(io)
     record = {
         "phase": "compiled",
         "verdict": verdict,
@@ -616,66 +778,128 @@ def _compile(req: dict[str, Any], root: str) -> None:
         "wall": used["wall"],
     }
     if verdict == "ok":
-        record["build"] = _collect(build)
+        found = _collect(build, BUILD_CAP)
+        if found is None:
+            record["verdict"] = "error"
+            note = b"\nthe build is larger than %d MiB\n" % (BUILD_CAP >> 20)
+            record["output"] = _b64(out[-STDERR_CAP:] + note)
+        else:
+            record["build"] = found
     _emit(record)
 
 
-def _run(req: dict[str, Any], root: str) -> None:
-    tc = req["toolchain"]
-    build = os.path.join(root, "build")
-    os.makedirs(build)
-    try:
-        _write_files(root, req["files"])
-        _write_files(build, req.get("build") or {})
-    except _PathRefused as exc:
-        why = _b64(("the request's files: %s" % (exc,)).encode())
-        for i in range(len(req["inputs"])):
-            _emit({"phase": "run", "index": i, "limit": "start_failed", "stderr": why})
+def _decoded(files: dict[str, Any]) -> list[tuple[str, bytes, int]]:
+    """A request's files (base64, ``*`` after an executable's name) as
+    (name, bytes, mode), decoded once for every run that writes them."""
+    out = []
+    for name, content in files.items():
+        executable = name.endswith("*")
+        path = name[:-1] if executable else name
+        out.append((path, base64.b64decode(content), 0o755 if executable else 0o644))
+    return out
+
+
+def _lay_out(root: str, files: list[tuple[str, bytes, int]]) -> None:
+    for name, data, mode in files:
+        write_file(root, name, data, mode)
+
+
+def _setup_failed(i: int, why: str, ran: bool) -> None:
+    """Run ``i`` could not be set up or started. Before any of the
+    program's code has run in this exec that is the server's failure
+    (``start_failed``); after, it is the program's own (it may have filled
+    the disk, or left what stands in the way): a failed run, saying so."""
+    if not ran:
+        _emit({"phase": "run", "index": i, "limit": "start_failed", "stderr": _b64(why.encode())})
         return
-    src = os.path.join(root, tc["source"])
-    if req.get("source") is not None:
-        with open(src, "w", encoding="utf-8") as fh:
-            fh.write(req["source"])
-    paths = {"src": src, "build": build, "dir": root}
-    argv = _expand(tc["run"], paths)
-    env = _environ(tc, paths)
+    why += " (after this program's earlier runs in the same sandbox: its own doing)"
+    _emit(
+        {
+            "phase": "run",
+            "index": i,
+            "limit": None,
+            "return_code": None,
+            "signal": None,
+            "stdout": "",
+            "stderr": _b64(why.encode()),
+        }
+    )
+
+
+def _run(req: dict[str, Any], root: str, confined: bool) -> None:
+    """Each input in a directory of its own, laid out afresh from the
+    request (its files, the build, the source), so that nothing a run does
+    to what it was given (its binary, its class files, its directory) can
+    reach a later run, of this program or of any other: the build the
+    compile cache holds is only ever read from this exec's request."""
+    tc = req["toolchain"]
+    shared = _decoded(req["files"])
+    build = _decoded(req.get("build") or {})
+    items = []
+    for item in req["inputs"]:
+        # stdin alone (base64), or {"stdin", "files", "args"}: a checker's
+        # input, output and answer as files, named after its command
+        if isinstance(item, str):
+            item = {"stdin": item}
+        items.append(item)
+    try:  # every path is checked before anything runs: a refused one is the request's
+        for name, _data, _mode in shared + build:
+            _place(root, name)
+        for item in items:
+            for name in item.get("files") or ():
+                _place(root, name[:-1] if name.endswith("*") else name)
+    except _PathRefused as exc:
+        why = "the request's files: %s" % (exc,)
+        for i in range(len(items)):
+            _setup_failed(i, why, False)
+        return
     cpu_limit = float(req["cpu_limit"])
     memory = int(req.get("memory_bytes") or 0)
     output = int(req["output_bytes"])
     limits = {"cpu": int(cpu_limit) + 1, "fsize": output, "stack": memory or None,
               "nproc": RUN_TASKS}  # fmt: skip
-    for i, item in enumerate(req["inputs"]):
-        # stdin alone (base64), or {"stdin", "files", "args"}: a checker's
-        # input, output and answer as files, named after its command
-        if isinstance(item, str):
-            item = {"stdin": item}
+    ran = False  # whether any of the program's code has run in this exec
+    for i, item in enumerate(items):
+        here = os.path.join(root, "run-%d" % i)
+        paths = {"src": os.path.join(here, tc["source"]), "build": os.path.join(here, "build"),
+                 "dir": here}  # fmt: skip
+        io: tuple[int, ...] = ()
+        _emit({"phase": "begin", "index": i})
         try:
-            _write_files(root, item.get("files") or {})
-        except _PathRefused as exc:
-            why = _b64(("the run's files: %s" % (exc,)).encode())
-            _emit({"phase": "run", "index": i, "limit": "start_failed", "stderr": why})
+            os.mkdir(here, 0o700)
+            os.mkdir(paths["build"], 0o755)
+            _lay_out(here, shared)
+            _lay_out(paths["build"], build)
+            if req.get("source") is not None:
+                write_file(here, tc["source"], req["source"].encode("utf-8"))
+            _lay_out(here, _decoded(item.get("files") or {}))
+            io = _open_io(root, ".run-%d" % i, base64.b64decode(item["stdin"]))
+        except (OSError, _PathRefused) as exc:
+            _close(io)
+            _setup_failed(i, "cannot set up this run: %s" % (exc,), ran)
+            _remove(here)
             continue
-        io = tuple(os.path.join(root, ".run.%s" % n) for n in ("in", "out", "err"))
-        with open(io[0], "wb") as fh:
-            fh.write(base64.b64decode(item["stdin"]))
-        extra = [os.path.join(root, os.path.normpath(a)) for a in item.get("args") or ()]
+        extra = [os.path.join(here, os.path.normpath(a)) for a in item.get("args") or ()]
         try:
-            pid = _start(argv + extra, env, root, io, limits)
+            pid = _start(_expand(tc["run"], paths) + extra, _environ(tc, paths), here,
+                         (io[0], io[1], io[2]), limits, confined)  # fmt: skip
         except _StartFailed as exc:
-            why = _b64(str(exc).encode())
-            _emit({"phase": "run", "index": i, "limit": "start_failed", "stderr": why})
+            _close(io)
+            _setup_failed(i, str(exc), ran)
+            _remove(here)
             continue
+        ran = True
         used = _watch(pid, cpu_limit, float(req["wall_limit"]), memory, io[1], output)
         _kill_leftovers()
         code = os.waitstatus_to_exitcode(used["status"])
         killed = _run_limit(used, code, cpu_limit, memory)
-        stdout = _read(io[1], output + 1)
+        stdout = _pread(io[1], output + 1)
         if killed is None and len(stdout) > output:
             killed = "output_limit"
         stdout = stdout[:output]
         files = {}
         for name in req.get("fetch_files") or ():
-            data = fetch_file(root, name, output)
+            data = fetch_file(here, name, output)
             if data is not None:
                 files[name] = _b64(data)
         _emit(
@@ -691,13 +915,15 @@ def _run(req: dict[str, Any], root: str) -> None:
                 "stdout": _b64(stdout[: int(req.get("return_stdout", output))]),
                 "stdout_size": len(stdout),
                 "digests": digests(stdout),
-                "stderr": _b64(_read(io[2], STDERR_CAP)),
+                "stderr": _b64(_pread(io[2], STDERR_CAP)),
                 "cpu": used["cpu"],
                 "wall": used["wall"],
                 "peak_rss": used["peak_rss"],
                 "files": files,
             }
         )
+        _close(io)
+        _remove(here)
 
 
 def normal_lines(data: bytes) -> bytes:
@@ -746,9 +972,12 @@ def _lr_main(blob: str) -> None:
     signal.signal(signal.SIGCHLD, signal.SIG_DFL)
     root = os.path.join(os.getcwd(), "lang-%d" % os.getpid())
     os.mkdir(root, 0o700)
-    _emit({"phase": "started"})
+    why = confinement()
+    # ``confined``: no run can signal or stop this process (the server
+    # reads an exec that outlived its time after a run began by it)
+    _emit({"phase": "started", "confined": why is None, "unconfined_why": why})
     if req["op"] == "compile":
-        _compile(req, root)
+        _compile(req, root, why is None)
     else:
-        _run(req, root)
+        _run(req, root, why is None)
     sys.stdout.flush()

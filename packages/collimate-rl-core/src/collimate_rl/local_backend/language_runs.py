@@ -15,6 +15,7 @@ again, and if it starves every time the caller gets
 
 from __future__ import annotations
 
+import ast
 import asyncio
 import base64
 import contextlib
@@ -24,7 +25,7 @@ import math
 import sys
 import threading
 from collections.abc import Mapping, Sequence
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from functools import lru_cache
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, Final
@@ -117,9 +118,26 @@ _RUNNER_STOPPED: Final = {
 }
 
 
+#: The runner's program: these files, joined in this order (the runner
+#: confines its runs with the graders' separation, see ``language_runner``).
+_RUNNER_PARTS: Final = (
+    Path(__file__).parent.parent / "rewards" / "grader" / "separation.py",
+    Path(__file__).with_name("language_runner.py"),
+)
+
+
 @lru_cache(maxsize=1)
 def runner_source() -> str:
-    return Path(__file__).with_name("language_runner.py").read_text(encoding="utf-8")
+    """``_RUNNER_PARTS`` as one module: one ``__future__`` import first,
+    the parts' imports of each other left out (joined, they share one
+    namespace)."""
+    body: list[ast.stmt] = []
+    for part in _RUNNER_PARTS:
+        for node in ast.parse(part.read_text(encoding="utf-8")).body:
+            if isinstance(node, ast.ImportFrom) and (node.level or node.module == "__future__"):
+                continue
+            body.append(node)
+    return "from __future__ import annotations\n" + ast.unparse(ast.Module(body, []))
 
 
 @lru_cache(maxsize=1)
@@ -142,6 +160,36 @@ def _input_wire(item: bytes | RunInput) -> str | dict[str, Any]:
     return item.wire() if isinstance(item, RunInput) else base64.b64encode(item).decode()
 
 
+#: What an executable file starts with: an ELF header, or a ``#!`` line.
+_EXECUTABLE_MAGIC: Final = (b"\x7fELF", b"#!")
+_BUILD_PREFIX: Final = "{build}/"
+
+
+def not_runnable(tc: Toolchain, files: Mapping[str, str]) -> str | None:
+    """Why the build ``files`` (relative name, ``*`` after an executable's
+    -> base64) hold nothing ``tc`` can run, or None. A compiler may succeed
+    and build nothing runnable (Go builds a package that is not ``main``
+    into an archive; javac a file whose classes are not the one run): that
+    is the program's compile error, never a run that cannot start."""
+    names = {name.removesuffix("*"): name for name in files}
+    first = tc.run[0]
+    if first.startswith(_BUILD_PREFIX):
+        name = first[len(_BUILD_PREFIX) :]
+        if name not in names:
+            return f"the build has no {name} to run"
+        head = base64.b64decode(files[names[name]][:8])
+        if not names[name].endswith("*") or not head.startswith(_EXECUTABLE_MAGIC):
+            return f"the build's {name} is not a program (no executable was built)"
+    for arg in tc.run[1:]:
+        if arg.startswith(_BUILD_PREFIX) and arg[len(_BUILD_PREFIX) :] not in names:
+            return f"the build has no {arg[len(_BUILD_PREFIX) :]} to run"
+    if tc.language == "java":
+        main = tc.run[-1].replace(".", "/") + ".class"
+        if main not in names:
+            return f"the build has no class {tc.run[-1]} to run (its main class)"
+    return None
+
+
 def wall_limit(cpu_limit: float) -> float:
     return max(cpu_limit * WALL_FACTOR, cpu_limit + WALL_EXTRA_S)
 
@@ -157,6 +205,19 @@ def _records(output: str) -> list[dict[str, Any]]:
             if isinstance(record, dict):
                 found.append(record)
     return found
+
+
+def _stopped_by_a_run(records: Sequence[Mapping[str, Any]]) -> bool:
+    """Whether an exec that ran out of its time may have been stopped by the
+    program: a run had begun and not been reported, on a runner that could
+    not keep its runs from signalling it (no scoped Landlock here). Once
+    the program's code has run, a doubt is the program's failure."""
+    started = next((r for r in records if r.get("phase") == "started"), {})
+    if started.get("confined"):
+        return False
+    begun = {r.get("index") for r in records if r.get("phase") == "begin"}
+    reported = {r.get("index") for r in records if r.get("phase") == "run"}
+    return bool(begun - reported)
 
 
 class LanguageRuns:
@@ -263,6 +324,14 @@ class LanguageRuns:
                         f"the {tc.language} compiler could not be started: "
                         f"{base64.b64decode(build.output).decode('utf-8', 'replace')[-300:]}"
                     )
+                if build.verdict == "ok":
+                    unrunnable = not_runnable(tc, build.files)
+                    if unrunnable is not None:
+                        # the candidate's build, and so its compile error
+                        text = base64.b64decode(build.output) + f"\n{unrunnable}\n".encode()
+                        return replace(
+                            build, verdict="error", output=base64.b64encode(text).decode(), files={}
+                        )
                 if build.verdict != "starved":
                     return build
             raise LanguageInfraError(
@@ -385,6 +454,8 @@ class LanguageRuns:
                 f"the language runner did not start (exit {result['exit_code']}): {tail}"
             )
         found = [r for r in records if r.get("phase") == phase]
+        if result["exit_code"] == -1 and phase == "run" and _stopped_by_a_run(records):
+            return found  # that run and those after it are the program's failures
         if result["exit_code"] == -1 or (phase == "compiled" and not found):
             # out of the exec's time (which covers every step's own wall
             # limit): the runner itself was kept from running

@@ -66,7 +66,12 @@ JAVATUPLES_JAR: Final = "/usr/share/java/javatuples.jar"
 
 class ProgramRejected(Exception):
     """The candidate is judged wrong without running (it redefines a name
-    its tests use); the message says which."""
+    its tests use, or is not a program its language compiles); the message
+    says why, ``verdict`` how it is judged."""
+
+    def __init__(self, message: str, verdict: str = "wrong_answer") -> None:
+        super().__init__(message)
+        self.verdict = verdict
 
 
 class ProgramUnusable(Exception):
@@ -659,7 +664,11 @@ def _go(tc: Toolchain, candidate: str, tests: str, prompt: str | None, typecheck
     t = _tag("go", candidate, tests, prompt or "")
     package = _GO_PACKAGE.search(candidate)
     if package is None:
-        raise ProgramUnusable("the program has no package clause")
+        if prompt and _GO_PACKAGE.search(prompt) is None:
+            raise ProgramUnusable("the prompt has no package clause")
+        # the candidate's own source lost it (Go itself refuses that:
+        # "expected 'package'"): its failure, never the judge's
+        raise ProgramRejected("the program has no package clause", "compile_error")
     imports = _GO_IMPORTS.match(candidate, package.end())
     at = imports.end() if imports else package.end()
     harness = _GO_HARNESS.replace("{T}", t)
@@ -708,8 +717,9 @@ def assemble(
 ) -> Assembly:
     """The program to compile and run for ``candidate`` (the prompt and the
     completion, as the dataset joins them) and its ``tests``. Raises
-    :class:`ProgramRejected` for a candidate redefining what the tests use,
-    :class:`ProgramUnusable` for tests this harness cannot guard."""
+    :class:`ProgramRejected` for a candidate redefining what the tests use
+    (or not a program at all), :class:`ProgramUnusable` for tests this
+    harness cannot guard (only ever the tests', never the candidate's)."""
     assembler = _ASSEMBLERS.get(tc.language)
     if assembler is None:
         raise ProgramUnusable(f"test programs in {tc.language} are not run here")
