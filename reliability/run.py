@@ -1,6 +1,7 @@
 """One command for the reliability proofs: the fault matrix, the hostile
 requests, the soak, the soak with a hostile minority, a node lost
-mid-batch; one table; exit
+mid-batch, laundering attempts (programs passing their own failure off as
+the server's); one table; exit
 status 1 when a count that must be zero is not.
 
     python reliability/run.py            # the full run (10,000-grade soak)
@@ -17,6 +18,7 @@ import time
 
 from hostile_run import HostileReport, run_hostile
 from hostile_soak import HOSTILE, HostileSoakReport, run_hostile_soak
+from laundering import LaunderingReport, run_laundering
 from node_loss import NodeLossReport, run_node_loss
 from soak import SoakReport, run_soak
 from table import Row, print_table
@@ -61,6 +63,7 @@ def rows(
     soak: SoakReport,
     minority: HostileSoakReport,
     node_loss: NodeLossReport,
+    laundering: LaunderingReport,
 ) -> list[Row]:
     infra_flagged = sum(c.infra_flagged for c in cases)
     return [
@@ -115,6 +118,24 @@ def rows(
         Row("host paths exposed", hostile.exposed),
         *minority_rows(minority),
         *node_loss_rows(node_loss),
+        *laundering_rows(laundering),
+    ]
+
+
+def laundering_rows(r: LaunderingReport) -> list[Row]:
+    """Judged programs that sabotage themselves, then answer wrong
+    (``laundering.py``): each is due its own 0.0, never an infra error."""
+    missing = f"; not installed: {', '.join(r.missing)}" if r.missing else ""
+    return [
+        Row(
+            "laundering attempts",
+            f"{r.attempts} self-sabotaging programs in {', '.join(r.languages)}, "
+            f"each beside right siblings{missing}",
+            failed=not r.attempts,
+        ),
+        Row("infra errors seen (laundering)", r.infra_errors, due_zero=True),
+        Row("sabotage rewarded (laundering)", r.rewarded, due_zero=True),
+        Row("siblings harmed (laundering)", r.siblings_harmed, due_zero=True),
     ]
 
 
@@ -201,7 +222,9 @@ def main(argv: list[str] | None = None) -> int:
     node_grades = 500 if args.short else 1000
     print(f"node loss: {node_grades} grades over 3 nodes, one killed mid-batch ...", flush=True)
     node_loss = run_node_loss(node_grades, 16)
-    table = rows(cases, leaked, mismatch, hostile, soak, minority, node_loss)
+    print("laundering attempts ...", flush=True)
+    laundering = run_laundering(short=args.short)
+    table = rows(cases, leaked, mismatch, hostile, soak, minority, node_loss, laundering)
     print()
     ok = print_table(table, title=f"collimate-rl reliability ({'short' if args.short else 'full'})")
     print(f"\n{time.monotonic() - started:.0f} s")
@@ -210,6 +233,8 @@ def main(argv: list[str] | None = None) -> int:
             print(f"  not clean: {c.call} under {c.fault}: {c}", file=sys.stderr)
     for name in hostile.failures:
         print(f"  not contained: {name}", file=sys.stderr)
+    for detail in laundering.details:
+        print(f"  laundering: {detail}", file=sys.stderr)
     for detail in minority.mixed.honest_wrong_details:
         print(f"  honest candidate not rewarded (hostile soak): {detail}", file=sys.stderr)
     return 0 if ok else 1

@@ -1,0 +1,283 @@
+"""Self-sabotage by judged programs, in every language the local backend
+compiles and runs: the catalogue the tests and the reliability table share.
+
+Each entry of :data:`CATALOGUE` is a snippet of that language doing one kind
+of damage to what the program was given or to the processes around it:
+tampering with its own build output (unlink, chmod, overwrite) and run
+directory (chmod 0, removed), exec tricks, signals to itself, its parent
+(the runner), its group and everything it can see, closed descriptors,
+lowered rlimits, a filled disk, memory and process quotas, sleepers left
+behind, a lowered priority. :func:`wrong` makes a program that does the
+damage and then answers :data:`TESTS` wrong (due 0.0, never an infra
+error); :func:`right` one that does it and then answers right. A language
+that cannot express a case natively (Java and Node have no ``setrlimit``
+or ``exec``) leaves it out. :data:`UNRUNNABLE` holds sources whose build
+succeeds with nothing to run (due a compile error).
+"""
+
+from __future__ import annotations
+
+from typing import Final
+
+__all__ = ["CATALOGUE", "TAMPER_THEN_RIGHT", "TESTS", "UNRUNNABLE", "right", "wrong"]
+
+#: a + b, three tests (input, expected output).
+TESTS: Final = [(f"{i} {3 * i}\n", f"{4 * i}\n") for i in range(1, 4)]
+
+# -- C++ -----------------------------------------------------------------------
+CPP_HEAD = (
+    "#include <bits/stdc++.h>\n#include <unistd.h>\n#include <signal.h>\n#include <fcntl.h>\n"
+    "#include <sys/stat.h>\n#include <sys/resource.h>\nusing namespace std;\n"
+    'static string self_() { char p[4096]; ssize_t n = readlink("/proc/self/exe", p, 4095);'
+    " p[n > 0 ? n : 0] = 0; return p; }\n"
+    'static void fill_(const char* dir) { string f = string(dir) + "/junk";'
+    " int fd = open(f.c_str(), O_WRONLY | O_CREAT, 0644); static char b[1 << 20];"
+    " while (fd >= 0 && write(fd, b, sizeof b) > 0) {} }\n"
+)
+CPP_RIGHT = "long long a, b; cin >> a >> b; cout << a + b << endl;"
+CPP = {
+    "unlink_build": "unlink(self_().c_str());",
+    "chmod_build": "string s = self_(); chmod(s.c_str(), 0);"
+    " chmod(s.substr(0, s.rfind('/')).c_str(), 0);",
+    "overwrite_build": "string s = self_(); unlink(s.c_str());"
+    ' FILE* f = fopen(s.c_str(), "w"); if (f) { fputs("#!/bin/sh\\necho 4\\n", f); fclose(f); }'
+    " chmod(s.c_str(), 0755);",
+    "chmod_dir": 'chmod(".", 0);',
+    "remove_dir": 'system("rm -rf \\"$PWD\\"");',
+    "kill_parent": "kill(getppid(), SIGKILL);",
+    "stop_parent": "kill(getppid(), SIGSTOP);",
+    "stop_all": "kill(-1, SIGSTOP);",
+    "kill_all": "kill(-1, SIGKILL);",
+    "kill_group": "kill(0, SIGKILL);",
+    "stop_self": "raise(SIGSTOP);",
+    "segfault": "raise(SIGSEGV);",
+    "close_fds": "close(0); close(1); close(2);",
+    "rlimits": "struct rlimit r = {3, 3}, z = {0, 0}; setrlimit(RLIMIT_NOFILE, &r);"
+    " setrlimit(RLIMIT_NPROC, &z); setrlimit(RLIMIT_FSIZE, &z);",
+    "fill_disk": 'fill_("."); fill_("/tmp"); fill_("/dev/shm");',
+    "memory": "for (;;) { char* q = (char*)malloc(64 << 20); if (!q) break;"
+    " memset(q, 1, 64 << 20); }",
+    "fork_bomb": "for (int i = 0; i < 100000; i++) fork();",
+    "sleeper": "if (fork() == 0) { setsid(); if (fork() == 0) { sleep(1000); } _exit(0); }",
+    "exec_true": 'execl("/bin/true", "true", (char*)0);',
+    "nice_spin": "if (nice(19) == -1) {} for (volatile unsigned long x = 0;; x++) {}",
+}
+CPP_UNRUNNABLE = "int f() { return 0; }\n"  # links no main: a compile error
+
+# -- Rust ----------------------------------------------------------------------
+RUST_HEAD = (
+    "#![allow(unused)]\nuse std::io::*;\nuse std::os::unix::fs::PermissionsExt;\n"
+    "use std::os::unix::process::CommandExt;\n"
+    'extern "C" { fn kill(p: i32, s: i32) -> i32; fn getppid() -> i32; fn raise(s: i32) -> i32;'
+    " fn close(fd: i32) -> i32; fn fork() -> i32; fn setsid() -> i32;"
+    " fn setrlimit(r: i32, l: *const [u64; 2]) -> i32; fn nice(i: i32) -> i32; }\n"
+    'fn fill_(d: &str) { if let Ok(mut f) = std::fs::File::create(format!("{}/junk", d)) {'
+    " let b = vec![0u8; 1 << 20]; while f.write_all(&b).is_ok() {} } }\n"
+    "fn perm_(p: &str, m: u32) {"
+    " let _ = std::fs::set_permissions(p, std::fs::Permissions::from_mode(m)); }\n"
+)
+RUST_RIGHT = (
+    "let mut s = String::new(); stdin().read_to_string(&mut s).unwrap();"
+    " let v: Vec<i64> = s.split_whitespace().map(|x| x.parse().unwrap()).collect();"
+    ' println!("{}", v[0] + v[1]);'
+)
+RUST = {
+    "unlink_build": "let _ = std::fs::remove_file(std::env::current_exe().unwrap());",
+    "chmod_build": "let p = std::env::current_exe().unwrap(); perm_(p.to_str().unwrap(), 0);"
+    " perm_(p.parent().unwrap().to_str().unwrap(), 0);",
+    "overwrite_build": "let p = std::env::current_exe().unwrap(); let _ = std::fs::remove_file(&p);"
+    ' let _ = std::fs::write(&p, "#!/bin/sh\\necho 4\\n"); perm_(p.to_str().unwrap(), 0o755);',
+    "chmod_dir": 'perm_(".", 0);',
+    "remove_dir": "let _ = std::fs::remove_dir_all(std::env::current_dir().unwrap());",
+    "kill_parent": "unsafe { kill(getppid(), 9); }",
+    "stop_parent": "unsafe { kill(getppid(), 19); }",
+    "stop_all": "unsafe { kill(-1, 19); }",
+    "kill_group": "unsafe { kill(0, 9); }",
+    "stop_self": "unsafe { raise(19); }",
+    "close_fds": "unsafe { close(0); close(1); close(2); }",
+    "rlimits": "unsafe { setrlimit(7, &[3, 3]); setrlimit(6, &[0, 0]); setrlimit(1, &[0, 0]); }",
+    "fill_disk": 'fill_("."); fill_("/tmp"); fill_("/dev/shm");',
+    "memory": "let mut v: Vec<Vec<u8>> = Vec::new(); loop { v.push(vec![1u8; 64 << 20]); }",
+    "fork_bomb": "for _ in 0..100000 { unsafe { fork(); } }",
+    "sleeper": "unsafe { if fork() == 0 { setsid(); if fork() == 0 {"
+    " std::thread::sleep(std::time::Duration::from_secs(1000)); } std::process::exit(0); } }",
+    "exec_true": 'let _ = std::process::Command::new("/bin/true").exec();',
+    "nice_spin": "unsafe { nice(19); } let mut x = 0u64; loop { x = std::hint::black_box(x + 1); }",
+}
+RUST_UNRUNNABLE = '#![crate_type = "lib"]\npub fn f() {}\n'  # an rlib, no program
+
+# -- Go ------------------------------------------------------------------------
+GO_HEAD = (
+    'package main\nimport ("fmt"; "os"; "os/exec"; "path/filepath"; "syscall"; "time")\n'
+    "var _ = exec.Command\nvar _ = syscall.Kill\nvar _ = time.Second\n"
+    "var _ = filepath.Dir\nvar _ = fmt.Println\n"
+    'func fill_(d string) { f, err := os.Create(d + "/junk"); if err != nil { return };'
+    " b := make([]byte, 1 << 20); for { if _, err := f.Write(b); err != nil { return } } }\n"
+    "func self_() string { p, _ := os.Executable(); return p }\n"
+)
+GO_RIGHT = "var a, b int64; fmt.Scan(&a, &b); fmt.Println(a + b)"
+GO = {
+    "unlink_build": "os.Remove(self_())",
+    "chmod_build": "os.Chmod(self_(), 0); os.Chmod(filepath.Dir(self_()), 0)",
+    "overwrite_build": "p := self_(); os.Remove(p);"
+    ' os.WriteFile(p, []byte("#!/bin/sh\\necho 4\\n"), 0755)',
+    "chmod_dir": 'os.Chmod(".", 0)',
+    "remove_dir": "d, _ := os.Getwd(); os.RemoveAll(d)",
+    "kill_parent": "syscall.Kill(os.Getppid(), syscall.SIGKILL)",
+    "stop_parent": "syscall.Kill(os.Getppid(), syscall.SIGSTOP)",
+    "stop_all": "syscall.Kill(-1, syscall.SIGSTOP)",
+    "kill_group": "syscall.Kill(0, syscall.SIGKILL)",
+    "stop_self": "syscall.Kill(os.Getpid(), syscall.SIGSTOP)",
+    "close_fds": "syscall.Close(0); syscall.Close(1); syscall.Close(2)",
+    "rlimits": "syscall.Setrlimit(syscall.RLIMIT_NOFILE, &syscall.Rlimit{Cur: 3, Max: 3});"
+    " syscall.Setrlimit(1, &syscall.Rlimit{})",
+    "fill_disk": 'fill_("."); fill_("/tmp"); fill_("/dev/shm")',
+    "memory": "var keep [][]byte; for { b := make([]byte, 64 << 20); for i := range b { b[i] = 1 };"
+    " keep = append(keep, b) }",
+    "fork_bomb": "for i := 0; i < 100000; i++ { syscall.ForkExec(self_(), os.Args, nil) }",
+    "sleeper": 'c := exec.Command("/bin/sleep", "1000");'
+    " c.SysProcAttr = &syscall.SysProcAttr{Setsid: true}; c.Start()",
+    "exec_true": 'syscall.Exec("/bin/true", []string{"true"}, nil)',
+    "nice_spin": "syscall.Setpriority(syscall.PRIO_PROCESS, 0, 19); x := 0; for { x++ }",
+}
+GO_UNRUNNABLE = "package lib\nfunc F() int { return 1 }\n"  # an archive, no program
+
+# -- Java ----------------------------------------------------------------------
+JAVA_RIGHT = "java.util.Scanner s = new java.util.Scanner(System.in);"
+JAVA_RIGHT += " long a = s.nextLong(), b = s.nextLong(); System.out.println(a + b);"
+JAVA_BUILD = (
+    "new java.io.File(Main.class.getProtectionDomain().getCodeSource().getLocation().toURI())"
+)
+JAVA = {
+    "unlink_build": f'new java.io.File({JAVA_BUILD}, "Main.class").delete();',
+    "chmod_build": f'java.io.File d = {JAVA_BUILD}; new java.io.File(d, "Main.class")'
+    ".setReadable(false, false); d.setExecutable(false, false); d.setReadable(false, false);",
+    "overwrite_build": f'java.nio.file.Files.write(new java.io.File({JAVA_BUILD}, "Main.class")'
+    ".toPath(), new byte[] {1, 2, 3});",
+    "chmod_dir": 'java.io.File d = new java.io.File("."); d.setExecutable(false, false);'
+    " d.setReadable(false, false); d.setWritable(false, false);",
+    "remove_dir": 'new ProcessBuilder("sh", "-c", "rm -rf \\"$PWD\\"").start().waitFor();',
+    "kill_parent": "ProcessHandle.current().parent().ifPresent(p -> p.destroyForcibly());",
+    "stop_parent": 'new ProcessBuilder("kill", "-STOP", String.valueOf(ProcessHandle.current()'
+    ".parent().get().pid())).start().waitFor();",
+    "stop_all": 'new ProcessBuilder("kill", "-STOP", "-1").start().waitFor();',
+    "close_fds": "System.in.close(); System.out.close(); System.err.close();",
+    "fill_disk": 'for (String d : new String[] {".", "/tmp", "/dev/shm"}) {'
+    ' try (java.io.FileOutputStream f = new java.io.FileOutputStream(d + "/junk")) {'
+    " byte[] b = new byte[1 << 20]; for (;;) f.write(b); } catch (Exception e) {} }",
+    "memory": "java.util.List<long[]> k = new java.util.ArrayList<>();"
+    " for (;;) k.add(new long[1 << 23]);",
+    "fork_bomb": 'for (int i = 0; i < 1000; i++) new ProcessBuilder("sleep", "100").start();',
+    "sleeper": 'new ProcessBuilder("setsid", "sleep", "1000").start();',
+}
+JAVA_UNRUNNABLE = "class Solution { public static void main(String[] a) {} }\n"  # no Main
+
+
+def _java(body: str) -> str:
+    return (
+        f"public class Main {{ public static void main(String[] x) throws Exception {{ {body} }} }}"
+    )
+
+
+# -- JavaScript and TypeScript (Node) ---------------------------------------------
+NODE_HEAD = 'const fs = require("fs"); const cp = require("child_process");\n'
+NODE_HEAD += 'const fill_ = (d: string) => { try { const fd = fs.openSync(d + "/junk", "w");'
+NODE_HEAD += " const b = Buffer.alloc(1 << 20); for (;;) fs.writeSync(fd, b); } catch (e) {} };\n"
+NODE_RIGHT = 'const [a, b] = fs.readFileSync(0, "utf8").trim().split(/\\s+/).map(Number);'
+NODE_RIGHT += " console.log(a + b);"
+NODE = {
+    "unlink_build": "fs.unlinkSync(__filename);",
+    "chmod_build": "fs.chmodSync(__filename, 0); fs.chmodSync(__dirname, 0);",
+    "overwrite_build": 'fs.writeFileSync(__filename, "console.log(4)");',
+    "chmod_dir": 'fs.chmodSync(".", 0);',
+    "remove_dir": "fs.rmSync(process.cwd(), { recursive: true, force: true });",
+    "kill_parent": 'try { process.kill(process.ppid, "SIGKILL"); } catch (e) {}',
+    "stop_parent": 'try { process.kill(process.ppid, "SIGSTOP"); } catch (e) {}',
+    "stop_all": 'try { process.kill(-1, "SIGSTOP"); } catch (e) {}',
+    "kill_group": 'process.kill(0, "SIGKILL");',
+    "stop_self": 'process.kill(process.pid, "SIGSTOP");',
+    "close_fds": "fs.closeSync(0); fs.closeSync(1); fs.closeSync(2);",
+    "fill_disk": 'fill_("."); fill_("/tmp"); fill_("/dev/shm");',
+    "memory": "const k = []; for (;;) k.push(Buffer.alloc(64 << 20, 1));",
+    "fork_bomb": 'for (let i = 0; i < 1000; i++) { try { cp.spawn("sleep", ["100"]); }'
+    " catch (e) {} }",
+    "sleeper": 'cp.spawn("sleep", ["1000"], { detached: true, stdio: "ignore" }).unref();',
+    "nice_spin": 'try { require("os").setPriority(19); } catch (e) {} for (;;) {}',
+}
+
+# -- Python ----------------------------------------------------------------------
+PY_HEAD = "import os, sys, signal, resource, shutil, subprocess\n"
+PY_HEAD += "def fill_(d):\n    try:\n        with open(d + '/junk', 'wb') as f:\n"
+PY_HEAD += "            while True: f.write(b'0' * (1 << 20))\n    except OSError: pass\n"
+PY_RIGHT = "a, b = map(int, sys.stdin.read().split()); print(a + b)"
+PYTHON = {
+    "unlink_build": "os.unlink(__file__)",
+    "chmod_build": "os.chmod(__file__, 0); os.chmod(os.path.dirname(os.path.abspath(__file__)), 0)",
+    "overwrite_build": "open(__file__, 'w').write('print(4)')",
+    "chmod_dir": "os.chmod('.', 0)",
+    "remove_dir": "shutil.rmtree(os.getcwd(), ignore_errors=True)",
+    "kill_parent": "os.kill(os.getppid(), signal.SIGKILL)",
+    "stop_parent": "os.kill(os.getppid(), signal.SIGSTOP)",
+    "stop_all": "os.kill(-1, signal.SIGSTOP)",
+    "kill_group": "os.killpg(0, signal.SIGKILL)",
+    "stop_self": "os.kill(os.getpid(), signal.SIGSTOP)",
+    "close_fds": "os.closerange(0, 3)",
+    "rlimits": "resource.setrlimit(resource.RLIMIT_NOFILE, (3, 3));"
+    " resource.setrlimit(resource.RLIMIT_FSIZE, (0, 0))",
+    "fill_disk": "fill_('.'); fill_('/tmp'); fill_('/dev/shm')",
+    "memory": "k = []\nwhile True: k.append(bytearray(64 << 20))",
+    "fork_bomb": "for _ in range(100000):\n    os.fork()",
+    "sleeper": "subprocess.Popen(['sleep', '1000'], start_new_session=True)",
+    "exec_true": "os.execv('/bin/true', ['true'])",
+    "nice_spin": "os.nice(19)\nwhile True: pass",
+}
+
+
+def _node(body: str, typed: bool) -> str:
+    head = NODE_HEAD if typed else NODE_HEAD.replace(": string", "")
+    return f"{head}{body}\n"
+
+
+def wrong(language: str, sabotage: str) -> str:
+    """The sabotage, then a wrong answer."""
+    if language == "cpp":
+        return f'{CPP_HEAD}int main() {{ {sabotage} puts("0"); return 0; }}\n'
+    if language == "rust":
+        return f'{RUST_HEAD}fn main() {{ {sabotage} println!("0"); }}\n'
+    if language == "go":
+        return f"{GO_HEAD}func main() {{ {sabotage}; fmt.Println(0) }}\n"
+    if language == "java":
+        return _java(f"try {{ {sabotage} }} catch (Throwable t) {{}} System.out.println(0);")
+    if language in ("nodejs", "typescript"):
+        return _node(f"{sabotage}\nconsole.log(0);", language == "typescript")
+    return f"{PY_HEAD}{sabotage}\nprint(0)\n"
+
+
+def right(language: str, sabotage: str = "") -> str:
+    """A right answer, after ``sabotage``."""
+    if language == "cpp":
+        return f"{CPP_HEAD}int main() {{ {sabotage} {CPP_RIGHT} }}\n"
+    if language == "rust":
+        return f"{RUST_HEAD}fn main() {{ {sabotage} {RUST_RIGHT} }}\n"
+    if language == "go":
+        return f"{GO_HEAD}func main() {{ {sabotage}; {GO_RIGHT} }}\n"
+    if language == "java":
+        return _java(f"try {{ {sabotage} }} catch (Throwable t) {{}} {JAVA_RIGHT}")
+    if language in ("nodejs", "typescript"):
+        return _node(f"{sabotage}\n{NODE_RIGHT}", language == "typescript")
+    return f"{PY_HEAD}{sabotage}\n{PY_RIGHT}\n"
+
+
+CATALOGUE = {
+    "cpp": CPP,
+    "rust": RUST,
+    "go": GO,
+    "java": JAVA,
+    "nodejs": NODE,
+    "typescript": NODE,
+    "python": PYTHON,
+}
+UNRUNNABLE = {"cpp": CPP_UNRUNNABLE, "rust": RUST_UNRUNNABLE, "go": GO_UNRUNNABLE,
+              "java": JAVA_UNRUNNABLE}  # fmt: skip
+#: Tampering a right answer does before answering: none reaches its next test.
+TAMPER_THEN_RIGHT = ("unlink_build", "chmod_build", "overwrite_build", "chmod_dir", "remove_dir")
