@@ -105,9 +105,14 @@ def test_tampering_with_its_own_build_or_directory_reaches_no_later_test(
     # its whole directory breaks itself, in every test alike)
     cases = [c for c in TAMPER_THEN_RIGHT if (language, c) != ("java", "remove_dir")]
     group = [right(language, CATALOGUE[language][c]) for c in cases]
-    for case, result in zip(cases, grade_batch(client, "py", group, spec), strict=True):
+    # each twice: a sibling with the same source, then the same group again
+    # through the compile cache, sees exactly what the first did
+    group += group
+    first = grade_batch(client, "py", group, spec)
+    for case, result in zip(cases + cases, first, strict=True):
         assert (result.reward, result.infra_error) == (1.0, False), (case, result.explain())
         assert result.detail.get("passed") == len(TESTS), (case, result.detail)
+    assert _verdicts(grade_batch(client, "py", group, spec)) == _verdicts(first)
 
 
 @pytest.mark.parametrize("language", list(UNRUNNABLE))

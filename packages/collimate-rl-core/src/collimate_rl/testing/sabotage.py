@@ -61,6 +61,11 @@ CPP = {
     "sleeper": "if (fork() == 0) { setsid(); if (fork() == 0) { sleep(1000); } _exit(0); }",
     "exec_true": 'execl("/bin/true", "true", (char*)0);',
     "nice_spin": "if (nice(19) == -1) {} for (volatile unsigned long x = 0;; x++) {}",
+    # CPU hogs outside its own process tree while it spins: were only its
+    # tree counted, it would look starved by others (the machine's failure)
+    "hog_daemons": "for (int i = 0; i < 64; i++) if (fork() == 0) { setsid();"
+    " if (fork() == 0) for (volatile unsigned long x = 0;; x++) {} _exit(0); }"
+    " for (volatile unsigned long x = 0;; x++) {}",
 }
 CPP_UNRUNNABLE = "int f() { return 0; }\n"  # links no main: a compile error
 
@@ -230,6 +235,9 @@ PYTHON = {
     "sleeper": "subprocess.Popen(['sleep', '1000'], start_new_session=True)",
     "exec_true": "os.execv('/bin/true', ['true'])",
     "nice_spin": "os.nice(19)\nwhile True: pass",
+    "hog_daemons": "for _ in range(64):\n    if os.fork() == 0:\n        os.setsid()\n"
+    "        if os.fork() == 0:\n            while True: pass\n        os._exit(0)\n"
+    "while True: pass",
 }
 
 
