@@ -513,9 +513,10 @@ def _start(
     os._exit(127)
 
 
-def _kill_leftovers() -> None:
+def _kill_leftovers() -> bool:
     """Kill every process this one is the parent of (its runs' children
-    and daemons were reparented here), until none is left."""
+    and daemons were reparented here), until none is left; False when some
+    still were after a few seconds."""
     deadline = time.monotonic() + 5.0
     while time.monotonic() < deadline:
         kids: set[int] = set()
@@ -526,7 +527,7 @@ def _kill_leftovers() -> None:
         except OSError:
             pass
         if not kids:
-            return
+            return True
         for pid in kids:
             for kill in (os.killpg, os.kill):
                 try:
@@ -541,6 +542,7 @@ def _kill_leftovers() -> None:
             if pid == 0:
                 time.sleep(0.001)
                 break
+    return False
 
 
 def _sample() -> tuple[float, bool]:
@@ -859,7 +861,11 @@ def _run(req: dict[str, Any], root: str, confined: bool) -> None:
     limits = {"cpu": int(cpu_limit) + 1, "fsize": output, "stack": memory or None,
               "nproc": RUN_TASKS}  # fmt: skip
     ran = False  # whether any of the program's code has run in this exec
+    alive = False  # whether processes it left outlived every kill
     for i, item in enumerate(items):
+        if alive:  # (they could reach this run's files)
+            _setup_failed(i, "processes an earlier run left could not be stopped", True)
+            continue
         here = os.path.join(root, "run-%d" % i)
         paths = {"src": os.path.join(here, tc["source"]), "build": os.path.join(here, "build"),
                  "dir": here}  # fmt: skip
@@ -890,7 +896,7 @@ def _run(req: dict[str, Any], root: str, confined: bool) -> None:
             continue
         ran = True
         used = _watch(pid, cpu_limit, float(req["wall_limit"]), memory, io[1], output)
-        _kill_leftovers()
+        alive = not _kill_leftovers()
         code = os.waitstatus_to_exitcode(used["status"])
         killed = _run_limit(used, code, cpu_limit, memory)
         stdout = _pread(io[1], output + 1)
