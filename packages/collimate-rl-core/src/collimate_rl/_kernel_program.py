@@ -14,7 +14,10 @@ the guest's ``python3``. One file plays three parts, by its first argument:
 ``start-run DIR CELL`` both, in one process: a kernel's first cell;
 ``restart DIR`` / ``stop DIR`` what they say; ``ping DIR`` whether the
                 kernel answers (a runner of the template's own interpreter can reach it);
-``fork DIR REQUEST`` have the kernel fork copies of itself (see ``fork_kernels``).
+``fork DIR REQUEST`` have the kernel fork copies of itself (see ``fork_kernels``);
+``reinstall`` (not a command: ``REINSTALLER`` of ``_kernel_state`` calls
+                ``reinstall`` with the program's text) a kernel made anew in
+                its directory, whatever is left of the old one.
 
 The kernel itself is two processes: a *keeper* (session leader, the
 kernel's parent, does nothing but wait) and the *kernel* that executes the
@@ -22,8 +25,32 @@ cells in its main thread, so SIGINT lands in the cell as KeyboardInterrupt.
 A cell that kills its parent kills only the keeper; one that kills the
 kernel (``os._exit``, a signal) is noticed by the runner as a dropped
 connection and answered with a fresh kernel and ``restarted``. When the
-kernel dies, its keeper removes its files and kills what is left of its
-process group, so a dead kernel leaves nothing behind.
+kernel dies, or its directory stops naming it (a cell deleted it), its
+keeper removes its files and kills what is left of its process group, so a
+dead kernel leaves nothing behind.
+
+Whatever a cell does is the model's doing, and must come back as a cell
+result, never as a failure of the sandbox (which would drop the sample from
+training: a policy would learn to hide its mistakes that way). So:
+
+* the keeper and the kernel live in a Landlock domain scoped for signals,
+  with a seccomp filter for the calls one process of a uid may make on
+  another without a ptrace check (``guard``): a cell cannot signal, stop,
+  trace or limit the runner, the sandbox's exec processes or other kernels;
+* the kernel says ``started`` once it has taken a cell: a kernel that dies
+  or cannot take it before that (what an earlier cell left: no descriptors,
+  its machinery broken) is restarted by the runner and the cell sent again,
+  so the cell runs once, in a fresh kernel, and its result says
+  ``restarted``; after that, a lost kernel is the cell's;
+* the machinery looks builtins up in a copy of its own and captures output
+  with threads started with the kernel, so a cell that replaces builtins or
+  fills the process cap does not break the next cell; a cell that lowers
+  the kernel's resource limits costs a restart right after it;
+* the runner trusts nothing the kernel sends or the directory holds: the
+  answer is checked field by field, and a pid is only killed while it
+  names a kernel or keeper process;
+* what the runner cannot mend (the directory deleted, the runner itself
+  killed) the SDK mends with ``reinstall``, or with a fresh sandbox.
 
 The kernel listens on an abstract unix socket (its name in ``DIR/address``)
 and answers only peers of its own uid: an abstract socket vanishes with its
@@ -42,6 +69,7 @@ import binascii
 import builtins
 import codecs
 import contextlib
+import functools
 import gc
 import io
 import json
@@ -58,11 +86,34 @@ from types import FrameType
 TYPE_CHECKING = False
 if TYPE_CHECKING:
     import traceback
+    from collections.abc import Callable
     from typing import Any
+
+if __name__ == "__main__":
+    # The kernel (run as a script; the runner imports this file as a
+    # module): its own code looks builtins up in a copy taken now, so a cell
+    # that replaces one (``builtins.__import__``, ``len``) changes what cells
+    # and the libraries they use see, as in any interpreter, but never the
+    # kernel's framing, capture or answers. Every function below is made
+    # after this line, and keeps this dictionary as its builtins.
+    globals()["__builtins__"] = dict(vars(builtins))
 
 RESULT_PREFIX = "@@collimate-kernel-result@@ "
 KERNEL_FILE = os.path.abspath(__file__)
 START_WAIT_S = 20.0
+#: kernels that may die as they start before a start gives up
+START_DEATHS = 3
+#: seconds a start goes on asking for a process the sandbox's cap refuses
+SPAWN_RETRY_S = 3.0
+#: seconds a kernel has to say it took a cell, once sent (it answers at once)
+TAKE_WAIT_S = 10.0
+#: how often a keeper checks that its directory still names it
+KEEPER_POLL_S = 1.0
+#: the largest frame either side reads: a rewritten kernel cannot make the
+#: runner take in more than this (the exec's output is capped far lower)
+MAX_FRAME = 1 << 28
+#: what a kernel sends once it has taken a cell (see ``CellRunner.run``)
+STARTED = {"started": True}
 #: process names (``comm``, 15 bytes at most) the server counts and reaps by
 KERNEL_NAME = b"collimate-kern"
 KEEPER_NAME = b"collimate-keep"
@@ -88,8 +139,13 @@ def recv_exact(sock: socket.socket, size: int) -> bytes:
 
 
 def recv_frame(sock: socket.socket) -> dict[str, Any]:
+    """One frame's JSON object (ValueError: anything else, or too big)."""
     (size,) = struct.unpack(">I", recv_exact(sock, 4))
-    answer: dict[str, Any] = json.loads(recv_exact(sock, size).decode())
+    if size > MAX_FRAME:
+        raise ValueError(f"a frame of {size} bytes")
+    answer = json.loads(recv_exact(sock, size).decode())
+    if not isinstance(answer, dict):
+        raise ValueError(f"a frame holding {type(answer).__name__}, not an object")
     return answer
 
 
@@ -128,27 +184,55 @@ def cap_text(text: str, cap: int) -> tuple[str, bool]:
     return (text, False) if len(text) <= cap else (text[:cap], True)
 
 
+class Pump:
+    """A thread that drains one descriptor's pipe for one cell after another:
+    started with the kernel and kept, since a cell may leave no room for a
+    new thread (a fork bomb fills the sandbox's process cap) and the next
+    cell must still run."""
+
+    def __init__(self) -> None:
+        import queue
+        import threading
+
+        self.jobs: queue.SimpleQueue[DescriptorCapture] = queue.SimpleQueue()
+        threading.Thread(target=self.serve, name="collimate-pump", daemon=True).start()
+
+    def serve(self) -> None:
+        while True:
+            capture = self.jobs.get()
+            try:
+                capture.pump()
+            except Exception:  # a cell's writer gone wrong: the next capture still runs
+                pass
+            finally:
+                capture.finished.set()
+
+
 class DescriptorCapture:
     """File descriptor ``fd`` (1 or 2) into ``writer`` for one cell: a pipe
-    read by a thread, so what a subprocess writes is captured with what
-    Python prints, in the order written, and a flood is drained and
-    dropped past the cap rather than blocking the cell."""
+    read by the kernel's ``pump`` thread, so what a subprocess writes is
+    captured with what Python prints, in the order written, and a flood is
+    drained and dropped past the cap rather than blocking the cell."""
 
-    def __init__(self, fd: int, writer: CappedWriter) -> None:
+    def __init__(self, fd: int, writer: CappedWriter, pump: Pump) -> None:
+        import threading
+
         self.fd = fd
         self.writer = writer
         self.decoder = codecs.getincrementaldecoder("utf-8")("replace")
-        import threading
-
         self.done = threading.Event()
+        self.finished = threading.Event()
         read_end, write_end = os.pipe()
-        os.set_blocking(read_end, False)
-        self.read_end = read_end
-        self.saved = os.dup(fd)
+        try:
+            os.set_blocking(read_end, False)
+            self.saved = os.dup(fd)
+        except BaseException:
+            os.close(read_end)
+            os.close(write_end)
+            raise
         os.dup2(write_end, fd)
         os.close(write_end)
-        self.thread = threading.Thread(target=self.pump, daemon=True)
-        self.thread.start()
+        self.read_end = read_end
         self.stream = io.TextIOWrapper(
             io.FileIO(fd, "w", closefd=False),
             encoding="utf-8",
@@ -156,6 +240,7 @@ class DescriptorCapture:
             line_buffering=True,
             write_through=True,
         )
+        pump.jobs.put(self)
 
     def drain(self) -> bool:
         """Read what the pipe holds now; False once it is closed."""
@@ -185,10 +270,51 @@ class DescriptorCapture:
         os.dup2(self.saved, self.fd)
         os.close(self.saved)
         self.done.set()
-        self.thread.join(5)
+        self.finished.wait(5)
         self.drain()
         self.writer.write(self.decoder.decode(b"", final=True))
         os.close(self.read_end)
+
+
+#: the limits a kernel needs to go on serving: a cell that lowers one (in
+#: the kernel's own process) costs a restart right after it
+SERVING_LIMITS = (
+    "RLIMIT_NOFILE",
+    "RLIMIT_NPROC",
+    "RLIMIT_AS",
+    "RLIMIT_DATA",
+    "RLIMIT_STACK",
+    "RLIMIT_CPU",
+    "RLIMIT_FSIZE",
+)
+
+
+def serving_limits() -> dict[str, tuple[float, float]]:
+    """This process's soft and hard :data:`SERVING_LIMITS` (unlimited: inf)."""
+    import resource
+
+    def size(value: int) -> float:
+        return float("inf") if value == resource.RLIM_INFINITY or value < 0 else float(value)
+
+    limits = {}
+    for name in SERVING_LIMITS:
+        number = getattr(resource, name, None)
+        if number is None:
+            continue
+        with contextlib.suppress(OSError, ValueError):
+            soft, hard = resource.getrlimit(number)
+            limits[name] = (size(soft), size(hard))
+    return limits
+
+
+def lowered_limits(before: dict[str, tuple[float, float]]) -> list[str]:
+    """The names of the limits now below what they were ``before``."""
+    now = serving_limits()
+    return [
+        name
+        for name, (soft, hard) in before.items()
+        if name in now and (now[name][0] < soft or now[name][1] < hard)
+    ]
 
 
 class CellRunner:
@@ -199,6 +325,17 @@ class CellRunner:
         self.count = 0
         self.in_cell = False
         self.pid = os.getpid()
+        self.pumps: tuple[Pump, Pump] | None = None
+        self.limits: dict[str, tuple[float, float]] = {}
+
+    def prepare(self) -> None:
+        """What this process needs before it serves: its pumps (threads do
+        not survive a fork, so a forked kernel makes its own) and the limits
+        it starts with."""
+        self.pid = os.getpid()
+        self.pumps = (Pump(), Pump())
+        self.limits = serving_limits()
+        signal.signal(signal.SIGINT, self.on_sigint)
 
     def on_sigint(self, signum: int, frame: FrameType | None) -> None:
         # an interrupt between cells (a late one) must not hit the machinery
@@ -221,14 +358,33 @@ class CellRunner:
         body = compile(tree, filename, "exec")
         return body, (compile(last, filename, "eval") if last is not None else None)
 
-    def run(self, request: dict[str, Any]) -> dict[str, Any]:
+    def capture(self, out: CappedWriter, err: CappedWriter) -> list[DescriptorCapture]:
+        """The cell's stdout and stderr captures (OSError: no descriptors left)."""
+        assert self.pumps is not None
+        first = DescriptorCapture(1, out, self.pumps[0])
+        try:
+            return [first, DescriptorCapture(2, err, self.pumps[1])]
+        except BaseException:
+            first.stop()
+            raise
+
+    def run(self, request: dict[str, Any], take: Callable[[], None]) -> dict[str, Any]:
+        """Run one cell. ``take`` is called once the cell is set up and
+        about to run: a failure before it is the kernel's (the runner starts
+        a fresh one and sends the cell again), anything after it the cell's."""
         cap = int(request.get("output_limit", 65536))
         out, err = CappedWriter(cap), CappedWriter(cap)
         value = error = None
         truncated = False
+        captures = self.capture(out, err)
+        try:
+            take()
+        except BaseException:
+            for capture in captures:
+                capture.stop()
+            raise
         started = time.monotonic()
         saved = sys.stdout, sys.stderr
-        captures = [DescriptorCapture(1, out), DescriptorCapture(2, err)]
         sys.stdout, sys.stderr = (capture.stream for capture in captures)
         self.in_cell = True
         try:
@@ -244,14 +400,17 @@ class CellRunner:
                 self.in_cell = False
         except BaseException as exc:  # the cell's own failure, SystemExit too
             self.in_cell = False
-            error = describe(exc)
+            error = describe_or_name(exc)
         finally:
             if os.getpid() != self.pid:  # a forked child ending its cell: never answers
                 os._exit(0)
             sys.stdout, sys.stderr = saved
             for capture in captures:
                 capture.stop()
-        return {
+            # the kernel's interrupt is its own: a handler the cell set
+            # would keep the next timed-out cell from being interrupted
+            signal.signal(signal.SIGINT, self.on_sigint)
+        answer = {
             "stdout": out.getvalue(),
             "stderr": err.getvalue(),
             "value": value,
@@ -259,6 +418,22 @@ class CellRunner:
             "duration_s": time.monotonic() - started,
             "truncated": truncated or out.truncated or err.truncated,
         }
+        lowered = lowered_limits(self.limits)
+        if lowered:
+            answer["restart"] = (
+                f"the cell lowered the interpreter's resource limits ({', '.join(lowered)})"
+            )
+        return answer
+
+
+def describe_or_name(exc: BaseException) -> dict[str, str]:
+    """:func:`describe`, or, when the library code it uses fails (a cell
+    replaced a builtin that code needs, say), the type and message alone:
+    the cell's error is still the cell's, and the kernel goes on."""
+    try:
+        return describe(exc)
+    except Exception:
+        return {"type": type(exc).__name__, "message": safe_str(exc), "traceback": ""}
 
 
 def describe(exc: BaseException) -> dict[str, str]:
@@ -280,26 +455,38 @@ def describe(exc: BaseException) -> dict[str, str]:
         pending.extend((current.__cause__, current.__context__))
     return {
         "type": type(exc).__name__,
-        "message": str(exc),
+        "message": safe_str(exc),
         "traceback": "".join(summary.format()),
     }
 
 
+def safe_str(exc: BaseException) -> str:
+    """``str(exc)``, or a stand-in when the exception's own ``__str__`` raises."""
+    try:
+        return str(exc)
+    except Exception:
+        return f"<{type(exc).__name__}: its message could not be read>"
+
+
 def serve(directory: str) -> None:
     """The keeper, then (forked) the kernel: listen, run cells one by one.
-    In a fork's directory (``fork.json``) the kernel confines itself first."""
+    Both are guarded first (``guard``); in a fork's directory
+    (``fork.json``) the kernel confines itself too."""
     fork = read_json(os.path.join(directory, "fork.json"))
+    guarded = guard()
     child = os.fork()
     if child:  # the keeper: the kernel's parent, holding nothing
         keep(directory, child)
     runner = CellRunner()
+    sys.stderr.write(f"collimate kernel {os.getpid()}: {guarded}\n")
+    first_to_go()
     # the address and pid first: a fork's kernel cannot write them once confined
     # (nothing is served before the loop below, so not before that either)
     listener = listen(directory)
     write_file(os.path.join(directory, "pid"), str(os.getpid()))
     if fork is not None:
         become_fork(directory, runner, fork, fresh=True)
-    signal.signal(signal.SIGINT, runner.on_sigint)
+    runner.prepare()
     # the log kept what a failed start said; from here on, what is written
     # outside a cell (a thread or child it left behind) is dropped, not stored
     null = os.open(os.devnull, os.O_WRONLY)
@@ -310,13 +497,13 @@ def serve(directory: str) -> None:
 
 
 def keep(directory: str, kernel: int) -> None:
-    """The keeper's whole life: wait for the kernel, then remove its files
-    (those still naming it: a restart may have written new ones) and kill
-    what is left of its process group (children of its cells), itself last."""
+    """The keeper's whole life: wait for the kernel (or for its directory to
+    stop naming this keeper), then remove its files (those still naming it:
+    a restart may have written new ones) and kill what is left of its
+    process group (the kernel, children of its cells), itself last."""
     set_name(KEEPER_NAME)
     signal.signal(signal.SIGINT, signal.SIG_IGN)
-    with contextlib.suppress(OSError):
-        os.waitpid(kernel, 0)
+    outlive(directory, kernel)
     if read_int(os.path.join(directory, "pid")) == kernel:
         for name in ("pid", "address"):
             with contextlib.suppress(OSError):
@@ -327,6 +514,32 @@ def keep(directory: str, kernel: int) -> None:
     with contextlib.suppress(OSError):
         os.killpg(os.getpgrp(), signal.SIGKILL)
     os._exit(0)
+
+
+def outlive(directory: str, kernel: int) -> None:
+    """Return once the kernel has died, or once ``DIR/pgid``, having named
+    this keeper's group, no longer does: a cell deleted or replaced the
+    kernel's files, so nothing can reach the kernel any more, and what is
+    left of it would only hold the sandbox's memory and processes."""
+    pidfd = None
+    with contextlib.suppress(AttributeError, OSError):  # Python 3.9+, Linux 5.3+
+        pidfd = os.pidfd_open(kernel)
+    armed = False
+    while True:
+        try:
+            if os.waitpid(kernel, os.WNOHANG)[0]:
+                return
+        except ChildProcessError:
+            return
+        named = read_int(os.path.join(directory, "pgid")) == os.getpgrp()
+        if armed and not named:
+            return
+        armed = armed or named
+        if pidfd is None:
+            time.sleep(KEEPER_POLL_S)
+        else:
+            with contextlib.suppress(OSError, ValueError):
+                select.select([pidfd], [], [], KEEPER_POLL_S)
 
 
 def listen(directory: str) -> socket.socket:
@@ -342,12 +555,15 @@ def listen(directory: str) -> socket.socket:
 
 def serve_loop(directory: str, listener: socket.socket, runner: CellRunner) -> None:
     """Answer one connection at a time, from peers of this uid only: a cell,
-    or a request to fork (see ``fork_kernels``)."""
+    or a request to fork (see ``fork_kernels``). A kernel that can no longer
+    accept (a cell left it no descriptor) exits, and the next runner starts
+    a fresh one; one whose cell lowered its limits exits once it answered."""
     while True:
         try:
             conn, _ = listener.accept()
         except KeyboardInterrupt:
             continue
+        restart = False
         try:
             with conn:
                 if peer_uid(conn) != os.getuid():
@@ -356,10 +572,14 @@ def serve_loop(directory: str, listener: socket.socket, runner: CellRunner) -> N
                 if request.get("op") == "fork":
                     send_frame(conn, fork_kernels(directory, listener, conn, runner, request))
                 else:
-                    send_frame(conn, runner.run(request))
+                    answer = runner.run(request, functools.partial(send_frame, conn, STARTED))
+                    restart = bool(answer.get("restart"))
+                    send_frame(conn, answer)
         except BaseException:  # a client gone, a late interrupt: next connection
             if os.getpid() != runner.pid:
                 os._exit(0)
+        if restart:
+            os._exit(0)
 
 
 def peer_uid(conn: socket.socket) -> int:
@@ -502,6 +722,7 @@ def start_fork(directory: str, seed: str | None, runner: CellRunner, report: int
         listener = listen(directory)
         write_file(os.path.join(directory, "pid"), str(os.getpid()))
         answer.update(become_fork(directory, runner, {"seed": seed}, fresh=False))
+        runner.prepare()
     except BaseException as exc:
         answer = {"ok": False, "error": f"{type(exc).__name__}: {exc}"}
     os.write(report, json.dumps(answer).encode())
@@ -512,8 +733,6 @@ def start_fork(directory: str, seed: str | None, runner: CellRunner, report: int
     for fd in (0, 1, 2):
         os.dup2(null, fd)
     os.close(null)
-    runner.pid = os.getpid()
-    signal.signal(signal.SIGINT, runner.on_sigint)
     serve_loop(directory, listener, runner)
     os._exit(0)
 
@@ -613,6 +832,134 @@ def confine(directory: str) -> str:
     return f"landlock (ABI {abi}): own directory, system read-only, no TCP, scoped signals"
 
 
+SCOPE_SIGNAL = 2  # Landlock: signals to processes outside the domain refused
+SYS_SECCOMP = 317  # x86_64
+AUDIT_ARCH_X86_64 = 0xC000003E
+#: calls one process may make on another of its uid with no ptrace check:
+#: (number, the argument naming the process, what the argument before it
+#: must be, or None). prlimit64, sched_setparam, sched_setscheduler,
+#: sched_setaffinity, sched_setattr; setpriority and ioprio_set only with
+#: PRIO_PROCESS / IOPRIO_WHO_PROCESS (the others name a group or a uid).
+OWN_PROCESS_ONLY = (
+    (302, 0, None),
+    (142, 0, None),
+    (144, 0, None),
+    (203, 0, None),
+    (314, 0, None),
+    (141, 1, 0),
+    (251, 1, 1),
+)
+
+
+def guard() -> str:
+    """Keep this process and all it will start (the keeper, the kernel, its
+    cells) off every other process of the sandbox: the runner waiting on a
+    cell, the exec processes the sandbox keeps ready, other kernels. A
+    Landlock domain scoped for signals (Linux 6.12+) refuses signals to
+    processes outside it (and, as any domain, ptrace and ``/proc`` access to
+    them); a seccomp filter refuses the calls on another process that need
+    only the same uid (its rlimits, priority, scheduling; x86_64), unless
+    they name the caller as 0. Inside the domain nothing changes: a cell can
+    still kill the kernel, its keeper and its own children, and limit
+    itself. Says what it applied, and why not the rest."""
+    parts = []
+    try:
+        abi = landlock_call(SYS_CREATE_RULESET, None, 0, 1)
+    except OSError as exc:
+        parts.append(f"no Landlock ({exc.strerror}): cells can signal the sandbox's processes")
+        abi = 0
+    if abi and abi < LANDLOCK_ABI_NEEDED:
+        parts.append(f"Landlock ABI {abi} cannot scope signals: cells can signal others")
+    try:
+        no_new_privs()
+        if abi >= LANDLOCK_ABI_NEEDED:
+            scope_signals()
+            parts.append("signals scoped (Landlock)")
+        parts.append(own_process_filter())
+    except OSError as exc:
+        parts.append(f"unguarded: {exc}")
+    return "; ".join(parts)
+
+
+def no_new_privs() -> None:
+    import ctypes
+
+    if libc().prctl(PR_SET_NO_NEW_PRIVS, 1, 0, 0, 0) != 0:
+        raise OSError(ctypes.get_errno(), "prctl(NO_NEW_PRIVS)")
+
+
+def scope_signals() -> None:
+    """Enter a Landlock domain that handles no access right, only the
+    scoping of signals."""
+    import ctypes
+
+    attr = struct.pack("QQQ", 0, 0, SCOPE_SIGNAL)
+    ruleset = landlock_call(SYS_CREATE_RULESET, ctypes.create_string_buffer(attr, len(attr)), 24, 0)
+    try:
+        landlock_call(SYS_RESTRICT_SELF, ruleset, 0)
+    finally:
+        os.close(ruleset)
+
+
+def bpf(code: int, jt: int, jf: int, k: int) -> bytes:
+    return struct.pack("<HBBI", code, jt, jf, k & 0xFFFFFFFF)
+
+
+def own_process_program() -> bytes:
+    """The classic BPF program of :data:`OWN_PROCESS_ONLY`: such a call is
+    refused (EPERM) unless it names the caller as 0; a call through another
+    system-call ABI than x86_64's kills the process (its numbers mean other
+    calls)."""
+    ld, jeq, jge, ret = 0x20, 0x15, 0x35, 0x06
+    kill, eperm, allow = 0x80000000, 0x00050001, 0x7FFF0000
+    out = [
+        bpf(ld, 0, 0, 4),  # arch
+        bpf(jeq, 1, 0, AUDIT_ARCH_X86_64),
+        bpf(ret, 0, 0, kill),
+        bpf(ld, 0, 0, 0),  # nr
+        bpf(jge, 0, 1, 0x40000000),  # x32
+        bpf(ret, 0, 0, kill),
+    ]
+    for nr, arg, before in OWN_PROCESS_ONLY:
+        block = []
+        if before is not None:
+            block.append(bpf(ld, 0, 0, 16 + 8 * (arg - 1)))
+            block.append(bpf(jeq, 0, 2, before))  # else refused
+        block.append(bpf(ld, 0, 0, 16 + 8 * arg))
+        block.append(bpf(jeq, 1, 0, 0))
+        block.append(bpf(ret, 0, 0, eperm))
+        block.append(bpf(ret, 0, 0, allow))
+        out.append(bpf(jeq, 0, len(block), nr))  # else over the block
+        out.extend(block)
+    out.append(bpf(ret, 0, 0, allow))
+    return b"".join(out)
+
+
+def own_process_filter() -> str:
+    """Install :func:`own_process_program` (needs no_new_privs)."""
+    import ctypes
+
+    if os.uname().machine != "x86_64":
+        return f"no seccomp filter for {os.uname().machine}: cells can limit others"
+
+    class Program(ctypes.Structure):
+        _fields_ = [("len", ctypes.c_ushort), ("filter", ctypes.c_char_p)]
+
+    program = own_process_program()
+    call = libc().syscall
+    if call(SYS_SECCOMP, 1, 0, ctypes.byref(Program(len(program) // 8, program))) != 0:
+        raise OSError(ctypes.get_errno(), "seccomp")
+    return "calls on other processes refused (seccomp)"
+
+
+def first_to_go() -> None:
+    """Make the kernel the sandbox's first victim when memory runs out: it
+    holds what the cells allocate, and the runner, the keeper and the
+    sandbox's exec processes must outlive it to say what happened."""
+    with contextlib.suppress(OSError), open("/proc/self/oom_score_adj", "w") as handle:
+        handle.write("1000")
+
+
 def write_file(path: str, text: str) -> None:
     with open(path + ".new", "w") as handle:
         handle.write(text)
@@ -631,24 +978,98 @@ def read_int(path: str) -> int | None:
 
 
 def kill_kernel(directory: str) -> None:
-    """Kill the kernel's process group (keeper, kernel, their children)."""
-    for name in ("pgid", "pid"):
-        pid = read_int(os.path.join(directory, name))
-        if pid is None or pid <= 1:
-            continue
-        for kill in (os.killpg, os.kill):
-            with contextlib.suppress(OSError):
-                kill(pid, signal.SIGKILL)
+    """Kill the kernel's process group (keeper, kernel, their children).
+    The directory's pids are only trusted while they name a kernel or a
+    keeper (``ours``): a cell can rewrite them, to the runner's own pid or
+    to the sandbox's exec process, say, which this must never kill."""
+    pid = read_int(os.path.join(directory, "pid"))
+    pgid = read_int(os.path.join(directory, "pgid"))
+    if pid is not None and ours(pid):
+        with contextlib.suppress(OSError):
+            os.kill(pid, signal.SIGKILL)
+    if pgid is not None and pgid != os.getpgrp() and group_is_ours(pgid):
+        with contextlib.suppress(OSError):
+            os.killpg(pgid, signal.SIGKILL)
     for name in ("pid", "pgid", "address"):
         with contextlib.suppress(OSError):
             os.unlink(os.path.join(directory, name))
 
 
+def process_stat(pid: int) -> tuple[bytes, int] | None:
+    """``(comm, process group)`` of ``pid``, or None (gone, or no such)."""
+    try:
+        with open(f"/proc/{pid}/stat", "rb") as handle:
+            stat = handle.read()
+    except OSError:
+        return None
+    head, _, tail = stat.rpartition(b")")
+    fields = tail.split()
+    if len(fields) < 3 or fields[0] in (b"Z", b"X"):
+        return None
+    return head.partition(b"(")[2], int(fields[2])
+
+
+def ours(pid: int) -> bool:
+    """Whether ``pid`` (not this process) is a kernel or a keeper, by name
+    (a process can name only itself so: then it is a cell's, and killing it
+    costs nobody but the cell)."""
+    stat = process_stat(pid) if pid > 1 and pid != os.getpid() else None
+    return stat is not None and stat[0] in (KERNEL_NAME, KEEPER_NAME)
+
+
+def group_is_ours(pgid: int) -> bool:
+    """Whether process group ``pgid`` holds a kernel or a keeper: a group
+    is made in one session, and a kernel's session is its keeper's, which
+    neither the runner nor the sandbox's exec processes can join."""
+    if pgid <= 1:
+        return False
+    for entry in os.listdir("/proc"):
+        if entry.isdigit():
+            stat = process_stat(int(entry))
+            if stat is not None and stat[1] == pgid and stat[0] in (KERNEL_NAME, KEEPER_NAME):
+                return True
+    return False
+
+
 def start_kernel(directory: str) -> None:
-    """Spawn a kernel in a session of its own and wait for it to listen."""
+    """Spawn a kernel in a session of its own and wait for it to listen.
+    A spawn refused for want of processes is tried again for a while
+    (:data:`SPAWN_RETRY_S`: processes just killed, by a restart after a fork
+    bomb, hold the sandbox's process cap until they are reaped); a kernel
+    that dies as it starts (memory full), a few times (:data:`START_DEATHS`)."""
+    write_file(os.path.join(directory, "started"), "")
+    now = time.monotonic()
+    deadline, refusals_until = now + START_WAIT_S, now + SPAWN_RETRY_S
+    failure, deaths = "no attempt", 0
+    while time.monotonic() < deadline and deaths < START_DEATHS:
+        try:
+            keeper = spawn_keeper(directory)
+        except OSError as exc:
+            failure = f"{type(exc).__name__}: {exc}"
+            if time.monotonic() > refusals_until:
+                break
+            time.sleep(0.05)
+            continue
+        while time.monotonic() < deadline:
+            if read_int(os.path.join(directory, "pid")) and connectable(directory):
+                return
+            if keeper.poll() is not None:  # its kernel died (or never was)
+                failure = f"the kernel exited as it started (keeper status {keeper.returncode})"
+                deaths += 1
+                break
+            time.sleep(0.02)
+        with contextlib.suppress(OSError):
+            os.killpg(keeper.pid, signal.SIGKILL)
+        keeper.wait()
+        time.sleep(0.05)
+    raise RuntimeError(f"the kernel did not start ({failure})")
+
+
+def spawn_keeper(directory: str) -> Any:
+    """The kernel's keeper, in a session of its own (its pid is its group's,
+    written to ``DIR/pgid``)."""
     import subprocess
 
-    write_file(os.path.join(directory, "started"), "")
     with open(os.path.join(directory, "kernel.log"), "ab") as log:
         keeper = subprocess.Popen(
             [sys.executable, KERNEL_FILE, "serve", directory],
@@ -658,14 +1079,7 @@ def start_kernel(directory: str) -> None:
             start_new_session=True,
         )
     write_file(os.path.join(directory, "pgid"), str(keeper.pid))
-    deadline = time.monotonic() + START_WAIT_S
-    while time.monotonic() < deadline:
-        if read_int(os.path.join(directory, "pid")) and connectable(directory):
-            return
-        if keeper.poll() is not None and keeper.returncode != 0:
-            break
-        time.sleep(0.02)
-    raise RuntimeError("the kernel did not start")
+    return keeper
 
 
 def connect(directory: str) -> socket.socket:
@@ -698,8 +1112,9 @@ def restart_kernel(directory: str) -> None:
 
 
 def interrupt_kernel(directory: str) -> None:
+    """SIGINT to the kernel (only while ``DIR/pid`` names one: see ``ours``)."""
     pid = read_int(os.path.join(directory, "pid"))
-    if pid:
+    if pid is not None and ours(pid):
         with contextlib.suppress(OSError):
             os.kill(pid, signal.SIGINT)
 
@@ -717,48 +1132,182 @@ def empty_result(error_type: str, message: str, started: float) -> dict[str, Any
 
 
 def run_cell(directory: str, request: dict[str, Any]) -> dict[str, Any]:
-    """One cell through the kernel; returns the result dict (with flags)."""
+    """One cell through the kernel; returns the result dict (with flags).
+
+    A cell the kernel did not take (``converse`` says why: no kernel, one
+    that died or could not set the cell up, what an earlier cell left) is
+    sent once more to a fresh kernel, so it runs once, and its result says
+    ``restarted`` and why. When no kernel can be had, the answer says
+    ``unavailable`` and ``not_run``: the SDK then makes one anew."""
+    started = time.monotonic()
+    existed = os.path.exists(os.path.join(directory, "started"))
+    outcome = converse(directory, request, started)
+    if not isinstance(outcome, str):
+        return outcome
+    why = outcome
+    failure = fresh_kernel(directory)
+    if not failure:
+        again = converse(directory, request, started)
+        if not isinstance(again, str):
+            if existed:
+                again["restarted"] = True
+                later = f"; {again['note']}" if again.get("note") else ""
+                again["note"] = f"{why}; a fresh interpreter ran the cell{later}"
+            return again
+        failure = again
+    result = empty_result("KernelUnavailable", f"{why}; then {failure}", started)
+    result.update(unavailable=True, not_run=True)
+    return flagged(result, False, existed)
+
+
+def converse(directory: str, request: dict[str, Any], started: float) -> dict[str, Any] | str:
+    """Send the cell to the kernel and wait for its result: the result
+    dict, or why the kernel did not take the cell (a string)."""
+    pid = read_int(os.path.join(directory, "pid"))
+    if pid is None or not ours(pid):  # (a child of a dead kernel may hold its socket)
+        return "the interpreter had exited since the last cell"
+    try:
+        sock = connect(directory)
+    except OSError:
+        return "the interpreter had exited since the last cell"
+    watcher = watch(pid)
+    try:
+        try:
+            send_frame(sock, request)
+            if receive(sock, watcher, TAKE_WAIT_S).get("started") is not True:
+                raise ValueError("it answered something else")
+        except Exception as exc:
+            return f"the interpreter could not take the cell ({type(exc).__name__}: {exc})"
+        return await_result(directory, sock, watcher, request, started)
+    finally:
+        sock.close()
+        if watcher is not None:
+            os.close(watcher)
+
+
+def watch(pid: int) -> int | None:
+    """A pidfd of the kernel (Python 3.9+, Linux 5.3+; else None): the
+    runner learns of its death from it, not from its socket closing, which
+    the children a cell forked hold open too."""
+    try:
+        return int(os.pidfd_open(pid))
+    except (AttributeError, OSError):
+        return None
+
+
+def receive(sock: socket.socket, watcher: int | None, timeout: float) -> dict[str, Any]:
+    """The kernel's next frame, waited for up to ``timeout`` seconds
+    (socket.timeout) and no longer than the kernel lives (EOFError)."""
+    if watcher is not None:
+        ready, _, _ = select.select([sock.fileno(), watcher], [], [], timeout)
+        if not ready:
+            raise socket.timeout("timed out")  # noqa: UP041 (not TimeoutError before 3.10)
+        if sock.fileno() not in ready:
+            raise EOFError("the kernel died")
+    sock.settimeout(timeout)
+    return recv_frame(sock)
+
+
+def await_result(
+    directory: str,
+    sock: socket.socket,
+    watcher: int | None,
+    request: dict[str, Any],
+    started: float,
+) -> dict[str, Any]:
+    """The result of a cell the kernel took: its own, or, when the kernel
+    died, ignored the interrupt or answered nonsense, one saying so (the
+    kernel replaced)."""
     timeout = float(request["timeout"])
     grace = float(request.get("grace", 2.0))
-    started = time.monotonic()
-    restarted = False
+    cap = int(request.get("output_limit", 65536))
+    restarted = timed_out = False
     try:
-        sock = connect(directory)
-    except OSError:  # no kernel: it died between cells (or never started)
-        restarted = os.path.exists(os.path.join(directory, "started"))
-        failure = fresh_kernel(directory)
-        if failure:
-            return flagged(empty_result("KernelUnavailable", failure, started), False, True)
-        sock = connect(directory)
-    timed_out = False
-    try:
-        send_frame(sock, request)
-        sock.settimeout(timeout)
         try:
-            result = recv_frame(sock)
+            result = clean_answer(receive(sock, watcher, timeout), cap)
         except socket.timeout:  # noqa: UP041 (not TimeoutError before 3.10)
             timed_out = True
             interrupt_kernel(directory)
-            sock.settimeout(grace)
             try:
-                result = recv_frame(sock)
+                result = clean_answer(receive(sock, watcher, grace), cap)
             except socket.timeout:  # noqa: UP041 (not TimeoutError before 3.10)
                 interrupt_kernel(directory)  # a second one, as a user would
-                result = recv_frame(sock)
+                result = clean_answer(receive(sock, watcher, grace), cap)
     except socket.timeout:  # noqa: UP041 (not TimeoutError before 3.10)
         why = f"the cell ignored the interrupt after {timeout:g}s; the kernel was killed"
-        result = empty_result("KernelRestarted", why + restart_note(directory), started)
+        if stopped(directory):
+            why = f"the interpreter was stopped (SIGSTOP) past {timeout:g}s; it was killed"
+        result = lost_cell("KernelRestarted", why, directory, started)
         restarted = True
     except (EOFError, OSError):
         why = "the kernel died while running the cell"
-        result = empty_result("KernelDied", why + restart_note(directory), started)
+        result = lost_cell("KernelDied", why, directory, started)
         restarted = True
-    finally:
-        sock.close()
+    except Exception as exc:  # a frame no kernel of ours sends: the cell rewrote it
+        why = f"the kernel answered nonsense ({type(exc).__name__}: {exc})"
+        result = lost_cell("KernelDied", why, directory, started)
+        restarted = True
     error = result["error"]
     if timed_out and error and error["type"] == "KeyboardInterrupt":
         error["message"] = f"the cell timed out after {timeout:g}s and was interrupted"
+    if result.pop("restart", None):
+        # the kernel exits once it answered: the next cell gets a fresh one now
+        why = str(result.pop("restart_reason", "") or "")
+        failure = fresh_kernel(directory)
+        result["note"] = f"{why}; " + (failure or "a fresh interpreter was started")
+        restarted = True
+        if failure:
+            result["unavailable"] = True
     return flagged(result, timed_out, restarted)
+
+
+def stopped(directory: str) -> bool:
+    """Whether the kernel is stopped (a cell sent it SIGSTOP): said to the
+    model, which would otherwise read that its cell ignored an interrupt."""
+    pid = read_int(os.path.join(directory, "pid"))
+    try:
+        with open(f"/proc/{pid}/stat", "rb") as handle:
+            fields = handle.read().rpartition(b")")[2].split()
+    except OSError:
+        return False
+    return bool(fields) and fields[0] in (b"T", b"t")
+
+
+def clean_answer(raw: dict[str, Any], cap: int) -> dict[str, Any]:
+    """The kernel's answer, rebuilt from the fields of the shapes it sends
+    and capped: a cell can rewrite the kernel's code, so what comes over
+    the socket is taken as data, never trusted to be well formed."""
+
+    def text(value: Any) -> str:
+        return value[:cap] if isinstance(value, str) else ""
+
+    error = raw.get("error")
+    duration = raw.get("duration_s")
+    answer: dict[str, Any] = {
+        "stdout": text(raw.get("stdout")),
+        "stderr": text(raw.get("stderr")),
+        "value": raw["value"][:cap] if isinstance(raw.get("value"), str) else None,
+        "error": None
+        if not isinstance(error, dict)
+        else {key: text(error.get(key)) for key in ("type", "message", "traceback")},
+        "duration_s": float(duration) if isinstance(duration, (int, float)) else 0.0,
+        "truncated": raw.get("truncated") is True,
+    }
+    if raw.get("restart"):
+        answer["restart"] = True
+        answer["restart_reason"] = text(raw.get("restart"))
+    return answer
+
+
+def lost_cell(error_type: str, why: str, directory: str, started: float) -> dict[str, Any]:
+    """The result of a cell whose kernel was lost under it, a fresh one
+    started (``unavailable`` when none could be)."""
+    failure = fresh_kernel(directory)
+    note = failure or "a fresh one was started, and the state is gone"
+    result = empty_result(error_type, f"{why}; {note}", started)
+    if failure:
+        result["unavailable"] = True
+    return result
 
 
 def fresh_kernel(directory: str) -> str:
@@ -767,19 +1316,44 @@ def fresh_kernel(directory: str) -> str:
     try:
         restart_kernel(directory)
     except Exception as exc:
-        return f"no kernel could be started ({type(exc).__name__}: {exc}); the next run tries again"
+        return f"no kernel could be started ({type(exc).__name__}: {exc})"
     return ""
-
-
-def restart_note(directory: str) -> str:
-    failure = fresh_kernel(directory)
-    return "; " + (failure or "a fresh one was started, and the state is gone")
 
 
 def flagged(result: dict[str, Any], timed_out: bool, restarted: bool) -> dict[str, Any]:
     result["timed_out"] = timed_out
     result["restarted"] = restarted
     return result
+
+
+def reinstall(directory: str, program: bytes, seed: str | None) -> None:
+    """A kernel made anew in ``directory``, for the SDK when a cell's exec
+    gave no answer (the cell deleted the kernel's files, rewrote its
+    program, killed or stopped its runner): kill what the directory still
+    names, remove it, write the program (and, for a fork, its seed and
+    working directory) and start a kernel. Run from the program's text
+    (``REINSTALLER``), since the file may be gone."""
+    if os.path.isdir(directory) and not os.path.islink(directory):
+        kill_kernel(directory)
+    remove(directory)
+    os.umask(0o077)
+    os.mkdir(directory, 0o700)
+    with open(os.path.join(directory, "kernel.py"), "wb") as handle:
+        handle.write(program)
+    if seed:
+        os.mkdir(os.path.join(directory, "work"), 0o700)
+        write_file(os.path.join(directory, "fork.json"), json.dumps({"seed": seed}))
+    start_kernel(directory)
+
+
+def remove(path: str) -> None:
+    """Remove ``path``, whatever it is (a link is removed, not followed)."""
+    import shutil
+
+    if os.path.islink(path) or (os.path.lexists(path) and not os.path.isdir(path)):
+        os.unlink(path)
+    elif os.path.isdir(path):
+        shutil.rmtree(path)
 
 
 def load_request(argument: str) -> dict[str, Any]:
@@ -791,6 +1365,22 @@ def load_request(argument: str) -> dict[str, Any]:
         raw = argument.encode()
     request: dict[str, Any] = json.loads(binascii.a2b_base64(raw).decode())
     return request
+
+
+def run(command: str, directory: str, argument: str) -> dict[str, Any]:
+    """A runner's answer: the cell's result, or, when the cell could not
+    even be read or a first kernel started, one saying it did not run."""
+    started = time.monotonic()
+    try:
+        request = load_request(argument)
+        if command == "start-run":
+            start_kernel(directory)
+    except Exception as exc:
+        why = f"the cell did not reach an interpreter ({type(exc).__name__}: {exc})"
+        result = empty_result("KernelUnavailable", why, started)
+        result.update(unavailable=True, not_run=True)
+        return flagged(result, False, False)
+    return run_cell(directory, request)
 
 
 def main(argv: list[str]) -> None:
@@ -816,10 +1406,7 @@ def main(argv: list[str]) -> None:
         reached = "yes" if connectable(directory) else "no"
         sys.stdout.write(f"@@collimate-kernel-reachable@@ {reached}\n")
     elif command in ("run", "start-run"):  # start-run: a kernel's first cell
-        if command == "start-run":
-            start_kernel(directory)
-        result = run_cell(directory, load_request(argv[3]))
-        sys.stdout.write(RESULT_PREFIX + json.dumps(result) + "\n")
+        sys.stdout.write(RESULT_PREFIX + json.dumps(run(command, directory, argv[3])) + "\n")
     else:
         raise SystemExit(f"unknown command {command!r}")
 

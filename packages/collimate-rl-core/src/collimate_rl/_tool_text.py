@@ -12,7 +12,7 @@ marked), since a tool result goes back into the context window.
 
 from __future__ import annotations
 
-from ._kernel_state import CellResult
+from ._kernel_state import KERNEL_ERRORS, CellResult
 
 __all__ = ["cell_text", "DEFAULT_TOOL_TEXT_LIMIT"]
 
@@ -32,21 +32,38 @@ def cell_text(result: CellResult, *, limit: int = DEFAULT_TOOL_TEXT_LIMIT) -> st
         parts.append("[stderr]\n" + result.stderr.rstrip("\n"))
     if result.value is not None:
         parts.append(result.value)
-    if result.error is not None and not result.timed_out and not result.restarted:
+    if result.error is not None and _own_error(result):
         parts.append((result.error.traceback or str(result.error)).rstrip("\n"))
     parts.extend(_notes(result))
     return _cap("\n".join(parts) if parts else EMPTY, limit)
 
 
+def _own_error(result: CellResult) -> bool:
+    """The error is the cell's own exception (shown with its traceback), not
+    the interpreter's interrupt or loss (said in a note)."""
+    return not result.timed_out and (result.error is None or result.error.type not in KERNEL_ERRORS)
+
+
 def _notes(result: CellResult) -> list[str]:
+    """What happened to the cell and the interpreter, and why: a policy
+    learns from it which of its own actions cost it its state."""
     notes = []
-    if result.timed_out:
+    if result.timed_out and not result.restarted:
         notes.append("[the cell timed out and was interrupted; earlier names are kept]")
+    elif result.timed_out:
+        notes.append("[the cell timed out]")
     if result.restarted:
-        notes.append("[the interpreter was restarted; every earlier name is gone]")
+        why = result.note or (result.error.message if result.error is not None else "")
+        reason = f": {_one_line(why)}" if why else ""
+        notes.append(f"[the interpreter was restarted{reason}; every earlier name is gone]")
     if result.truncated:
         notes.append("[output truncated]")
     return notes
+
+
+def _one_line(text: str, limit: int = 500) -> str:
+    flat = " ".join(text.split())
+    return flat if len(flat) <= limit else flat[: limit - 3] + "..."
 
 
 def _cap(text: str, limit: int) -> str:

@@ -18,12 +18,13 @@ from .._kernel_state import (
     INLINE_CELL_LIMIT,
     CellResult,
     KernelPlan,
+    LostKernel,
     check_setup,
-    parse_cell,
     parse_forks,
     probe_answer,
+    read_cell,
 )
-from ..errors import CollimateError
+from ..errors import CollimateError, CollimateTaskError
 from ..seeds import group_seeds
 
 if TYPE_CHECKING:
@@ -41,9 +42,20 @@ class Kernel:
     cell to cell, as in a notebook. A cell past its timeout is interrupted
     (``KeyboardInterrupt``) and the state kept; one that ignores the
     interrupt, or kills the interpreter, costs a restart, and its result
-    says so. Failures of the sandbox or the wire raise
-    :class:`~collimate_rl.CollimateError`; whatever the cell does is in the
-    :class:`~collimate_rl.CellResult`.
+    says so.
+
+    Whatever a cell does is in a :class:`~collimate_rl.CellResult`, never
+    an exception: a model's tool call that raised would drop its sample as
+    an infrastructure failure, so a policy could learn to hide its failures
+    that way. A cell that breaks the kernel beyond what the interpreter's
+    own restart mends (it deleted the kernel's files, killed its helper
+    processes, filled the sandbox's disk or process cap) gets the kernel
+    made anew in its directory, or, failing that, in a fresh sandbox
+    (:meth:`Sandbox.reset <collimate_rl.Sandbox.reset>`: the
+    sandbox's files and other kernels are gone too); its result says
+    ``restarted`` and why (``note``). Only what no cell can cause raises
+    :class:`~collimate_rl.CollimateError`: the sandbox gone or the wire
+    failing, or a fresh sandbox in which no kernel starts.
     """
 
     def __init__(
@@ -65,6 +77,9 @@ class Kernel:
         self.seed: str | None = None
         #: a fork's confinement, as the fork applied it ("none: why" without)
         self.isolation: str | None = None
+        # why the next result says ``restarted`` (the kernel was made anew
+        # outside a cell: a fork that found it lost)
+        self._pending_note: str | None = None
 
     @property
     def directory(self) -> str:
@@ -98,29 +113,82 @@ class Kernel:
         calls on it (a sandbox can hold several kernels)."""
         lost = self._installed and self._session != self.sandbox.session_id
         payload, seconds = self._plan.cell_payload(code, timeout)
+        outcome = self._attempt(payload, seconds)
+        if isinstance(outcome, LostKernel):
+            outcome = self._recovered(outcome, payload, seconds)
+        note, self._pending_note = self._pending_note, None
+        if note is not None:
+            return dataclasses.replace(outcome, restarted=True, note=outcome.note or note)
+        return dataclasses.replace(outcome, restarted=True) if lost else outcome
+
+    def _attempt(self, payload: str, seconds: float) -> CellResult | LostKernel:
+        """One try at the cell: its result, or the kernel lost."""
         exec_timeout = self._plan.exec_timeout(seconds)
-        if self._must_install() and len(payload) <= INLINE_CELL_LIMIT:
-            # the first cell rides with the install: one exec, one interpreter
-            # fewer (an answer line means the kernel started)
-            response = self.sandbox._run(
-                self._plan.install_command(first_cell=payload), exec_timeout + 60
-            )
-            result = parse_cell(response)
+        inline = len(payload) <= INLINE_CELL_LIMIT
+        if self._must_install():
+            if inline:
+                # the first cell rides with the install: one exec, one interpreter
+                # fewer (an answer line means the kernel started)
+                command = self._plan.install_command(first_cell=payload)
+                response = self.sandbox._run(command, exec_timeout + 60)
+                self._installed_here()
+                return read_cell(response)
+            response = self.sandbox._run(self._plan.install_command(), 60)
             self._installed_here()
-            return dataclasses.replace(result, restarted=True) if lost else result
-        self.start()
-        from_file = len(payload) > INLINE_CELL_LIMIT
-        if from_file:
+            if response.get("exit_code") != 0:
+                return LostKernel("the interpreter did not start", ran=False)
+        if not inline:
             path = self._plan.cell_file()
-            self.sandbox.upload_bytes(path, payload.encode())
-            payload = path
-        if not from_file and self._code_reaches_kernel():
-            response = self.sandbox._run_code(self._plan.run_code(payload), exec_timeout)
-        else:
-            command = self._plan.run_command(payload, from_file=from_file)
-            response = self.sandbox._run(command, exec_timeout)
-        result = parse_cell(response)
-        return dataclasses.replace(result, restarted=True) if lost else result
+            try:
+                self.sandbox.upload_bytes(path, payload.encode())
+            except CollimateTaskError as exc:  # refused in the guest: its disk full, say
+                return LostKernel(f"the cell could not be written into the sandbox: {exc}", False)
+            command = self._plan.run_command(path, from_file=True)
+            return read_cell(self.sandbox._run(command, exec_timeout))
+        if self._code_reaches_kernel():
+            code = self._plan.run_code(payload)
+            return read_cell(self.sandbox._run_code(code, exec_timeout))
+        command = self._plan.run_command(payload, from_file=False)
+        return read_cell(self.sandbox._run(command, exec_timeout))
+
+    def _recovered(self, lost: LostKernel, payload: str, seconds: float) -> CellResult:
+        """The cell's result after its kernel was lost: the kernel made anew
+        (in place, else in a fresh sandbox), and the cell run there when it
+        had not run yet (once: a cell that loses the new kernel too is
+        reported, not sent again)."""
+        how = ""
+        for fresh_sandbox in (False, True):
+            made = self._remade(fresh_sandbox=fresh_sandbox)
+            if made is None:
+                continue
+            how = made
+            if lost.ran:
+                break
+            again = self._attempt(payload, seconds)
+            if isinstance(again, CellResult):
+                note = f"{lost.why}; {how}" + (f"; {again.note}" if again.note else "")
+                return dataclasses.replace(again, restarted=True, note=note)
+            lost = again
+        return lost.cell_result(how)
+
+    def _remade(self, *, fresh_sandbox: bool) -> str | None:
+        """Make the kernel anew: in its directory (None when that fails:
+        the cell left the sandbox unable to start one), or, with
+        ``fresh_sandbox``, in a fresh clone of the sandbox's template, where
+        a failure is no cell's doing and raises. Says what was done."""
+        self._code_runner = None
+        if fresh_sandbox:
+            self.sandbox.reset()
+        command = self._plan.reinstall_command(self.seed)
+        response = self.sandbox._run(command, 60)
+        if fresh_sandbox:
+            check_setup(response, "start in a fresh sandbox")
+        elif response.get("exit_code") != 0:
+            return None
+        self._installed_here()
+        if fresh_sandbox:
+            return "the sandbox was replaced by a fresh one (its files are gone)"
+        return "a fresh interpreter was started"
 
     def _code_reaches_kernel(self) -> bool:
         """Whether a cell's runner can be a code exec: the template's own
@@ -154,6 +222,11 @@ class Kernel:
         :attr:`directory` ``/work`` (also its ``HOME`` and ``TMPDIR``). The
         forks live in this sandbox; close each (or the sandbox). A fork
         cannot be forked again.
+
+        A kernel that its cells left unable to fork (dead, its files gone,
+        the sandbox's process cap full) is made anew, as :meth:`run` does,
+        and forked then: the forks start empty, and the next result of each
+        (and of this kernel) says ``restarted`` and why.
         """
         if n < 1:
             raise ValueError(f"n must be at least 1, not {n!r}")
@@ -161,11 +234,33 @@ class Kernel:
             raise RuntimeError("a fork cannot be forked again (its confinement keeps it from it)")
         seeds = group_seeds(n, seed_mode, base_seed)
         self.start()
-        plans = [self._plan.sibling() for _ in range(n)]
+        forks, failure = self._fork_once(seeds)
+        for fresh_sandbox in (False, True):
+            if forks is not None:
+                return forks
+            made = self._remade(fresh_sandbox=fresh_sandbox)
+            if made is None:
+                continue
+            note = f"the interpreter could not be forked ({failure}); {made}"
+            self._pending_note = note
+            forks, failure = self._fork_once(seeds)
+            for fork in forks or []:
+                fork._pending_note = note
+        if forks is None:
+            raise CollimateError(f"a kernel fork failed in a fresh sandbox: {failure}")
+        return forks
+
+    def _fork_once(self, seeds: list[str | None]) -> tuple[list[Kernel] | None, str | None]:
+        """The forks, or None and why not (every fork made is closed then)."""
+        plans = [self._plan.sibling() for _ in seeds]
         response = self.sandbox._run(self._plan.fork_command(plans, seeds), 180)
-        check_setup(response, "fork")
+        try:
+            check_setup(response, "fork")
+            reports = parse_forks(response, len(plans))
+        except CollimateError as exc:
+            return None, str(exc)
         forks = []
-        for plan, report in zip(plans, parse_forks(response, n), strict=True):
+        for plan, report in zip(plans, reports, strict=True):
             fork = type(self)(self.sandbox)
             fork._plan = plan
             fork._installed = bool(report.get("ok"))
@@ -173,19 +268,22 @@ class Kernel:
             fork.seed = report.get("seed")
             fork.isolation = report.get("isolation")
             forks.append(fork)
-        failed = next((r for r in parse_forks(response, n) if not r.get("ok")), None)
-        if failed is not None:
-            for fork in forks:
-                fork.close()
-            raise CollimateError(f"a kernel fork failed: {failed.get('error')!r}")
-        return forks
+        failed = next((r for r in reports if not r.get("ok")), None)
+        if failed is None:
+            return forks, None
+        for fork in forks:
+            fork.close()
+        return None, f"a kernel fork failed: {failed.get('error')!r}"
 
     def restart(self) -> None:
-        """A fresh interpreter: every name of the old one is gone."""
+        """A fresh interpreter: every name of the old one is gone. A kernel
+        its cells broke beyond a restart is made anew, as :meth:`run` does."""
         if not self._installed or self._session != self.sandbox.session_id:
             self.start()
             return
-        check_setup(self.sandbox._run(self._plan.restart_command(), 60), "restart")
+        response = self.sandbox._run(self._plan.restart_command(), 60)
+        if response.get("exit_code") != 0 and self._remade(fresh_sandbox=False) is None:
+            self._remade(fresh_sandbox=True)
 
     def close(self) -> None:
         """Stop the interpreter and remove its directory (idempotent; a
