@@ -37,6 +37,9 @@ from collimate_rl.testing.sabotage import (
     wrong,
 )
 
+#: minutes of compiles and runs: started first (see the repository's conftest.py)
+pytestmark = pytest.mark.slow
+
 
 @pytest.fixture(scope="module")
 def backend() -> Iterator[LocalCollimateBackend]:
