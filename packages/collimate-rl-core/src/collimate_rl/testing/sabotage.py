@@ -246,34 +246,46 @@ def _node(body: str, typed: bool) -> str:
     return f"{head}{body}\n"
 
 
+#: Each language's wrong answer (prints 0) and right one (a + b).
+_WRONG: Final = {
+    "cpp": 'puts("0");',
+    "rust": 'println!("0");',
+    "go": "fmt.Println(0)",
+    "java": "System.out.println(0);",
+    "node": "console.log(0);",
+    "python": "print(0)",
+}
+_RIGHT: Final = {"cpp": CPP_RIGHT, "rust": RUST_RIGHT, "go": GO_RIGHT, "java": JAVA_RIGHT,
+                 "node": NODE_RIGHT, "python": PY_RIGHT}  # fmt: skip
+
+
+def _program(language: str, sabotage: str, answer: str) -> str:
+    """A program in ``language`` doing ``sabotage``, then ``answer``."""
+    if language == "cpp":
+        return f"{CPP_HEAD}int main() {{ {sabotage} {answer} }}\n"
+    if language == "rust":
+        return f"{RUST_HEAD}fn main() {{ {sabotage} {answer} }}\n"
+    if language == "go":
+        return f"{GO_HEAD}func main() {{ {sabotage}; {answer} }}\n"
+    if language == "java":
+        return _java(f"try {{ {sabotage} }} catch (Throwable t) {{}} {answer}")
+    if language in ("nodejs", "typescript"):
+        return _node(f"{sabotage}\n{answer}", language == "typescript")
+    return f"{PY_HEAD}{sabotage}\n{answer}\n"
+
+
+def _family(language: str) -> str:
+    return "node" if language in ("nodejs", "typescript") else language
+
+
 def wrong(language: str, sabotage: str) -> str:
     """The sabotage, then a wrong answer."""
-    if language == "cpp":
-        return f'{CPP_HEAD}int main() {{ {sabotage} puts("0"); return 0; }}\n'
-    if language == "rust":
-        return f'{RUST_HEAD}fn main() {{ {sabotage} println!("0"); }}\n'
-    if language == "go":
-        return f"{GO_HEAD}func main() {{ {sabotage}; fmt.Println(0) }}\n"
-    if language == "java":
-        return _java(f"try {{ {sabotage} }} catch (Throwable t) {{}} System.out.println(0);")
-    if language in ("nodejs", "typescript"):
-        return _node(f"{sabotage}\nconsole.log(0);", language == "typescript")
-    return f"{PY_HEAD}{sabotage}\nprint(0)\n"
+    return _program(language, sabotage, _WRONG[_family(language)])
 
 
 def right(language: str, sabotage: str = "") -> str:
     """A right answer, after ``sabotage``."""
-    if language == "cpp":
-        return f"{CPP_HEAD}int main() {{ {sabotage} {CPP_RIGHT} }}\n"
-    if language == "rust":
-        return f"{RUST_HEAD}fn main() {{ {sabotage} {RUST_RIGHT} }}\n"
-    if language == "go":
-        return f"{GO_HEAD}func main() {{ {sabotage}; {GO_RIGHT} }}\n"
-    if language == "java":
-        return _java(f"try {{ {sabotage} }} catch (Throwable t) {{}} {JAVA_RIGHT}")
-    if language in ("nodejs", "typescript"):
-        return _node(f"{sabotage}\n{NODE_RIGHT}", language == "typescript")
-    return f"{PY_HEAD}{sabotage}\n{PY_RIGHT}\n"
+    return _program(language, sabotage, _RIGHT[_family(language)])
 
 
 CATALOGUE = {
