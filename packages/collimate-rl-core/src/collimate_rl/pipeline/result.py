@@ -101,6 +101,10 @@ class GradeResult:
             )
         elif self.error and not self.passed:
             parts.append(self.error[:200])
+        elif not load_error and self.detail.get("message"):
+            # no verdict was written: the guest's exec says why (the
+            # candidate ended its grader, or the exec ran out of time)
+            parts.append(str(self.detail["message"])[:200])
         return "; ".join(parts)
 
 

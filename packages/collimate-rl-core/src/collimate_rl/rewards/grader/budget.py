@@ -30,7 +30,15 @@ class _Abort(BaseException):
     """Raised by the interval timer: the current check ran out of time."""
 
 
+#: While ``depth`` is above 0 the timer's ``_Abort`` is held back, and
+#: raised once it is back at 0 (``pending``): see ``remote._without_alarm``.
+_ALARM_HELD: dict[str, Any] = {"depth": 0, "pending": False}
+
+
 def _on_alarm(signum: int, frame: object) -> None:
+    if _ALARM_HELD["depth"]:
+        _ALARM_HELD["pending"] = True
+        return
     raise _Abort()
 
 
@@ -82,6 +90,16 @@ class _Budget:
         """What the candidate's process may blame (``worker._w_fault``): a
         standard library this process cannot read either."""
         return self._stdlib_names is not None and not self._access(self._stdlib, os.R_OK | os.X_OK)
+
+    def vouched(self, message: str) -> str:
+        """``message`` from the candidate's process, an ``environment``
+        claim believed only if this process sees the broken guest too (an
+        infrastructure failure is skipped, not scored: the candidate's
+        process says whatever it likes, and could otherwise turn its own
+        failure into no signal); an ``error`` otherwise."""
+        if message.startswith("environment") and not self.guest_is_broken():
+            return "error" + message[len("environment") :]
+        return message
 
 
 class _Tally:
@@ -143,8 +161,8 @@ class _Results:
         one is believed only if the grader sees the same broken guest."""
         if budget.guest_is_broken():
             return
-        if self.load is not None and self.load.startswith("environment"):
-            self.load = "error" + self.load[len("environment") :]
+        if self.load is not None:
+            self.load = budget.vouched(self.load)
         for index, (reason, value) in list(self.checks.items()):
             if reason == "environment":
                 self.checks[index] = ("error", value)

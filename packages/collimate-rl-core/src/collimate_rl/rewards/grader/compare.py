@@ -99,6 +99,19 @@ def _judge(
     elif same(got, want, tol):
         tally.add(index, None)
     elif shown:
-        tally.add(index, "wrong_answer", "input %.80r: got %.80r" % (shown[0], got))
+        tally.add(
+            index, "wrong_answer", "input %s: got %s" % (_shown(shown[0], 80), _shown(got, 80))
+        )
     else:
-        tally.add(index, "wrong_answer", "got %.150r" % (got,))
+        tally.add(index, "wrong_answer", "got %s" % _shown(got, 150))
+
+
+def _shown(value: Any, size: int) -> str:
+    """``repr(value)``, cut to ``size``, for a message. A value from the
+    candidate's process may be nested deeper than ``repr`` goes (a process
+    running the candidate's code can send any marshal data): it is then
+    named by its type, and the grader goes on."""
+    try:
+        return repr(value)[:size]
+    except Exception:
+        return "<a %s nested too deep to show>" % type(value).__name__

@@ -15,7 +15,13 @@ Order matters, and is the same for one candidate and for a pack:
    (:mod:`.sweep`). Each candidate's process is confined
    (:mod:`.separation`): it cannot kill or stop the spawner or the grader.
    Should the spawner die all the same, that candidate scores 0.0 and a
-   new spawner takes the rest.
+   new spawner takes the rest, once what it left is killed and removed.
+
+Once a candidate's process has started, whatever the grader reads from it
+and whatever state the guest is in are the candidate's doing: a failure
+from then on is the candidate's (0.0), never an infrastructure error,
+unless the grader can show otherwise (``_after_the_candidate``,
+``code_tests._test_code_failed``).
 """
 
 # The guest may run Python 3.8 with nothing imported beyond its preload:
@@ -29,7 +35,7 @@ import time
 from .budget import _MSG, _Abort, _Budget
 from .kinds import _property_cases, _read_candidate, _read_sealed
 from .remote import _Spawner, _SpawnerGone, _worker_source, twin_pid
-from .sweep import _Files, _not_dedicated
+from .sweep import _Files, _kill_strays, _not_dedicated
 from .wire import _Frame, _mute, _verdict_json
 
 TYPE_CHECKING = False
@@ -107,8 +113,7 @@ def main(cfg: dict[str, Any], how: str = "source") -> NoReturn:
             if respawns > _RESPAWNS or index == len(items) - 1:
                 left_behind = "candidates keep killing or stopping the spawner"
             else:
-                spawner = _start_spawner(codes, packed, state)
-                left_behind = spawner.broken
+                spawner, left_behind = _respawn(spawner, codes, state, files)
         elif packed:
             left_behind = spawner.left_behind or files.sweep()  # type: ignore[union-attr]
             if left_behind is None and budget.left() <= 0:
@@ -135,6 +140,29 @@ def main(cfg: dict[str, Any], how: str = "source") -> NoReturn:
 
 def _start_spawner(codes: list[Any], packed: bool, state: Any) -> _Spawner:
     return _Spawner([c if not isinstance(c, str) else b"" for c in codes], packed, state)
+
+
+def _respawn(
+    gone: _Spawner, codes: list[Any], state: Any, files: Any
+) -> tuple[_Spawner, str | None]:
+    """A new spawner for the rest of a pack whose spawner is gone, and why
+    the pack must stop there instead (None: it goes on).
+
+    The processes the last candidate left were below the old spawner, in
+    its Landlock domain, out of the new one's reach: they are killed here,
+    and its files removed, before the new spawner starts (else they would
+    run, and fill the guest, through the rest of the pack). A spawner that
+    will not start again stops this pack only: the guest could pack when
+    the pack began, so this is never a ``cannot pack`` (which would turn
+    packing off for the whole target because of one candidate)."""
+    why = _kill_strays() or (files.sweep() if files is not None else None)
+    if why is not None:
+        return gone, why
+    spawner = _start_spawner(codes, True, state)
+    if spawner.broken is None:
+        return spawner, None
+    spawner.close()
+    return spawner, "no new spawner: " + spawner.broken.replace("cannot pack: ", "", 1)
 
 
 def _grade_item(
@@ -168,7 +196,10 @@ def _grade_item(
         if isinstance(cases, BaseException):
             return {"reward": 0.0, "grader_error": _describe(cases)}, False
 
+    forked: list[Any] = []
+
     def fork() -> Any:
+        forked.append(True)
         return spawner.fork(index, seed)
 
     grader = globals().get("_grade_" + cfg["kind"])  # looked up by name: see program.py
@@ -185,8 +216,27 @@ def _grade_item(
         }, True
     except _Abort:
         return {"reward": 0.0, "timeout": True, "load_error": "the exec budget ran out"}, False
-    except BaseException as exc:  # the grader's own failure
+    except BaseException as exc:
+        if forked:  # (see _after_the_candidate)
+            return _after_the_candidate(exc), False
         return {"reward": 0.0, "grader_error": _describe(exc)}, False
+
+
+def _after_the_candidate(exc: BaseException) -> dict[str, Any]:
+    """The verdict of a grade the grader could not finish once the
+    candidate's process had started: the candidate's failure (0.0), not an
+    infrastructure one. From then on, what the grader reads was sent by a
+    process running the candidate's code, and the guest is as that code
+    left it: the grader cannot show the failure was not the candidate's
+    doing, and an infrastructure failure would drop the sample from
+    training (a candidate able to cause one turns its 0.0 into no signal)."""
+    return {
+        "reward": 0.0,
+        "passed": 0,
+        "total": 0,
+        "load_error": "the grader could not go on with what the candidate's process did: "
+        + _describe(exc),
+    }
 
 
 def _describe(exc: BaseException) -> str:

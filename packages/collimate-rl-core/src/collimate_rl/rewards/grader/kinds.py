@@ -22,7 +22,7 @@ import os
 import sys
 
 from .budget import _MSG, _Abort, _Budget, _Results, _Tally
-from .code_tests import _run_test, _test_code_failed
+from .code_tests import _attempt, _run_test, _test_code_failed
 from .compare import _judge, same, same_tokens
 from .remote import _Conn, _failure_of, _Gone
 from .stand_ins import _Session
@@ -102,21 +102,8 @@ def _collect(conn: _Conn, budget: _Budget, requests: list[dict[str, Any]]) -> _R
             conn.send(req, budget)
         conn.settle(budget)
         for req in requests:
-            while True:
-                record = conn.receive(budget)
-                if record == ("done",):
-                    break
-                if record[0] == "load":
-                    if results.load is None:
-                        results.load = str(record[1])
-                    if req["do"] == "load":
-                        break
-                    continue
-                if record[0] == "loaded":
-                    break
-                if type(record) is tuple and len(record) == 3 and type(record[0]) is int:
-                    if results.load is None:
-                        results.checks.setdefault(record[0], (str(record[1]), record[2]))
+            while not _take(conn, req, conn.receive(budget), results):
+                pass
     except _Gone as gone:
         results.missing = _failure_of(gone.why)
     except _Abort:
@@ -125,6 +112,36 @@ def _collect(conn: _Conn, budget: _Budget, requests: list[dict[str, Any]]) -> _R
     conn.end("done")
     results.vouch(budget)
     return results
+
+
+def _take(conn: _Conn, req: dict[str, Any], record: Any, results: _Results) -> bool:
+    """Count one record of the candidate's process; True once it answered
+    ``req`` in full. The records come from a process that runs the
+    candidate's code, which can write anything on its socket: one that no
+    worker sends ends the process, as garbage would (its failure: every
+    check it had not reported)."""
+    if type(record) is not tuple or not record:
+        return _garbage(conn)
+    head = record[0]
+    if record == ("done",) or (head == "loaded" and req["do"] == "load"):
+        return True
+    if head == "load" and len(record) == 2 and type(record[1]) is str:
+        if results.load is None:
+            results.load = record[1]
+        return bool(req["do"] == "load")
+    if type(head) is int and len(record) == 3 and type(record[1]) is str:
+        reason, value = record[1], record[2]
+        if reason != "ok" and type(value) is not str:
+            return _garbage(conn)
+        if results.load is None:
+            results.checks.setdefault(head, (reason, value))
+        return False
+    return _garbage(conn)
+
+
+def _garbage(conn: _Conn) -> bool:
+    conn.end("sent garbage")
+    raise _Gone("sent garbage")
 
 
 def _load_request(cfg: dict[str, Any], aliases: list[str] | None = None) -> dict[str, Any]:
@@ -275,12 +292,14 @@ def _grade_program(
         return _load_error(tally, results.load)
     for i, (_given, want) in enumerate(tests):
         reason, got = results.get(i)
+        if type(got) is not str:  # (a program's output is text: not from a worker)
+            reason, got = "error", "the candidate's process sent garbage"
         if reason != "ok":
-            tally.add(i, reason, str(got))
-        elif matches(str(got), want):
+            tally.add(i, reason, got)
+        elif matches(got, want):
             tally.add(i, None)
         else:
-            tally.add(i, "wrong_answer", "got %.150r" % (str(got)[:150],))
+            tally.add(i, "wrong_answer", "got %.150r" % (got[:150],))
     return tally.verdict()
 
 
@@ -414,9 +433,9 @@ def _grade_assert(
         setup = sealed.get("setup")
         if setup:
             before = session.calls
-            reason, message = _run_test(budget, exec, compile(setup, "<setup>", "exec"), namespace)
-            if reason is not None:
-                return _test_code_failed(session, before, "the setup code", message, tally)
+            failure = _attempt(budget, exec, compile(setup, "<setup>", "exec"), namespace)
+            if failure[0] is not None:
+                return _test_code_failed(session, before, "the setup code", failure, tally, setup)
         if check:
             return _run_check(cfg, check, namespace, tally, budget, session)
         for i, statement in enumerate(tests):
@@ -451,9 +470,9 @@ def _run_prompt(
     entry = cfg["entry"]
     candidate = namespace.get(entry)
     before = session.calls
-    reason, message = _run_test(budget, exec, compile(prompt, "<prompt>", "exec"), namespace)
-    if reason is not None:
-        return _test_code_failed(session, before, "the prompt code", message, tally)
+    failure = _attempt(budget, exec, compile(prompt, "<prompt>", "exec"), namespace)
+    if failure[0] is not None:
+        return _test_code_failed(session, before, "the prompt code", failure, tally, prompt)
     if candidate is None:
         namespace.pop(entry, None)
     else:
@@ -470,9 +489,12 @@ def _run_check(
     session: _Session,
 ) -> dict[str, Any]:
     before = session.calls
-    reason, message = _run_test(budget, exec, compile(check, "<check>", "exec"), namespace)
-    if reason is not None:
-        return _test_code_failed(session, before, "the check code", message, tally)
+    # (whatever ``check`` is after this is the check code's, never the
+    # candidate's: a candidate's ``check = 0`` must not make it a dataset fault)
+    namespace.pop("check", None)
+    failure = _attempt(budget, exec, compile(check, "<check>", "exec"), namespace)
+    if failure[0] is not None:
+        return _test_code_failed(session, before, "the check code", failure, tally, check)
     checker = namespace.get("check")
     candidate = namespace.get(cfg["entry"])
     if not callable(checker):

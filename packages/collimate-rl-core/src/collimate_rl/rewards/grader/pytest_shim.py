@@ -16,7 +16,7 @@ from __future__ import annotations
 import sys
 
 from .budget import _Budget, _Tally
-from .code_tests import _run_test, _test_code_failed
+from .code_tests import _attempt, _run_test, _test_code_failed
 
 TYPE_CHECKING = False
 if TYPE_CHECKING:  # pragma: no cover - typing only, never imported in the guest
@@ -256,7 +256,8 @@ def _run_pytest_module(source: str, solution: Any, session: Any, budget: _Budget
         except SyntaxError as exc:
             return {"reward": 0.0, "grader_error": "the test module does not compile: %s" % exc}
         before = session.calls
-        reason, message = _run_test(budget, exec, code, namespace)
+        failure = _attempt(budget, exec, code, namespace)
+        reason, message = failure[0], failure[1]
         if reason is not None:
             tally = _Tally(max(1, len(_tests_of(namespace))))
             # importing a name the candidate does not define is the candidate's failure
@@ -264,7 +265,7 @@ def _run_pytest_module(source: str, solution: Any, session: Any, budget: _Budget
                 verdict = tally.verdict()
                 verdict["load_error"] = message
                 return verdict
-            return _test_code_failed(session, before, "the test module", message, tally)
+            return _test_code_failed(session, before, "the test module", failure, tally, source)
         planned = []
         for name, test in _tests_of(namespace):
             fn = getattr(test[0], test[1]) if isinstance(test, tuple) else test

@@ -17,7 +17,7 @@ import marshal
 import os
 import sys
 
-from .budget import _Budget
+from .budget import _ALARM_HELD, _Abort, _Budget
 
 TYPE_CHECKING = False
 if TYPE_CHECKING:  # pragma: no cover - typing only, never imported in the guest
@@ -177,6 +177,11 @@ class _Spawner:
             self.broken = "cannot pack: %s" % (hello or "the spawner did not start")
 
     def fork(self, index: int, seed: str | None) -> _Conn:
+        """A new process for candidate ``index`` (its code sent), or
+        :class:`_SpawnerGone`."""
+        return _without_alarm(self._fork, index, seed)  # type: ignore[no-any-return]
+
+    def _fork(self, index: int, seed: str | None) -> _Conn:
         import _socket
 
         ours, theirs = _socket.socketpair(_socket.AF_UNIX, _socket.SOCK_STREAM, 0)
@@ -207,6 +212,11 @@ class _Spawner:
         return conn
 
     def reap(self, pid: int) -> int:
+        """Kill and reap ``pid`` (and, in a pack, whatever it left); its
+        wait status, or :class:`_SpawnerGone`."""
+        return _without_alarm(self._reap, pid)  # type: ignore[no-any-return]
+
+    def _reap(self, pid: int) -> int:
         try:
             self.sock.send(b"w %d" % pid)
             reply = self.sock.recv(4096).decode("utf-8", "replace")
@@ -220,13 +230,19 @@ class _Spawner:
         return int(status)
 
     def close(self) -> None:
+        """Kill and reap the spawner; once (its pid is not used again, as
+        it could be another process's by then), and for a spawner that
+        never started too."""
         try:
             self.sock.close()
         except Exception:
             pass
+        pid = self.__dict__.pop("pid", 0)
+        if not pid:
+            return
         try:
-            os.kill(self.pid, 9)
-            os.waitpid(self.pid, 0)
+            os.kill(pid, 9)
+            os.waitpid(pid, 0)
         except OSError:
             pass
 
@@ -338,18 +354,24 @@ class _Conn:
                 raise _Gone("eof")
             left = budget.left()
             if left <= 0:
-                self.end("timeout")
-                raise _Gone("timeout")
+                raise self._silent()
             try:
                 self.sock.settimeout(left + 0.05)
                 chunk = self.sock.recv(1 << 16)
             except OSError:  # (a timeout is one)
-                self.end("timeout")
-                raise _Gone("timeout") from None
+                raise self._silent() from None
             if not chunk:
                 self.end("eof")
                 raise _Gone("eof")
             self.buffer += chunk
+
+    def _silent(self) -> _Gone:
+        """The process did not answer in time: it is ended, and the error
+        says whether it was stopped (a ``SIGSTOP`` it sent itself, say) or
+        only slow."""
+        why = "stopped" if _is_stopped(self.pid) else "timeout"
+        self.end(why)
+        return _Gone(why)
 
     def settle(self, budget: _Budget) -> None:
         """Wait until the process has exited (it was told its last request),
@@ -414,6 +436,9 @@ class _Conn:
 
     def end(self, why: str) -> None:
         """Kill and reap the process (once); ``why`` it ended."""
+        _without_alarm(self._end, why)
+
+    def _end(self, why: str) -> None:
         if self.gone is None:
             self.gone = why
         if self.status is not None:
@@ -427,10 +452,53 @@ class _Conn:
             self.gone = "its process died of signal %d" % os.WTERMSIG(self.status)
 
 
+def _without_alarm(call: Any, *args: Any) -> Any:
+    """``call(*args)`` with the interval timer's ``_Abort`` held back until
+    it returns, then raised (dropped if the call raised: its exception ends
+    the check as well).
+
+    The timer of a test that runs in the grader raises ``_Abort`` wherever
+    it lands. Landing between a request to the spawner and its answer, it
+    would leave that answer unread: the next request would read it instead
+    of its own, and whoever made that request (the next candidate of the
+    pack, a sibling) would take the spawner for gone and score 0.0. A
+    candidate can time that landing (it decides when its process ends, and
+    how long reaping what it leaves takes), so no exchange with the spawner
+    is ever cut in two. (Held in the handler, not by a signal mask: the
+    signal may go to another thread of the grader, one a test started, and
+    its handler still runs here.)"""
+    held = _ALARM_HELD
+    held["depth"] += 1
+    try:
+        result = call(*args)
+    except BaseException:
+        held["depth"] -= 1
+        if not held["depth"]:
+            held["pending"] = False
+        raise
+    held["depth"] -= 1
+    if not held["depth"] and held["pending"]:
+        held["pending"] = False
+        raise _Abort()
+    return result
+
+
+def _is_stopped(pid: int) -> bool:
+    """Whether ``pid`` is stopped (or stopped by a tracer), as its ``stat``
+    says (readable, undumpable as a candidate's process is)."""
+    try:
+        with open("/proc/%d/stat" % pid, "rb") as fh:
+            return fh.read().rpartition(b")")[2].split()[:1] in ([b"T"], [b"t"])
+    except OSError:
+        return False
+
+
 def _failure_of(why: str) -> tuple[str, str]:
     """(reason, message) counted for a check the process never answered."""
     if why == "timeout":
         return "timeout", "the exec budget ran out"
+    if why == "stopped":
+        return "timeout", "the candidate's process was stopped, and never answered"
     if why == "eof":
         return "error", "the candidate's process ended before this check"
     return "error", "the candidate's process " + why

@@ -170,8 +170,7 @@ def _w_separator() -> tuple[Callable[[], bool] | None, str | None]:
     program = _w_filter()
     if syscall(_W_SECCOMP, 1, 0, ctypes.byref(_Prog(len(program) // 8, program))) != 0:
         return None, "cannot install a seccomp filter (errno %d)" % ctypes.get_errno()
-    prctl(4, 0, 0, 0, 0)  # PR_SET_DUMPABLE 0: its /proc, and its candidates', is root's
-    try:
+    try:  # (before it is undumpable: then its /proc files are root's, this one too)
         fd = os.open("/proc/self/oom_score_adj", os.O_WRONLY)
         try:
             os.write(fd, _W_OOM_WORST)
@@ -179,6 +178,7 @@ def _w_separator() -> tuple[Callable[[], bool] | None, str | None]:
             os.close(fd)
     except OSError:
         pass
+    prctl(4, 0, 0, 0, 0)  # PR_SET_DUMPABLE 0: its /proc, and its candidates', is root's
 
     def confine() -> bool:
         if syscall(_W_LANDLOCK_RESTRICT, ruleset, 0) != 0:

@@ -49,17 +49,31 @@ class _Session:
         self.calls = 0
 
     def start(self) -> bool:
-        """Fork and load; False (``load_error`` says why) when it cannot."""
-        self.conn = self.fork()
+        """Fork and load; False (``load_error`` says why) when it cannot.
+
+        The answer comes from a process that ran the candidate's code, so it
+        is read as anything but trusted: a claim that the guest is broken is
+        believed only if the grader sees it too (``_Budget.vouched``),
+        and an answer no worker gives ends the process, the candidate's
+        failure."""
+        conn = self.conn = self.fork()
         try:
-            reply = self.conn.ask(dict(self.load_req), self.budget)
+            reply = conn.ask(dict(self.load_req), self.budget)
+            if _is_tuple(reply, 2) and reply[0] == "load" and type(reply[1]) is str:
+                self.load_error = self.budget.vouched(reply[1])
+                return False
+            if not (_is_tuple(reply, 2) and reply[0] == "loaded" and type(reply[1]) is dict):
+                raise CandidateError("not a load's answer")
+            self.exports = {_name(name): self.value(enc) for name, enc in list(reply[1].items())}
         except _Gone as gone:
             self.load_error = "%s while loading the candidate: %s" % _failure_of(gone.why)
             return False
-        if reply[0] != "loaded":
-            self.load_error = str(reply[1])
+        except CandidateError:
+            conn.end("sent garbage")
+            self.load_error = (
+                "error while loading the candidate: %s" % (_failure_of("sent garbage")[1])
+            )
             return False
-        self.exports = {name: self.value(enc) for name, enc in reply[1].items()}
         return True
 
     def live(self) -> _Conn:
@@ -81,14 +95,22 @@ class _Session:
 
     # -- values ------------------------------------------------------------
     def value(self, enc: Any) -> Any:
-        if enc[0] == "v":
+        """What the grader holds for a value as it crossed (see
+        ``worker._Candidate.out``); :class:`CandidateError` for anything
+        else a process running the candidate's code may have sent."""
+        if _is_tuple(enc, 2) and enc[0] == "v":
             return enc[1]
-        if enc[0] == "m":  # a module the candidate imported: the grader's own, if loaded
+        if _is_tuple(enc, 2) and enc[0] == "m" and type(enc[1]) is str:
+            # a module the candidate imported: the grader's own, if loaded
             return sys.modules.get(enc[1])
+        if not (_is_tuple(enc, 5) and enc[0] == "h" and type(enc[1]) is int):
+            raise CandidateError("the candidate's process sent garbage")
         _tag, key, type_name, is_callable, bases = enc
+        if type(type_name) is not str or not _is_tuple(bases, None):
+            raise CandidateError("the candidate's process sent garbage")
         if bases:
             return self.exception_class(key, type_name, bases)
-        return _Remote(self, key, type_name, is_callable)
+        return _Remote(self, key, type_name, bool(is_callable))
 
     def exception_class(self, key: int, name: str, bases: Any) -> type:
         """A local exception class standing in for one the candidate
@@ -100,11 +122,14 @@ class _Session:
 
             base: Any = Exception
             for base_name in bases:
-                found = getattr(builtins, base_name, None)
+                found = getattr(builtins, base_name, None) if type(base_name) is str else None
                 if isinstance(found, type) and issubclass(found, Exception):
                     base = found
                     break
-            cls = type(str(name), (base,), {"__module__": "solution"})
+            try:
+                cls = type(str(name), (base,), {"__module__": "solution"})
+            except Exception:  # (a name no class can have: a NUL in it)
+                cls = type("CandidateError", (base,), {"__module__": "solution"})
             self.exc_classes[key] = cls
         return cls
 
@@ -136,15 +161,18 @@ class _Session:
         )
 
     def answer(self, reply: Any, args: Any = ()) -> Any:
-        tag = reply[0]
-        if tag == "ok":
-            after = reply[2]
-            for given, back in zip(args, after):
-                if back is not None and back[0] == "v":
+        """The value of a call or operation as its reply says, or the
+        exception it raised; :class:`CandidateError` for a reply no worker
+        sends."""
+        if _is_tuple(reply, 3) and reply[0] == "ok" and type(reply[2]) is list:
+            for given, back in zip(args, reply[2]):
+                if _is_tuple(back, 2) and back[0] == "v":
                     _sync(given, back[1])
             return self.value(reply[1])
-        if tag == "raised":
+        if _is_tuple(reply, 5) and reply[0] == "raised":
             _tag, name, bases, key, message = reply
+            if type(name) is not str or type(message) is not str or not _is_tuple(bases, None):
+                raise CandidateError("the candidate's process sent garbage")
             import builtins
 
             if not key:
@@ -152,8 +180,12 @@ class _Session:
                 if isinstance(cls, type) and issubclass(cls, Exception):
                     raise cls(message)
                 raise CandidateError("the candidate raised %s: %s" % (name, message))
+            if type(key) is not int:
+                raise CandidateError("the candidate's process sent garbage")
             raise self.exception_class(key, name, bases)(message)
-        raise CandidateError("%s: %s" % (tag, reply[1]))
+        if _is_tuple(reply, 2) and type(reply[0]) is str and type(reply[1]) is str:
+            raise CandidateError("%s: %s" % (reply[0], reply[1]))
+        raise CandidateError("the candidate's process sent garbage")
 
     def visible(self) -> dict[str, Any]:
         """The names test code may see from the candidate's code: not one
@@ -192,6 +224,18 @@ class _Session:
         except _Gone as gone:
             raise CandidateError(_failure_of(gone.why)[1]) from None
         return self.answer(reply)
+
+
+def _is_tuple(value: Any, size: int | None) -> bool:
+    """``value`` is a tuple (of ``size`` items, unless None)."""
+    return type(value) is tuple and (size is None or len(value) == size)
+
+
+def _name(name: Any) -> str:
+    """A name the candidate's module defines, as its process sent it."""
+    if type(name) is not str:
+        raise CandidateError("the candidate's process sent garbage")
+    return name
 
 
 def _sync(given: Any, back: Any) -> None:
