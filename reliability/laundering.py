@@ -8,11 +8,11 @@ from __future__ import annotations
 
 from dataclasses import dataclass, field
 
-from collimate_rl import CollimateClient, CollimateError, ContestReward, grade_batch
+from collimate_rl import CollimateClient, CollimateError, grade_batch
 from collimate_rl.local_backend import LocalCollimateBackend
 from collimate_rl.local_backend.toolchains import MissingToolchain, find_toolchains
 from collimate_rl.testing.programs import OURS
-from collimate_rl.testing.sabotage import CATALOGUE, TESTS, UNRUNNABLE, right, wrong
+from collimate_rl.testing.sabotage import CATALOGUE, UNRUNNABLE, right, spec, wrong
 
 #: The languages of the short (CI) form: one native, one JIT, the server's own.
 SHORT_LANGUAGES = ("cpp", "java", "python")
@@ -49,7 +49,6 @@ def run_laundering(*, short: bool) -> LaunderingReport:
 
 
 def _group(client: CollimateClient, language: str, report: LaunderingReport) -> None:
-    spec = ContestReward(TESTS, language=language, time_limit=1, memory_limit_mb=256)
     good = right(language)
     hostile = [(case, wrong(language, snippet)) for case, snippet in CATALOGUE[language].items()]
     if language in UNRUNNABLE:
@@ -58,7 +57,7 @@ def _group(client: CollimateClient, language: str, report: LaunderingReport) -> 
     for _case, source in hostile:
         group += [source, good]
     try:
-        results = grade_batch(client, "py", group, spec)
+        results = grade_batch(client, "py", group, spec(language))
     except CollimateError as exc:  # the whole group lost: every attempt laundered
         report.attempts += len(hostile)
         report.infra_errors += len(hostile)

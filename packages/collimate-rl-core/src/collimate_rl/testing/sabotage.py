@@ -17,9 +17,29 @@ succeeds with nothing to run (due a compile error).
 
 from __future__ import annotations
 
-from typing import Final
+from concurrent.futures import ThreadPoolExecutor
+from typing import TYPE_CHECKING, Final
 
-__all__ = ["CATALOGUE", "TAMPER_THEN_RIGHT", "TESTS", "UNRUNNABLE", "right", "wrong"]
+from .._sync.grading import grade, grade_batch
+from ..rewards import ContestReward
+
+if TYPE_CHECKING:
+    from .._sync.client import CollimateClient
+    from ..pipeline.result import GradeResult
+
+__all__ = [
+    "CATALOGUE",
+    "TAMPER_THEN_RIGHT",
+    "TESTS",
+    "UNRUNNABLE",
+    "check_alone",
+    "check_group",
+    "check_tampering",
+    "check_unrunnable",
+    "right",
+    "spec",
+    "wrong",
+]
 
 #: a + b, three tests (input, expected output).
 TESTS: Final = [(f"{i} {3 * i}\n", f"{4 * i}\n") for i in range(1, 4)]
@@ -301,3 +321,75 @@ UNRUNNABLE = {"cpp": CPP_UNRUNNABLE, "rust": RUST_UNRUNNABLE, "go": GO_UNRUNNABL
               "java": JAVA_UNRUNNABLE}  # fmt: skip
 #: Tampering a right answer does before answering: none reaches its next test.
 TAMPER_THEN_RIGHT = ("unlink_build", "chmod_build", "overwrite_build", "chmod_dir", "remove_dir")
+
+
+# -- the checks the tests and the reliability table make ----------------------
+
+
+def spec(language: str) -> ContestReward:
+    """:data:`TESTS` judged in ``language``: one second of CPU a test."""
+    return ContestReward(TESTS, language=language, time_limit=1, memory_limit_mb=256)
+
+
+def _verdicts(results: list[GradeResult]) -> list[tuple[float, str | None, bool]]:
+    return [(r.reward, r.verdict, r.infra_error) for r in results]
+
+
+def check_alone(client: CollimateClient, language: str) -> None:
+    """Each sabotage graded alone (a call of its own, a few at once): its
+    own 0.0 with a verdict, never an infra error."""
+
+    def one(case: str) -> tuple[str, GradeResult]:
+        source = wrong(language, CATALOGUE[language][case])
+        return case, grade(client, "py", source, spec(language), coalesce=False)
+
+    with ThreadPoolExecutor(4) as pool:
+        for case, result in pool.map(one, CATALOGUE[language]):
+            assert (result.reward, result.infra_error) == (0.0, False), (case, result.explain())
+            assert result.verdict, case
+
+
+def check_group(client: CollimateClient, language: str) -> None:
+    """Every sabotage in one group, a right sibling on each side: siblings
+    1.0, sabotage 0.0, no infra error; the same group again (the builds from
+    the compile cache) the same verdicts; a fresh group after it 8/8."""
+    good = right(language)
+    cases = list(CATALOGUE[language])
+    group = [good]
+    for case in cases:
+        group += [wrong(language, CATALOGUE[language][case]), good]
+    first = grade_batch(client, "py", group, spec(language))
+    names = ["right"] + [n for case in cases for n in (case, "right")]
+    expected = [1.0] + [0.0, 1.0] * len(cases)
+    assert [r.reward for r in first] == expected, [
+        (n, r.explain())
+        for n, r in zip(names, first, strict=True)
+        if r.infra_error or r.reward != (1.0 if n == "right" else 0.0)
+    ]
+    assert not any(r.infra_error for r in first)
+    assert _verdicts(grade_batch(client, "py", group, spec(language))) == _verdicts(first)
+    fresh = grade_batch(client, "py", [good] * 8, spec(language))
+    assert [r.reward for r in fresh] == [1.0] * 8
+
+
+def check_tampering(client: CollimateClient, language: str) -> None:
+    """Right answers that first tamper with their build or directory: each
+    test is laid out afresh, so every one passes; twice in one group (a
+    sibling with the same source), then again through the compile cache,
+    with the same verdicts."""
+    # (a JVM loads classes from its class path as it goes: a run that removes
+    # its whole directory breaks itself, in every test alike)
+    cases = [c for c in TAMPER_THEN_RIGHT if (language, c) != ("java", "remove_dir")]
+    group = [right(language, CATALOGUE[language][c]) for c in cases] * 2
+    first = grade_batch(client, "py", group, spec(language))
+    for case, result in zip(cases + cases, first, strict=True):
+        assert (result.reward, result.infra_error) == (1.0, False), (case, result.explain())
+        assert result.detail.get("passed") == len(TESTS), (case, result.detail)
+    assert _verdicts(grade_batch(client, "py", group, spec(language))) == _verdicts(first)
+
+
+def check_unrunnable(client: CollimateClient, language: str) -> None:
+    """A build that succeeds with nothing to run: the program's compile error."""
+    result = grade(client, "py", UNRUNNABLE[language], spec(language))
+    assert (result.reward, result.infra_error) == (0.0, False), result.explain()
+    assert "compile_error" in result.explain()
