@@ -8,8 +8,11 @@ each chart (see :mod:`collimate_rl.reports.chart_spec`). Each chart is
 written beside it as ``<script>-<name>.svg``, and can be drawn again from
 the JSON alone: ``python -m collimate_rl.reports benchmarks/results/X.json``.
 
-``benchmarks/results/`` is scratch (ignored by git); the charts the README
-shows are committed in ``benchmarks/figures/`` (``--out benchmarks/figures``).
+``benchmarks/results/`` keeps the newest run of each benchmark, committed:
+``readme_tables.py`` writes the README's tables from it. The charts drawn
+there are not kept (the repository's ``.gitignore``); the charts the repository
+keeps are in ``benchmarks/figures/``, beside their runs (``--out
+benchmarks/figures``).
 """
 
 from __future__ import annotations

@@ -2,84 +2,31 @@
 as verl drives it, against our local backend's ``/run_code`` driven the same
 way, and against one documented ``grade_batch`` call (not a test).
 
+Why: verl's sandbox_fusion reward sends one ``POST /run_code`` per test case.
+This measures that pattern on SandboxFusion (run here from its repository by
+``_sandbox_fusion_peer.py``: its own server, venv and ``local`` config,
+isolation ``none``) and on ours (``_sides.ours_backend``), and what grading
+each group in one call saves (``ContestReward``, the judge route).
+
+The workload: 8 prompts x 8 distinct C++ candidates x 10 tests,
+Codeforces-style stdin/stdout programs (``#include <bits/stdc++.h>``), right
+and wrong ones, each wrong one with a Python model of what it prints, so
+every candidate's reward is known beforehand. Every way's rewards must equal
+those, and any timeout, HTTP, compile, run or infra error is a failure:
+either makes the run exit 1. The ways take turns in interleaved rounds, each
+round's and way's sources carrying a comment of their own, so our compile
+cache is cold for every way and round. ``--compile-timeout`` (default 120 s,
+verl's is 10) goes in both sides' bodies: SandboxFusion's compile timeout is
+wall time, which 32 concurrent compiles on a small machine outlast; ours
+counts CPU time. A limit decides what is killed, never how fast anything
+runs.
+
+Targets (medians of rounds): SandboxFusion / ours ``/run_code`` at least 3x,
+SandboxFusion / ours ``grade_batch`` at least 20x. ``--quick``: 2 prompts x
+4 candidates x 3 tests, 1 round (a smoke run).
+
     python benchmarks/bench_cpp_judge.py [--rounds 2] [--threads 32]
         [--prompts 8] [--candidates 8] [--tests 10] [--quick]
-
-**Workload.** 8 prompts x 8 candidates x 10 tests: eight small but real
-Codeforces-style stdin/stdout problems in C++ (``#include
-<bits/stdc++.h>``): sum of an array, maximum subarray sum, primes below n,
-words in reverse order, gcd of a list, sort and print, Fibonacci modulo
-1e9+7, palindrome check. Each has 10 tests generated from a seeded RNG (the
-first ones edge cases) and answered by a reference in Python. Each prompt
-has 8 candidates, all distinct sources, as a GRPO group sampled at
-temperature 1 would be: 5 or 6 right solutions written different ways
-(loops, containers, recursion, I/O, names, comments) and 2 or 3 wrong ones
-(off by one, a wrong operator or condition, a wrong modulus, ``Yes`` for
-``YES``), each wrong one with a Python model of what it prints, so every
-candidate's expected reward (the fraction of its tests passed) is known
-beforehand: a mix of 1, 0 and fractions in between. Every way's rewards
-must equal these exactly (checked; a difference is printed and makes the
-run exit 1). Outputs are chosen so that verl's comparison (stdout equal
-after stripping trailing newlines) and the judge's ``tokens`` comparison
-agree on every (candidate, test) pair (checked when the workload is built).
-
-**Ways**, each timed over the whole workload (64 candidates x 10 tests),
-in interleaved rounds (sandbox-fusion, ours /run_code, ours grade_batch,
-then again), the machine's load average printed at each round's start:
-
-1. ``sandbox-fusion /run_code``: ByteDance's SandboxFusion server, started
-   here from its git directory on this machine (``_sandbox_fusion_peer.py``:
-   its ``local`` config, isolation ``none``, its own venv), driven with
-   verl's pattern: one ``POST /run_code`` per test case with verl's body
-   (``code``, ``stdin``, ``compile_timeout``, ``run_timeout``,
-   ``memory_limit_MB`` 1024, ``language`` ``cpp``, ``files`` ``{}``,
-   ``fetch_files`` ``[]``) from a pool of 32 threads, one keep-alive
-   connection each, the 640 requests in candidate order; a test passes
-   when ``status`` is ``Success`` and ``run_result.stdout`` equals the
-   expected output after stripping trailing newlines. SandboxFusion runs
-   ``g++ -std=c++17`` for every request: 640 compiles, each parsing all of
-   ``bits/stdc++.h``.
-2. ``ours /run_code``: the same client code, body and threads against our
-   local backend's ``/run_code`` (``python -m collimate_rl.local_backend``,
-   started as its own process by ``_sides.ours_backend``, isolation
-   ``auto``). Its compile cache builds each distinct source once (``-O2``
-   and a precompiled ``bits/stdc++.h``); the other requests of a source
-   join that compile or hit its build.
-3. ``ours grade_batch``: the documented call, ``grade_batch(
-   CollimateClient(url), "py", candidates, specs)``, specs one
-   ``ContestReward(tests, language="cpp", time_limit=2,
-   memory_limit_mb=256)`` per prompt (listed once per candidate), no other
-   option: the server's judge route compiles each program once and runs
-   its tests.
-
-The compile cache is cold for each of our ways in every round: each
-round's and way's sources carry a comment of their own (``// <way> round
-<n>``), so nothing compiled before can be reused and every figure is a
-first submission. SandboxFusion's sources carry the same kind of comment
-(it keeps nothing anyway). Before the first round each server answers one
-warm-up request of a program outside the workload (SandboxFusion probes its
-g++ flags on its first C++ request; ours may build its precompiled header),
-and our backend one warm-up ``grade_batch``. ``GET /v1/health``'s
-``compile_cache`` counters are read around each of our ways, and what the
-way added (``compiles``, ``hits``, ``joined``) is printed.
-
-``compile_timeout`` 120 s and ``run_timeout`` 10 s by default, in both
-sides' bodies (verl's own defaults are 10 and 10): SandboxFusion's compile
-timeout is wall time, and 32 of its compiles at once on 2 cores take about
-33 s of wall time each on an otherwise idle machine (at 50 s, 24 of its 640
-were killed in a round); ours counts CPU time. A limit only decides what is
-killed, never how fast anything runs. The client's wait is verl's:
-``compile_timeout + run_timeout + 10`` s. Any ``SandboxError``, compile or
-run timeout, client timeout, HTTP error, compile error, run error or
-``grade_batch`` infra error is a failure: counted, reported by kind with
-its first message, never dropped (it also shows as a reward difference)
-and makes the run exit 1.
-
-**Targets** (medians of rounds): sandbox-fusion / ours /run_code >= 3x,
-sandbox-fusion / ours grade_batch >= 20x. Per-round ratios are printed
-beside them.
-
-``--quick``: 2 prompts x 4 candidates x 3 tests, 1 round (a smoke run).
 """
 
 from __future__ import annotations

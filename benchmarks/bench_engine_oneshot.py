@@ -1,5 +1,7 @@
 """One-shot exec latency and CPU cost of the local backend's engine (not a test).
 
+Why: what an exec costs apart from HTTP and the server, per isolation mode.
+
 Runs N sequential one-shot python execs (open a clone, run ``print(1)``,
 release it, as the server does, or ``--teardown close``) straight against the
 engine, in each isolation mode, and prints p50 / p99 latency (up to the
@@ -21,6 +23,7 @@ import os
 import statistics
 import time
 
+from _results import add_out_option, write_results
 from _sides import machine_busy_seconds
 
 from collimate_rl.local_backend.engine import ExecJob, TemplateSpec, make_engine
@@ -60,7 +63,9 @@ def busy_seconds() -> float:
     return machine_busy_seconds()
 
 
-async def run_mode(mode: str, n: int, concurrency: int, pool: int, teardown: str) -> None:
+async def run_mode(
+    mode: str, n: int, concurrency: int, pool: int, teardown: str
+) -> dict[str, object]:
     engine = make_engine(mode, pool_size=pool)  # type: ignore[arg-type]
     template = TemplateSpec(id="py", kind="python")
     await engine.start([template])
@@ -94,14 +99,24 @@ async def run_mode(mode: str, n: int, concurrency: int, pool: int, teardown: str
     cpu1, wall1, self1 = busy_seconds(), time.perf_counter(), time.process_time()
     await engine.close()
     lat.sort()
+    row: dict[str, object] = {
+        "isolation": engine.isolation,
+        "p50_ms": statistics.median(lat),
+        "p99_ms": lat[int(len(lat) * 0.99) - 1],
+        "fork_p50_ms": statistics.median(fork),
+        "cpu_per_exec_ms": (cpu1 - cpu0) / n * 1000,
+        "engine_process_cpu_per_exec_ms": (self1 - self0) / n * 1000,
+        "execs_per_s": n / (wall1 - wall0),
+    }
     print(
         f"{engine.isolation:10s} c={concurrency} pool={pool} {teardown} n={n}: "
-        f"p50 {statistics.median(lat):.2f} ms  p99 {lat[int(len(lat) * 0.99) - 1]:.2f} ms  "
-        f"fork p50 {statistics.median(fork):.2f} ms  "
-        f"CPU/exec {(cpu1 - cpu0) / n * 1000:.2f} ms "
-        f"(engine process {(self1 - self0) / n * 1000:.2f} ms)  "
-        f"throughput {n / (wall1 - wall0):.0f}/s"
+        f"p50 {row['p50_ms']:.2f} ms  p99 {row['p99_ms']:.2f} ms  "
+        f"fork p50 {row['fork_p50_ms']:.2f} ms  "
+        f"CPU/exec {row['cpu_per_exec_ms']:.2f} ms "
+        f"(engine process {row['engine_process_cpu_per_exec_ms']:.2f} ms)  "
+        f"throughput {row['execs_per_s']:.0f}/s"
     )
+    return row
 
 
 def main() -> None:
@@ -111,15 +126,21 @@ def main() -> None:
     ap.add_argument("--concurrency", type=int, default=1)
     ap.add_argument("--pool", type=int, default=2)
     ap.add_argument("--teardown", choices=("release", "close"), default="release")
+    add_out_option(ap)
     args = ap.parse_args()
     scoped = join_cpu_cgroup()
-    print("CPU accounting:", "this process tree (cpuacct cgroup)" if scoped else "machine-wide")
+    accounting = "this process tree (cpuacct cgroup)" if scoped else "machine-wide"
+    print("CPU accounting:", accounting)
+    modes: dict[str, object] = {}
     try:
         for mode in args.modes.split(","):
-            asyncio.run(run_mode(mode, args.n, args.concurrency, args.pool, args.teardown))
+            modes[mode] = asyncio.run(
+                run_mode(mode, args.n, args.concurrency, args.pool, args.teardown)
+            )
     finally:
         if scoped:
             leave_cpu_cgroup()
+    write_results(__file__, args, {"cpu_accounting": accounting, "modes": modes}, [])
 
 
 if __name__ == "__main__":

@@ -2,19 +2,18 @@
 backend of the published ``collimate-rl==0.5.0``, side by side in one run.
 
 Not a test (timings on a shared machine are noise to a test suite): run it
-by hand, e.g. ``hatch run python benchmarks/bench_exec_latency.py``.
+by hand, e.g. ``hatch run bench:one benchmarks/bench_exec_latency.py``.
 
-Both servers run as their own processes started the documented way
-(``python -m collimate_rl.local_backend --port P``), and both are measured
-by the same keep-alive HTTP client sending the same request,
-``POST /v1/exec {"template_id": "py", "code": "print(1)"}``, one at a time
-(latency, not throughput), after a warm-up, rounds interleaved. Two clients
-measure, one after the other: the standard library's ``http.client`` (the
-target is judged on it: it adds the least of its own, ~0.3 ms per request
-here, so what it times is the backends) and ``httpx``, which our SDK uses
-(~0.3-0.6 ms more per request, the same for both backends). The peer runs from a venv with
-collimate-rl 0.5.0: ``/tmp/peer`` if present, else one built in a cache dir.
-Target: our p50 at most one fifth of theirs.
+Why: a lone exec's overhead is what every unpacked grade and tool call pays.
+Both servers run as processes of their own, started the documented way
+(``python -m collimate_rl.local_backend --port P``; the peer from a venv
+holding 0.5.0: ``/tmp/peer`` if present, else one built in a cache dir), and
+are sent the same ``POST /v1/exec {"template_id": "py", "code": "print(1)"}``
+one at a time after a warm-up, rounds interleaved. Two clients measure in
+turn: the standard library's ``http.client`` (the target is judged on it:
+it adds the least of its own, so it times the backends) and ``httpx``, which
+our SDK uses. ``--throughput 1,4,16`` also measures execs/s at each
+concurrency. Target: our p50 at most one fifth of theirs.
 """
 
 from __future__ import annotations

@@ -24,6 +24,7 @@ import sys
 import textwrap
 import time
 
+from _results import add_out_option, write_results
 from _sides import ours_backend, peer_backend, peer_env, peer_python
 
 from collimate_rl import AsyncCollimateClient, CollimateClient, PropertyReward, grade, grade_async
@@ -91,6 +92,7 @@ def main(argv: list[str]) -> int:
     ap = argparse.ArgumentParser(description=__doc__.split("\n")[0])
     ap.add_argument("--samples", type=int, default=60)
     ap.add_argument("--rounds", type=int, default=3)
+    add_out_option(ap)
     args, _ = ap.parse_known_args(argv)
     spec = PropertyReward(reference=REFERENCE, generator=GENERATOR, k=16)
     python = str(peer_python())
@@ -110,12 +112,16 @@ def main(argv: list[str]) -> int:
             samples["0.5.0 grade"] += peer_samples(python, peer_url, args.samples)
             print(f"round {rnd} done", flush=True)
     p50 = {k: statistics.median(v) * 1000 for k, v in samples.items()}
+    p90 = {k: statistics.quantiles(v, n=10)[-1] * 1000 for k, v in samples.items()}
     for name, values in samples.items():
-        p90 = statistics.quantiles(values, n=10)[-1] * 1000
-        print(f"{name:28s} p50 {p50[name]:6.2f} ms  p90 {p90:6.2f} ms  ({len(values)} samples)")
+        print(
+            f"{name:28s} p50 {p50[name]:6.2f} ms  p90 {p90[name]:6.2f} ms  ({len(values)} samples)"
+        )
     for name in ("grade", "grade_async"):
         ratio = p50[name] / p50[f"{name} coalesce=False"]
         print(f"ratio {name} / {name} coalesce=False (p50): {ratio:.2f}x")
+    figures = {"samples_per_way": len(samples["grade"]), "p50_ms": p50, "p90_ms": p90}
+    write_results(__file__, args, figures, [])
     return 0
 
 

@@ -2,6 +2,9 @@
 dataset formats, graded by one ``grade_batch`` call, against the same rows
 graded one ``grade`` call at a time (not a test).
 
+Why: a trainer that hands over a whole step at once lets every completion
+be packed, across prompts and dataset formats.
+
 The prompts are rows in their datasets' own shapes, read with
 ``reward_spec_from_ground_truth``: MBPP (``test_list`` of asserts), KodCode
 (a pytest module importing ``solution``), APPS (``fn_name``, ``inputs``,
@@ -27,6 +30,7 @@ import sys
 import time
 from typing import Any
 
+from _results import add_out_option, write_results
 from _sides import ours_backend
 
 from collimate_rl import (
@@ -166,6 +170,7 @@ def main(argv: list[str]) -> int:
     ap.add_argument(
         "--loopers", type=int, default=0, help="APPS prompts with a completion that never ends"
     )
+    add_out_option(ap)
     args, _ = ap.parse_known_args(argv)
 
     cands, specs = step(args.prompts, args.completions, args.loopers)
@@ -197,6 +202,17 @@ def main(argv: list[str]) -> int:
     print(
         f"ratio one call / one grade at a time: {med['one grade at a time'] / med['one call']:.1f}x"
     )
+    figures = {
+        "rows": n,
+        "prompts": args.prompts,
+        "completions": args.completions,
+        "loopers": args.loopers,
+        "grades_per_s": {k: [n / t for t in v] for k, v in times.items()},
+        "median_grades_per_s": {k: n / v for k, v in med.items()},
+        "mean_reward": mean_reward,
+        "rewards_agree": agree,
+    }
+    write_results(__file__, args, figures, [])
     return 0 if agree else 1
 
 

@@ -27,6 +27,7 @@ from collections.abc import Callable
 
 import h11
 import httpx
+from _results import add_out_option, write_results
 
 from collimate_rl._transport.h1 import parse_response
 from collimate_rl._transport.h1_sync import H1Transport
@@ -111,7 +112,10 @@ def per_call_us(fn: Callable[[], object], n: int) -> float:
 def main() -> None:
     ap = argparse.ArgumentParser()
     ap.add_argument("--requests", type=int, default=2000)
+    add_out_option(ap)
     args = ap.parse_args()
+    parse_us: dict[str, dict[str, float]] = {}
+    request_cpu_us: dict[str, float] = {}
 
     print("1. parsing one answer (CPU per answer, us)")
     print(f"   {'answer':<10}{'ours':>10}{'h11':>10}{'h11/ours':>10}")
@@ -121,6 +125,7 @@ def main() -> None:
     ):
         a = per_call_us(lambda raw=raw: ours(raw), n)
         b = per_call_us(lambda raw=raw: with_h11(raw), n)
+        parse_us[name] = {"ours": a, "h11": b}
         print(f"   {name:<10}{a:>10.1f}{b:>10.1f}{b / a:>9.1f}x")
 
     print("2. one request to the local backend (GET /v1/health; CPU of this process, us)")
@@ -151,10 +156,12 @@ def main() -> None:
         base = min(results[rows[0][0]])
         for name, values in results.items():
             best = min(values)
+            request_cpu_us[name] = best
             print(f"   {name:<50}{best:>8.0f} us  {best / base:>5.2f}x")
         lean.close()
         mounted.close()
         theirs.close()
+    write_results(__file__, args, {"parse_us": parse_us, "request_cpu_us": request_cpu_us}, [])
 
 
 if __name__ == "__main__":

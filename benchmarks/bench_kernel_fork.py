@@ -1,20 +1,15 @@
 """Forking a live kernel (``Kernel.fork``): time and memory per fork (not a test).
 
-A kernel builds a 100 MB ``bytearray`` by a fixed computation (about a
-second: sha512 of 1,562,500 counters, joined), then forks ``--forks``
-copies of itself. Measured, over ``--rounds`` rounds on a real local
-backend (namespaced when the host allows it):
-
-* ``build_s``: the building cell's own duration (what a group would pay per
-  rollout if each one rebuilt the prefix);
-* ``fork_s``: ``kernel.fork(n)`` end to end, from the SDK's call to every
-  fork confined and listening (one exec of the sandbox), and
-  ``first_cell_s``: then one cell on each fork in turn (``len(data)``);
-* memory of each process from its ``/proc/PID/smaps_rollup``, read by a
-  plain exec of the sandbox: RSS, PSS (shared pages split among their
-  sharers) and USS (private pages), for the parent kernel and each fork,
-  right after the fork and again after each fork wrote one byte of the
-  object (a copy-on-write fault copies that page, not the 100 MB).
+Why: rollouts of one group can share a prefix a kernel computed once. A
+kernel builds a 100 MB ``bytearray`` by a fixed computation (sha512 of
+counters, joined), then forks ``--forks`` copies of itself, on a real local
+backend (namespaced when the host allows it). Measured over ``--rounds``
+rounds: ``build_s``, the building cell's own time; ``fork_s``,
+``kernel.fork(n)`` from the SDK's call until every fork is confined and
+listening; ``first_cell_s``, one cell on each fork in turn; and each
+process's RSS, PSS and USS (``/proc/PID/smaps_rollup``), for the parent and
+each fork, right after the fork and after each fork wrote one byte of the
+object (a copy-on-write fault copies that page, not the 100 MB).
 
 Target: the forks ready in less time than building the object once; a
 fork's USS a small fraction of the object.
@@ -137,8 +132,10 @@ def main(argv: list[str] | None = None) -> int:
     after_write = [per_fork("forks_mib_after_write", c) for c in range(3)]
     print(f"isolation: {isolation}; forks confined by: {rounds[0]['isolation']}")
     print(f"build the 100 MB object once: {build_s:.2f} s (median of {args.rounds})")
-    print(f"fork {args.forks} kernels, all ready: {fork_s:.3f} s "
-          f"({fork_s / build_s:.0%} of one build; target < 100%)")
+    print(
+        f"fork {args.forks} kernels, all ready: {fork_s:.3f} s "
+        f"({fork_s / build_s:.0%} of one build; target < 100%)"
+    )
     print(f"then one cell on each fork in turn: {first_s:.3f} s")
     print("memory (MiB)         " + "  ".join(f"{c:>7}" for c in columns))
     print("parent kernel        " + "  ".join(f"{v:7.1f}" for v in parent))

@@ -32,6 +32,8 @@ import time
 import urllib.request
 from typing import Any
 
+from _results import add_out_option, write_results
+
 RIGHT = "def add(a, b):\n    return a + b\n"
 IMAGE = "collimate-code-env:latest"
 
@@ -162,6 +164,7 @@ def main() -> int:
     parser.add_argument("--starts", type=int, default=3)
     parser.add_argument("--steps", type=int, default=30)
     parser.add_argument("--sessions", type=int, default=8)
+    add_out_option(parser)
     args = parser.parse_args()
 
     from collimate_rl.local_backend import LocalCollimateBackend
@@ -191,6 +194,22 @@ def main() -> int:
     print(f"ratio step Mode A / Mode B (p50):    {p(ws, 0.5) / p(direct, 0.5):.2f}x")
     print(f"{args.sessions} sessions stepping at once:   {rate:.1f} steps/s")
     print(f"sessions left after the run: {left}")
+    figures = {
+        "isolation": isolation,
+        "start_s": starts,
+        "start_p50_s": {name: p(values, 0.5) for name, values in starts.items()},
+        "step_ms": {
+            "reset + step over /ws (Mode A)": {"p50": ws_ms[0], "p90": ws_ms[1]},
+            "grade_async from the trainer (Mode B)": {
+                "p50": p(direct, 0.5) * 1e3,
+                "p90": p(direct, 0.9) * 1e3,
+            },
+        },
+        "sessions": args.sessions,
+        "steps_per_s_at_once": rate,
+        "sessions_left": left,
+    }
+    write_results(__file__, args, figures, [])
     return 0 if left == 0 else 1
 
 

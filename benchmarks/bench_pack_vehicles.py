@@ -1,24 +1,19 @@
 """What carrying a pack costs the guest, apart from its candidates (not a test).
 
-A pack rides one exec. Whether a longer-lived vehicle (a kept session, a
-kept kernel) would make an extra pack cheaper is measured here before it
-is built, on one local backend with one run slot:
+Why: a pack rides one exec, and every extra pack pays for its vehicle. A
+longer-lived vehicle is measured here before it is built, on one local
+backend with one run slot:
 
 * each vehicle running ``pass``: a one-shot exec (a fresh clone, then its
   wipe), an exec in a kept session, a cell of a kept kernel;
-* a *feeder*: an exec in a kept session that hands 16 KB to a process
-  left running in that session (over an abstract unix socket) and prints
-  the 2 KB it answers. This is what a pack would cost if a grader
-  outlived its packs in the session, each pack's exec only carrying the
-  pack to it and its verdicts back;
-* ``grade_batch`` packs of 2, 8 and 32 of the same candidate
-  (``pack=N``): the cost a candidate, and the fixed cost a pack (the line
-  through the three, at zero candidates).
+* a *feeder*: an exec in a kept session handing 16 KB to a process left
+  running there (over an abstract unix socket) and printing the 2 KB it
+  answers: what a pack would cost if a grader outlived its packs;
+* ``grade_batch`` packs of 2, 8 and 32 (``pack=N``): the line through them
+  gives a pack's fixed cost and a candidate's.
 
 Guest CPU is the own and reaped children's CPU of every process under this
-one (the in-process server, its clones and everything they ran), counted
-once the server is idle again. Prints ms of guest CPU and of wall time a
-call, per round, then the medians.
+one, counted once the server is idle again; medians of the rounds.
 
     python benchmarks/bench_pack_vehicles.py [--rounds 3] [--calls 60]
 """

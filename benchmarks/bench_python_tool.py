@@ -1,33 +1,25 @@
 """skyrl-gym's ``python`` tool, ours against skyrl-gym's own (not a test):
 64 trajectories x 10 tool calls at once, latency per call, p50 and p99.
 
+Why: a multi-turn trainer calls the tool in every turn of every trajectory.
 Ours: ``collimate_rl.skyrl.tools.CollimatePythonToolGroup``, one per
 trajectory, as a ``collimate_code`` env with ``tools: ["python"]`` holds it:
-the trajectory's calls are cells of one interpreter in a sandbox of the
-local backend (a process of its own, its default isolation), started at the
-trajectory's first call. Theirs: skyrl-gym's ``PythonCodeExecutorToolGroup``,
-a fresh ``python -c`` on this machine per call, unisolated. Both are called
-the way skyrl-gym's envs call a tool, ``ToolGroup.execute_tool("python",
-code)``, from 64 threads started together (skyrl-gym's ``env.step`` is
-blocking and SkyRL runs it in a thread pool), each thread one trajectory
-making its 10 calls in turn. Same calls, same concurrency, same run; the
-sides take turns, rounds interleaved.
+the trajectory's calls are cells of one sandboxed interpreter, started at
+its first call. Theirs: skyrl-gym's ``PythonCodeExecutorToolGroup``, a fresh
+``python -c`` on the host per call, unisolated. Both are called as
+skyrl-gym's envs call a tool, ``ToolGroup.execute_tool("python", code)``,
+from 64 threads started together (one trajectory each), the sides taking
+turns. Two workloads:
 
-Two workloads:
+* ``self-contained``: snippets both tools can run; their outputs must agree.
+  Each trajectory's first call, which starts our sandbox, is also reported
+  apart.
+* ``stateful`` (``--stateful``): call 1 builds a data set, calls 2-10 query
+  it; ours keeps it, theirs sends the setup again with every query.
 
-* ``self-contained`` (the comparison): 10 snippets that need no earlier
-  call (arithmetic, json, re, hashlib, a prime sieve, ...), which both tools
-  can run; their outputs must agree (checked). Ours pays its sandbox start
-  in each trajectory's first call: that call is also reported apart.
-* ``stateful`` (what state is worth): call 1 builds a data set, calls 2-10
-  query it. Ours keeps it; theirs has no state, so each call sends the
-  setup again with its query (the usual workaround), and pays for it again.
-  Answers must agree too. ``--stateful`` adds it (about twice the run).
-
-A call skyrl-gym's tool fails (its own 10 s timeout, which a loaded machine
-reaches) is counted, not compared; any output of ours that differs from a
-skyrl-gym output that ran is a defect (exit 1). The default run (the
-comparison alone) took 99 s on 2 CPUs at a load average of 22 to 50.
+A call skyrl-gym's tool fails (its own timeout) is counted, not compared;
+any output of ours that differs from one of theirs that ran is a defect
+(exit 1).
 
     python benchmarks/bench_python_tool.py [--trajectories 64] [--calls 10] [--stateful]
     hatch run bench:one benchmarks/bench_python_tool.py

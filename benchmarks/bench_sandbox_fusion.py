@@ -3,6 +3,8 @@ sandbox_fusion reward drives it, beside SandboxFusion's own figure.
 
 Not a test: run it by hand, ``hatch run bench:one benchmarks/bench_sandbox_fusion.py``.
 
+Why: verl's sandbox_fusion reward can point at our backend unchanged.
+
 The backend runs as its own process, started the documented way
 (``python -m collimate_rl.local_backend``), once with its isolation
 (``--isolation auto``: namespaced clones where the machine allows) and once
@@ -34,6 +36,7 @@ import sys
 import threading
 import time
 
+from _results import add_out_option, write_results
 from _sides import backend
 
 #: SandboxFusion's /run_code on this machine, requests/s (NOT measured in
@@ -114,13 +117,16 @@ def main(argv: list[str]) -> int:
     ap.add_argument("--threads", type=int, default=32)
     ap.add_argument("--requests", type=int, default=600, help="per round")
     ap.add_argument("--rounds", type=int, default=3)
+    add_out_option(ap)
     args = ap.parse_args(argv)
 
     rows = []
+    asked: list[str] = []
     for isolation, reference in (
         ("process", SANDBOX_FUSION_NO_ISOLATION),
         ("auto", SANDBOX_FUSION_ISOLATION),
     ):
+        asked.append(isolation)
         cmd = [sys.executable, "-m", "collimate_rl.local_backend", "--isolation", isolation]
         with backend(cmd) as url:
             conn = http.client.HTTPConnection(*url.removeprefix("http://").split(":"))
@@ -180,6 +186,28 @@ def main(argv: list[str]) -> int:
         "* SandboxFusion's figures on this machine are reference constants measured earlier "
         "with SandboxFusion itself: NOT measured in this run."
     )
+    figures = {
+        "threads": args.threads,
+        "requests_per_round": args.requests,
+        # by the --isolation asked for (where namespaces are refused, both are "process")
+        "backends": {
+            mode: {
+                "isolation": iso,
+                "detail": detail,
+                "run_code_req_per_s": med,
+                "run_code_req_per_s_range": [lo, hi],
+                "run_code_p50_ms": p50,
+                "run_code_p95_ms": p95,
+                "bad_answers": bad,
+                "bare_exec_req_per_s": bare,
+                "sandbox_fusion_req_per_s_not_measured_here": list(ref),
+            }
+            for mode, (iso, detail, med, lo, hi, p50, p95, bad, ref, bare) in zip(
+                asked, rows, strict=True
+            )
+        },
+    }
+    write_results(__file__, args, figures, [])
     return 1 if any(row[7] for row in rows) else 0
 
 

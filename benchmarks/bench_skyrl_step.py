@@ -2,6 +2,9 @@
 8 rollouts built as SkyRL's generator builds them, against the same rows
 graded one at a time with no coalescing.
 
+Why: SkyRL steps its envs one rollout each, in a thread pool; this shows
+what core's coalescing makes of that.
+
 Side "generator, 32 env threads": ``collimate_rl.skyrl.harness.run_step``,
 which makes every env with the real ``skyrl_gym.make("collimate_code",
 env_config=..., extras=<row minus prompt>)`` and runs ``init`` / ``step`` /

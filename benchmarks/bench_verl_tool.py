@@ -4,6 +4,8 @@ same calls, in one run.
 
 Not a test: run it by hand, ``hatch run bench:one benchmarks/bench_verl_tool.py``.
 
+Why: a verl agent loop calls its tool in every turn of every trajectory.
+
 Ours: the tool as verl builds it from the shipped YAML (verl's ``BaseTool``
 and schemas, read from its wheel), each call made as verl's
 ``ToolAgentLoop._call_tool`` makes it (``create(create_kwargs=...)``,

@@ -4,9 +4,8 @@ Every clone, exec child, clean twin and packed candidate is a fork of the
 zygote, and a fork copies the page-table entries of every page the zygote
 holds; the exit tears them down again. A module the guest code never uses
 at run time (``typing``, imported only for annotations) costs each
-candidate of a pack its pages for nothing: ``typing`` held about 460 kB,
-and a pack of 128 took 2% longer with it (``benchmarks/README.md``,
-2026-12-05).
+candidate of a pack its pages for nothing (measured in
+``benchmarks/HISTORY.md``, 2026-12-05).
 
 Checked in a fresh ``python -I -S`` that loads the guest package the way
 ``_zygote.py`` does (its modules, without the ``collimate_rl`` package
