@@ -11,11 +11,14 @@ each group in one call saves (``ContestReward``, the judge route).
 The workload: 8 prompts x 8 distinct C++ candidates x 10 tests,
 Codeforces-style stdin/stdout programs (``#include <bits/stdc++.h>``), right
 and wrong ones, each wrong one with a Python model of what it prints, so
-every candidate's reward is known beforehand. Every way's rewards must equal
-those, and any timeout, HTTP, compile, run or infra error is a failure:
-either makes the run exit 1. The ways take turns in interleaved rounds, each
-round's and way's sources carrying a comment of their own, so our compile
-cache is cold for every way and round. ``--compile-timeout`` (default 120 s,
+every candidate's reward is known beforehand (the problems' names and
+candidates are data, ``cpp_judge_problems/problems.json`` and a ``.cpp``
+file per candidate beside it; their tests' inputs and the models are code,
+here). Every way's rewards must equal those, and any timeout, HTTP,
+compile, run or infra error is a failure: either makes the run exit 1. The
+ways take turns in interleaved rounds, each round's and way's sources
+carrying a comment of their own, so our compile cache is cold for every way
+and round. ``--compile-timeout`` (default 120 s,
 verl's is 10) goes in both sides' bodies: SandboxFusion's compile timeout is
 wall time, which 32 concurrent compiles on a small machine outlast; ours
 counts CPU time. A limit decides what is killed, never how fast anything
@@ -33,6 +36,7 @@ from __future__ import annotations
 
 import argparse
 import http.client
+import json
 import math
 import os
 import random
@@ -95,8 +99,19 @@ class Problem:
     candidates: tuple[Candidate, ...]
 
 
-def wrong(note: str, model: Model, source: str) -> Candidate:
-    return Candidate(source, model, note)
+@dataclass(frozen=True)
+class ProblemCode:
+    """What of a problem is code: its tests' inputs, its reference, and what
+    each wrong candidate prints (by the candidate's note)."""
+
+    generate: Callable[[random.Random, int], str]
+    reference: Model
+    wrong: dict[str, Model]
+
+
+#: The problems' names and candidates: ``problems.json``, and a source file
+#: per candidate.
+PROBLEMS_DIR = Path(__file__).resolve().parent / "cpp_judge_problems"
 
 
 def cpp(body: str) -> str:
@@ -133,150 +148,13 @@ def gen_sum(rng: random.Random, i: int) -> str:
     return _array_input([rng.randint(-(10**9), 10**9) for _ in range(n)])
 
 
-SUM = Problem(
-    "sum of array",
+SUM = ProblemCode(
     gen_sum,
     lambda inp: _line(sum(_array(inp))),
-    (
-        Candidate(
-            cpp("""
-using namespace std;
-
-int main() {
-    int n;
-    cin >> n;
-    long long s = 0;
-    for (int i = 0; i < n; i++) {
-        long long x;
-        cin >> x;
-        s += x;
-    }
-    cout << s << "\\n";
-    return 0;
-}
-""")
-        ),
-        wrong(
-            "adds the positive values only",
-            lambda inp: _line(sum(x for x in _array(inp) if x > 0)),
-            cpp("""
-using namespace std;
-
-int main() {
-    int n;
-    cin >> n;
-    long long total = 0;
-    while (n--) {
-        long long v;
-        cin >> v;
-        if (v > 0) total += v;
-    }
-    cout << total << endl;
-}
-"""),
-        ),
-        Candidate(
-            cpp("""
-using namespace std;
-typedef long long ll;
-
-int main() {
-    ios::sync_with_stdio(false);
-    cin.tie(nullptr);
-    int n;
-    cin >> n;
-    vector<ll> a(n);
-    for (auto &x : a) cin >> x;
-    cout << accumulate(a.begin(), a.end(), 0LL) << '\\n';
-    return 0;
-}
-""")
-        ),
-        Candidate(
-            cpp("""
-int main() {
-    int n;
-    if (scanf("%d", &n) != 1) return 0;
-    long long sum = 0, x;
-    for (int i = 0; i < n; ++i) {
-        if (scanf("%lld", &x) != 1) break;
-        sum += x;
-    }
-    printf("%lld\\n", sum);
-    return 0;
-}
-""")
-        ),
-        wrong(
-            "off by one: leaves the last value out",
-            lambda inp: _line(sum(_array(inp)[:-1])),
-            cpp("""
-using namespace std;
-
-int main() {
-    int n;
-    cin >> n;
-    vector<long long> a(n);
-    for (int i = 0; i < n; i++) cin >> a[i];
-    long long s = 0;
-    for (int i = 0; i < n - 1; i++) s += a[i];
-    cout << s << "\\n";
-    return 0;
-}
-"""),
-        ),
-        Candidate(
-            cpp("""
-using namespace std;
-
-// Sum of the array: 64-bit, since n * 1e9 overflows an int.
-int main() {
-    long long n, answer = 0;
-    cin >> n;
-    for (long long k = 0; k < n; ++k) {
-        long long value;
-        cin >> value;
-        answer = answer + value;
-    }
-    cout << answer << '\\n';
-}
-""")
-        ),
-        Candidate(
-            cpp("""
-using namespace std;
-
-int main() {
-    int n;
-    cin >> n;
-    vector<long long> a(n);
-    long long s = 0;
-    for (long long &x : a) {
-        cin >> x;
-    }
-    for (long long x : a) {
-        s += x;
-    }
-    cout << s << endl;
-    return 0;
-}
-""")
-        ),
-        Candidate(
-            cpp("""
-using namespace std;
-
-int main() {
-    size_t n;
-    cin >> n;
-    long long s = 0;
-    istream_iterator<long long> it(cin), end;
-    for (size_t i = 0; i < n && it != end; ++i, ++it) s += *it;
-    cout << s << "\\n";
-}
-""")
-        ),
-    ),
+    {
+        "adds the positive values only": lambda inp: _line(sum(x for x in _array(inp) if x > 0)),
+        "off by one: leaves the last value out": lambda inp: _line(sum(_array(inp)[:-1])),
+    },
 )
 
 # 2. Maximum sum of a non-empty subarray.
@@ -313,177 +191,17 @@ def _max_subarray_but_last(values: Sequence[int]) -> int:
     return best
 
 
-MAX_SUBARRAY = Problem(
-    "max subarray",
+MAX_SUBARRAY = ProblemCode(
     gen_max_subarray,
     lambda inp: _line(_max_subarray(_array(inp))),
-    (
-        Candidate(
-            cpp("""
-using namespace std;
-
-int main() {
-    int n;
-    cin >> n;
-    vector<long long> a(n);
-    for (auto &x : a) cin >> x;
-    long long best = a[0], cur = a[0];
-    for (int i = 1; i < n; i++) {
-        cur = max(a[i], cur + a[i]);
-        best = max(best, cur);
-    }
-    cout << best << "\\n";
-    return 0;
-}
-""")
+    {
+        "the best starts at 0 (an empty subarray)": lambda inp: _line(
+            max(0, _max_subarray(_array(inp)))
         ),
-        wrong(
-            "the best starts at 0 (an empty subarray)",
-            lambda inp: _line(max(0, _max_subarray(_array(inp)))),
-            cpp("""
-using namespace std;
-
-int main() {
-    int n;
-    cin >> n;
-    long long best = 0, cur = 0;
-    for (int i = 0; i < n; i++) {
-        long long x;
-        cin >> x;
-        cur = max(0LL, cur + x);
-        best = max(best, cur);
-    }
-    cout << best << "\\n";
-    return 0;
-}
-"""),
+        "off by one: no subarray ends at the last value": lambda inp: _line(
+            _max_subarray_but_last(_array(inp))
         ),
-        Candidate(
-            cpp("""
-using namespace std;
-
-int main() {
-    int n;
-    cin >> n;
-    vector<long long> a(n);
-    for (int i = 0; i < n; ++i) cin >> a[i];
-    long long best = LLONG_MIN;
-    for (int i = 0; i < n; ++i) {
-        long long s = 0;
-        for (int j = i; j < n; ++j) {
-            s += a[j];
-            best = max(best, s);
-        }
-    }
-    cout << best << '\\n';
-}
-""")
-        ),
-        Candidate(
-            cpp("""
-using namespace std;
-
-int main() {
-    int n;
-    if (scanf("%d", &n) != 1) return 0;
-    long long prefix = 0, lowest = 0, best = LLONG_MIN;
-    for (int i = 0; i < n; i++) {
-        long long x;
-        if (scanf("%lld", &x) != 1) break;
-        prefix += x;
-        best = max(best, prefix - lowest);
-        lowest = min(lowest, prefix);
-    }
-    printf("%lld\\n", best);
-    return 0;
-}
-""")
-        ),
-        wrong(
-            "off by one: no subarray ends at the last value",
-            lambda inp: _line(_max_subarray_but_last(_array(inp))),
-            cpp("""
-using namespace std;
-
-int main() {
-    int n;
-    cin >> n;
-    vector<long long> a(n);
-    for (int i = 0; i < n; ++i) cin >> a[i];
-    long long best = LLONG_MIN;
-    for (int i = 0; i < n; ++i) {
-        long long s = 0;
-        for (int j = i; j < n - 1; ++j) {
-            s += a[j];
-            best = max(best, s);
-        }
-    }
-    cout << best << '\\n';
-}
-"""),
-        ),
-        Candidate(
-            cpp("""
-using namespace std;
-
-int main() {
-    int n;
-    cin >> n;
-    vector<long long> a(n), dp(n);
-    for (int i = 0; i < n; i++) cin >> a[i];
-    dp[0] = a[0];
-    for (int i = 1; i < n; i++) dp[i] = max(a[i], dp[i - 1] + a[i]);
-    cout << *max_element(dp.begin(), dp.end()) << endl;
-}
-""")
-        ),
-        Candidate(
-            cpp("""
-using namespace std;
-using ll = long long;
-
-int main() {
-    ios_base::sync_with_stdio(false);
-    int n;
-    cin >> n;
-    ll running = 0, answer = LLONG_MIN;
-    while (n--) {
-        ll v;
-        cin >> v;
-        running += v;
-        answer = max(answer, running);
-        if (running < 0) running = 0;
-    }
-    cout << answer << '\\n';
-    return 0;
-}
-""")
-        ),
-        Candidate(
-            cpp("""
-using namespace std;
-
-// Kadane: the best sum of a subarray ending here, and the best so far.
-int main() {
-    int count;
-    cin >> count;
-    long long endingHere = 0, bestSoFar = 0;
-    for (int idx = 0; idx < count; idx++) {
-        long long value;
-        cin >> value;
-        if (idx == 0) {
-            endingHere = bestSoFar = value;
-            continue;
-        }
-        endingHere = max(value, endingHere + value);
-        bestSoFar = max(bestSoFar, endingHere);
-    }
-    cout << bestSoFar << "\\n";
-    return 0;
-}
-""")
-        ),
-    ),
+    },
 )
 
 # 3. How many primes are below n (n <= 100000).
@@ -516,189 +234,17 @@ def _primes_below(n: int) -> int:
     return sum(1 for p in PRIMES if p < n)
 
 
-PRIMES_BELOW = Problem(
-    "primes below n",
+PRIMES_BELOW = ProblemCode(
     gen_primes,
     lambda inp: _line(_primes_below(int(inp))),
-    (
-        Candidate(
-            cpp("""
-using namespace std;
-
-int main() {
-    int n;
-    cin >> n;
-    vector<bool> composite(max(n, 2), false);
-    int count = 0;
-    for (int i = 2; i < n; i++) {
-        if (composite[i]) continue;
-        count++;
-        for (long long j = (long long)i * i; j < n; j += i) composite[j] = true;
-    }
-    cout << count << "\\n";
-    return 0;
-}
-""")
+    {
+        "off by one: counts the primes up to n inclusive": lambda inp: _line(
+            _primes_below(int(inp) + 1)
         ),
-        wrong(
-            "off by one: counts the primes up to n inclusive",
-            lambda inp: _line(_primes_below(int(inp) + 1)),
-            cpp("""
-using namespace std;
-
-bool isPrime(int x) {
-    if (x < 2) return false;
-    for (int d = 2; d * d <= x; d++)
-        if (x % d == 0) return false;
-    return true;
-}
-
-int main() {
-    int n;
-    cin >> n;
-    int count = 0;
-    for (int i = 2; i <= n; i++)
-        if (isPrime(i)) count++;
-    cout << count << endl;
-    return 0;
-}
-"""),
+        "wrong operator: j * j < i takes the squares of primes for primes": lambda inp: _line(
+            _primes_below(int(inp)) + sum(1 for p in PRIMES if p * p < int(inp))
         ),
-        Candidate(
-            cpp("""
-using namespace std;
-
-int main() {
-    int n;
-    cin >> n;
-    int primes = 0;
-    for (int i = 2; i < n; ++i) {
-        bool prime = true;
-        for (int j = 2; j * j <= i; ++j) {
-            if (i % j == 0) {
-                prime = false;
-                break;
-            }
-        }
-        if (prime) ++primes;
-    }
-    cout << primes << '\\n';
-}
-""")
-        ),
-        Candidate(
-            cpp("""
-using namespace std;
-
-int main() {
-    int n;
-    if (scanf("%d", &n) != 1) return 0;
-    if (n < 3) {
-        puts("0");
-        return 0;
-    }
-    vector<char> sieve(n, 1);
-    sieve[0] = sieve[1] = 0;
-    for (int i = 2; (long long)i * i < n; i++)
-        if (sieve[i])
-            for (int j = i * i; j < n; j += i) sieve[j] = 0;
-    printf("%d\\n", (int)count(sieve.begin(), sieve.end(), 1));
-    return 0;
-}
-""")
-        ),
-        wrong(
-            "wrong operator: j * j < i takes the squares of primes for primes",
-            lambda inp: _line(_primes_below(int(inp)) + sum(1 for p in PRIMES if p * p < int(inp))),
-            cpp("""
-using namespace std;
-
-int main() {
-    int n;
-    cin >> n;
-    int primes = 0;
-    for (int i = 2; i < n; ++i) {
-        bool prime = true;
-        for (int j = 2; j * j < i; ++j) {
-            if (i % j == 0) {
-                prime = false;
-                break;
-            }
-        }
-        if (prime) ++primes;
-    }
-    cout << primes << '\\n';
-}
-"""),
-        ),
-        Candidate(
-            cpp("""
-using namespace std;
-
-int main() {
-    long long n;
-    cin >> n;
-    if (n <= 2) {
-        cout << 0 << "\\n";
-        return 0;
-    }
-    // 2 is the only even prime; sieve the odd numbers below n.
-    vector<bool> odd_composite(n / 2 + 1, false);
-    long long total = 1;
-    for (long long i = 3; i < n; i += 2) {
-        if (odd_composite[i / 2]) continue;
-        ++total;
-        for (long long j = i * i; j < n; j += 2 * i) odd_composite[j / 2] = true;
-    }
-    cout << total << "\\n";
-}
-""")
-        ),
-        Candidate(
-            cpp("""
-using namespace std;
-
-bitset<100001> is_composite;
-
-int main() {
-    int n;
-    cin >> n;
-    int answer = 0;
-    for (int p = 2; p < n; p++) {
-        if (is_composite[p]) continue;
-        answer++;
-        for (long long q = 1LL * p * p; q < n; q += p) is_composite[q] = true;
-    }
-    cout << answer << endl;
-    return 0;
-}
-""")
-        ),
-        Candidate(
-            cpp("""
-using namespace std;
-
-// Linear sieve: every composite is crossed out once, by its least prime.
-int main() {
-    int n;
-    cin >> n;
-    vector<int> lp(max(n, 1), 0), primes;
-    for (int i = 2; i < n; ++i) {
-        if (lp[i] == 0) {
-            lp[i] = i;
-            primes.push_back(i);
-        }
-        for (int p : primes) {
-            if (p > lp[i] || (long long)i * p >= n) break;
-            lp[i * p] = p;
-        }
-    }
-    cout << primes.size() << '\\n';
-    return 0;
-}
-""")
-        ),
-    ),
+    },
 )
 
 # 4. The words of a line in reverse order.
@@ -723,169 +269,13 @@ def _words(inp: str) -> list[str]:
     return words
 
 
-REVERSE_WORDS = Problem(
-    "reverse words",
+REVERSE_WORDS = ProblemCode(
     gen_reverse_words,
     lambda inp: _line(*reversed(_words(inp))),
-    (
-        Candidate(
-            cpp("""
-using namespace std;
-
-int main() {
-    int k;
-    cin >> k;
-    vector<string> w(k);
-    for (auto &s : w) cin >> s;
-    for (int i = k - 1; i >= 0; i--) {
-        cout << w[i];
-        if (i > 0) cout << ' ';
-    }
-    cout << '\\n';
-    return 0;
-}
-""")
-        ),
-        wrong(
-            "off by one: the first word is left out",
-            lambda inp: _line(*reversed(_words(inp)[1:])),
-            cpp("""
-using namespace std;
-
-int main() {
-    int k;
-    cin >> k;
-    vector<string> words(k);
-    for (int i = 0; i < k; i++) cin >> words[i];
-    for (int i = k - 1; i > 0; i--) {
-        if (i != k - 1) cout << " ";
-        cout << words[i];
-    }
-    cout << "\\n";
-    return 0;
-}
-"""),
-        ),
-        Candidate(
-            cpp("""
-using namespace std;
-
-int main() {
-    int k;
-    cin >> k;
-    vector<string> words(k);
-    for (auto &w : words) cin >> w;
-    reverse(words.begin(), words.end());
-    string out;
-    for (size_t i = 0; i < words.size(); ++i) {
-        if (i) out += ' ';
-        out += words[i];
-    }
-    cout << out << endl;
-}
-""")
-        ),
-        Candidate(
-            cpp("""
-using namespace std;
-
-int main() {
-    int k;
-    cin >> k;
-    stack<string> st;
-    for (int i = 0; i < k; ++i) {
-        string s;
-        cin >> s;
-        st.push(s);
-    }
-    bool first = true;
-    while (!st.empty()) {
-        if (!first) cout << ' ';
-        cout << st.top();
-        st.pop();
-        first = false;
-    }
-    cout << '\\n';
-    return 0;
-}
-""")
-        ),
-        wrong(
-            "prints the words in their own order",
-            lambda inp: _line(*_words(inp)),
-            cpp("""
-using namespace std;
-
-int main() {
-    int k;
-    cin >> k;
-    vector<string> w(k);
-    for (auto &s : w) cin >> s;
-    for (int i = 0; i < k; i++) {
-        cout << w[i];
-        if (i + 1 < k) cout << ' ';
-    }
-    cout << '\\n';
-    return 0;
-}
-"""),
-        ),
-        Candidate(
-            cpp("""
-using namespace std;
-
-int main() {
-    int k;
-    cin >> k >> ws;
-    string line;
-    getline(cin, line);
-    istringstream in(line);
-    vector<string> parts;
-    string part;
-    while (in >> part) parts.push_back(part);
-    for (int i = (int)parts.size() - 1; i >= 0; --i)
-        cout << parts[i] << (i ? " " : "\\n");
-    return 0;
-}
-""")
-        ),
-        Candidate(
-            cpp("""
-using namespace std;
-
-int main() {
-    int k;
-    cin >> k;
-    deque<string> dq;
-    string s;
-    while (k-- > 0 && cin >> s) dq.push_front(s);
-    for (size_t i = 0; i < dq.size(); i++) cout << (i ? " " : "") << dq[i];
-    cout << "\\n";
-}
-""")
-        ),
-        Candidate(
-            cpp("""
-using namespace std;
-
-// Read one word, print the rest (reversed) first, then this one.
-void rev(int left, bool last) {
-    if (left == 0) return;
-    string word;
-    cin >> word;
-    rev(left - 1, false);
-    cout << word << (last ? "\\n" : " ");
-}
-
-int main() {
-    int k;
-    cin >> k;
-    rev(k, true);
-    return 0;
-}
-""")
-        ),
-    ),
+    {
+        "off by one: the first word is left out": lambda inp: _line(*reversed(_words(inp)[1:])),
+        "prints the words in their own order": lambda inp: _line(*_words(inp)),
+    },
 )
 
 # 5. The gcd of a list.
@@ -906,164 +296,16 @@ def gen_gcd(rng: random.Random, i: int) -> str:
     return _array_input([base * f for f in factors])
 
 
-GCD = Problem(
-    "gcd of list",
+GCD = ProblemCode(
     gen_gcd,
     lambda inp: _line(reduce(math.gcd, _array(inp))),
-    (
-        Candidate(
-            cpp("""
-using namespace std;
-
-int main() {
-    int n;
-    cin >> n;
-    long long g = 0;
-    for (int i = 0; i < n; i++) {
-        long long x;
-        cin >> x;
-        g = gcd(g, x);
-    }
-    cout << g << "\\n";
-    return 0;
-}
-""")
+    {
+        "prints the smallest value": lambda inp: _line(min(_array(inp))),
+        "off by one: leaves the last value out": lambda inp: _line(
+            reduce(math.gcd, _array(inp)[: max(1, len(_array(inp)) - 1)])
         ),
-        wrong(
-            "prints the smallest value",
-            lambda inp: _line(min(_array(inp))),
-            cpp("""
-using namespace std;
-
-int main() {
-    int n;
-    cin >> n;
-    vector<long long> a(n);
-    for (auto &x : a) cin >> x;
-    // The gcd divides every element, so it is the smallest one.
-    cout << *min_element(a.begin(), a.end()) << "\\n";
-    return 0;
-}
-"""),
-        ),
-        Candidate(
-            cpp("""
-using namespace std;
-
-int main() {
-    int n;
-    if (scanf("%d", &n) != 1) return 0;
-    long long g;
-    if (scanf("%lld", &g) != 1) return 0;
-    for (int i = 1; i < n; i++) {
-        long long x;
-        if (scanf("%lld", &x) != 1) break;
-        g = __gcd(g, x);
-    }
-    printf("%lld\\n", g);
-}
-""")
-        ),
-        Candidate(
-            cpp("""
-using namespace std;
-
-long long euclid(long long a, long long b) {
-    while (b != 0) {
-        long long r = a % b;
-        a = b;
-        b = r;
-    }
-    return a;
-}
-
-int main() {
-    int n;
-    cin >> n;
-    long long answer = 0;
-    while (n--) {
-        long long v;
-        cin >> v;
-        answer = euclid(answer, v);
-    }
-    cout << answer << endl;
-    return 0;
-}
-""")
-        ),
-        wrong(
-            "off by one: leaves the last value out",
-            lambda inp: _line(reduce(math.gcd, _array(inp)[: max(1, len(_array(inp)) - 1)])),
-            cpp("""
-using namespace std;
-
-int main() {
-    int n;
-    cin >> n;
-    vector<long long> a(n);
-    for (int i = 0; i < n; i++) cin >> a[i];
-    long long g = a[0];
-    for (int i = 1; i < n - 1; i++) g = gcd(g, a[i]);
-    cout << g << "\\n";
-    return 0;
-}
-"""),
-        ),
-        Candidate(
-            cpp("""
-using namespace std;
-typedef long long ll;
-
-ll g(ll a, ll b) { return b == 0 ? a : g(b, a % b); }
-
-int main() {
-    ios::sync_with_stdio(false);
-    int n;
-    cin >> n;
-    vector<ll> v(n);
-    for (ll &x : v) cin >> x;
-    ll r = v[0];
-    for (int i = 1; i < n; ++i) r = g(r, v[i]);
-    cout << r << '\\n';
-}
-""")
-        ),
-        Candidate(
-            cpp("""
-using namespace std;
-
-int main() {
-    int n;
-    cin >> n;
-    vector<long long> a(n);
-    for (auto &x : a) cin >> x;
-    long long g = accumulate(a.begin(), a.end(), 0LL,
-                             [](long long x, long long y) { return gcd(x, y); });
-    cout << g << '\\n';
-    return 0;
-}
-""")
-        ),
-        wrong(
-            "starts from 1 instead of 0",
-            lambda inp: _line(1),
-            cpp("""
-using namespace std;
-
-int main() {
-    int n;
-    cin >> n;
-    long long g = 1;
-    for (int i = 0; i < n; i++) {
-        long long x;
-        cin >> x;
-        g = __gcd(g, x);
-    }
-    cout << g << "\\n";
-}
-"""),
-        ),
-    ),
+        "starts from 1 instead of 0": lambda inp: _line(1),
+    },
 )
 
 # 6. Sort and print.
@@ -1084,174 +326,15 @@ def _sorted_but_last(values: list[int]) -> list[int]:
     return [*sorted(values[:-1]), values[-1]]
 
 
-SORT = Problem(
-    "sort and print",
+SORT = ProblemCode(
     gen_sort,
     lambda inp: _line(*sorted(_array(inp))),
-    (
-        Candidate(
-            cpp("""
-using namespace std;
-
-int main() {
-    int n;
-    cin >> n;
-    vector<int> a(n);
-    for (auto &x : a) cin >> x;
-    sort(a.begin(), a.end());
-    for (int i = 0; i < n; i++) cout << a[i] << (i + 1 < n ? ' ' : '\\n');
-    return 0;
-}
-""")
+    {
+        "wrong comparator: descending": lambda inp: _line(*sorted(_array(inp), reverse=True)),
+        "off by one: sorts all but the last value": lambda inp: _line(
+            *_sorted_but_last(_array(inp))
         ),
-        wrong(
-            "wrong comparator: descending",
-            lambda inp: _line(*sorted(_array(inp), reverse=True)),
-            cpp("""
-using namespace std;
-
-int main() {
-    int n;
-    cin >> n;
-    vector<int> a(n);
-    for (int i = 0; i < n; i++) cin >> a[i];
-    sort(a.begin(), a.end(), greater<int>());
-    for (int i = 0; i < n; i++) {
-        if (i) cout << ' ';
-        cout << a[i];
-    }
-    cout << '\\n';
-    return 0;
-}
-"""),
-        ),
-        Candidate(
-            cpp("""
-using namespace std;
-
-int main() {
-    int n;
-    cin >> n;
-    multiset<int> s;
-    for (int i = 0; i < n; ++i) {
-        int x;
-        cin >> x;
-        s.insert(x);
-    }
-    bool first = true;
-    for (int x : s) {
-        cout << (first ? "" : " ") << x;
-        first = false;
-    }
-    cout << endl;
-}
-""")
-        ),
-        Candidate(
-            cpp("""
-using namespace std;
-
-int main() {
-    int n;
-    if (scanf("%d", &n) != 1) return 0;
-    priority_queue<int, vector<int>, greater<int>> pq;
-    for (int i = 0; i < n; i++) {
-        int x;
-        if (scanf("%d", &x) != 1) break;
-        pq.push(x);
-    }
-    for (int i = 0; !pq.empty(); i++) {
-        printf(i ? " %d" : "%d", pq.top());
-        pq.pop();
-    }
-    printf("\\n");
-    return 0;
-}
-""")
-        ),
-        wrong(
-            "off by one: sorts all but the last value",
-            lambda inp: _line(*_sorted_but_last(_array(inp))),
-            cpp("""
-using namespace std;
-
-int main() {
-    int n;
-    cin >> n;
-    vector<int> v(n);
-    for (auto &x : v) cin >> x;
-    sort(v.begin(), v.end() - 1);
-    for (int i = 0; i < n; i++) cout << v[i] << (i == n - 1 ? "\\n" : " ");
-    return 0;
-}
-"""),
-        ),
-        Candidate(
-            cpp("""
-using namespace std;
-
-int main() {
-    int n;
-    cin >> n;
-    vector<int> a(n);
-    for (int i = 0; i < n; i++) cin >> a[i];
-    for (int i = 1; i < n; i++) {
-        int key = a[i], j = i - 1;
-        while (j >= 0 && a[j] > key) {
-            a[j + 1] = a[j];
-            j--;
-        }
-        a[j + 1] = key;
-    }
-    for (int i = 0; i < n; i++) cout << a[i] << " \\n"[i == n - 1];
-}
-""")
-        ),
-        Candidate(
-            cpp("""
-using namespace std;
-
-int main() {
-    int n;
-    cin >> n;
-    // Values are in [-1000, 1000]: count them.
-    vector<int> cnt(2001, 0);
-    for (int i = 0; i < n; i++) {
-        int x;
-        cin >> x;
-        cnt[x + 1000]++;
-    }
-    vector<int> out;
-    for (int v = 0; v <= 2000; v++)
-        for (int c = 0; c < cnt[v]; c++) out.push_back(v - 1000);
-    for (size_t i = 0; i < out.size(); i++) cout << (i ? " " : "") << out[i];
-    cout << "\\n";
-    return 0;
-}
-""")
-        ),
-        Candidate(
-            cpp("""
-using namespace std;
-
-int main() {
-    ios::sync_with_stdio(false);
-    cin.tie(nullptr);
-    size_t n;
-    cin >> n;
-    vector<long long> values(n);
-    for (auto &value : values) cin >> value;
-    stable_sort(values.begin(), values.end());
-    string line;
-    for (auto value : values) {
-        if (!line.empty()) line += ' ';
-        line += to_string(value);
-    }
-    cout << line << '\\n';
-}
-""")
-        ),
-    ),
+    },
 )
 
 # 7. Fibonacci modulo 1e9+7.
@@ -1274,177 +357,13 @@ def _fib(n: int, mod: int = MOD) -> int:
     return a
 
 
-FIB = Problem(
-    "fibonacci mod",
+FIB = ProblemCode(
     gen_fib,
     lambda inp: _line(_fib(int(inp))),
-    (
-        Candidate(
-            cpp("""
-using namespace std;
-const long long MOD = 1000000007;
-
-int main() {
-    long long n;
-    cin >> n;
-    long long a = 0, b = 1;
-    for (long long i = 0; i < n; i++) {
-        long long c = (a + b) % MOD;
-        a = b;
-        b = c;
-    }
-    cout << a << "\\n";
-    return 0;
-}
-""")
-        ),
-        wrong(
-            "off by one: F(0) = F(1) = 1",
-            lambda inp: _line(_fib(int(inp) + 1)),
-            cpp("""
-using namespace std;
-
-int main() {
-    int n;
-    cin >> n;
-    const int M = 1e9 + 7;
-    vector<long long> f(n + 2);
-    f[0] = 1;
-    f[1] = 1;
-    for (int i = 2; i <= n; i++) f[i] = (f[i - 1] + f[i - 2]) % M;
-    cout << f[n] << endl;
-    return 0;
-}
-"""),
-        ),
-        Candidate(
-            cpp("""
-using namespace std;
-
-int main() {
-    int n;
-    cin >> n;
-    const long long MOD = 1e9 + 7;
-    vector<long long> fib(max(2, n + 1));
-    fib[0] = 0;
-    fib[1] = 1;
-    for (int i = 2; i <= n; ++i) fib[i] = (fib[i - 1] + fib[i - 2]) % MOD;
-    cout << fib[n] << '\\n';
-}
-""")
-        ),
-        Candidate(
-            cpp("""
-using namespace std;
-typedef long long ll;
-typedef array<array<ll, 2>, 2> Mat;
-const ll MOD = 1000000007LL;
-
-Mat mul(const Mat &x, const Mat &y) {
-    Mat r{};
-    for (int i = 0; i < 2; i++)
-        for (int j = 0; j < 2; j++)
-            for (int k = 0; k < 2; k++) r[i][j] = (r[i][j] + x[i][k] * y[k][j]) % MOD;
-    return r;
-}
-
-int main() {
-    ll n;
-    cin >> n;
-    Mat result = {{{1, 0}, {0, 1}}};
-    Mat base = {{{1, 1}, {1, 0}}};
-    while (n > 0) {
-        if (n & 1) result = mul(result, base);
-        base = mul(base, base);
-        n >>= 1;
-    }
-    cout << result[0][1] << "\\n";
-    return 0;
-}
-""")
-        ),
-        wrong(
-            "wrong modulus: 1e9+9",
-            lambda inp: _line(_fib(int(inp), 1_000_000_009)),
-            cpp("""
-using namespace std;
-const long long MOD = 1000000009;
-
-int main() {
-    int n;
-    if (scanf("%d", &n) != 1) return 0;
-    long long prev = 0, cur = 1;
-    if (n == 0) {
-        printf("0\\n");
-        return 0;
-    }
-    for (int i = 1; i < n; i++) {
-        long long next = (prev + cur) % MOD;
-        prev = cur;
-        cur = next;
-    }
-    printf("%lld\\n", cur);
-    return 0;
-}
-"""),
-        ),
-        Candidate(
-            cpp("""
-using namespace std;
-using ll = long long;
-const ll MOD = 1'000'000'007;
-
-// Fast doubling: returns (F(n), F(n + 1)).
-pair<ll, ll> fib(ll n) {
-    if (n == 0) return {0, 1};
-    auto [a, b] = fib(n / 2);
-    ll c = a * ((2 * b - a + MOD) % MOD) % MOD;
-    ll d = (a * a + b * b) % MOD;
-    if (n % 2 == 0) return {c, d};
-    return {d, (c + d) % MOD};
-}
-
-int main() {
-    ll n;
-    cin >> n;
-    cout << fib(n).first << '\\n';
-    return 0;
-}
-""")
-        ),
-        Candidate(
-            cpp("""
-using namespace std;
-
-int main() {
-    int n;
-    cin >> n;
-    long long f[2] = {0, 1};
-    for (int i = 2; i <= n; i++) f[i % 2] = (f[0] + f[1]) % 1000000007;
-    cout << f[n % 2] << endl;
-    return 0;
-}
-""")
-        ),
-        Candidate(
-            cpp("""
-using namespace std;
-
-// Fibonacci modulo 1e9+7, two running terms.
-int main() {
-    unsigned long long steps;
-    cin >> steps;
-    unsigned long long x = 0, y = 1;
-    while (steps--) {
-        unsigned long long z = (x + y) % 1000000007ULL;
-        x = y;
-        y = z;
-    }
-    cout << x << "\\n";
-}
-""")
-        ),
-    ),
+    {
+        "off by one: F(0) = F(1) = 1": lambda inp: _line(_fib(int(inp) + 1)),
+        "wrong modulus: 1e9+9": lambda inp: _line(_fib(int(inp), 1_000_000_009)),
+    },
 )
 
 # 8. Is the word a palindrome?
@@ -1473,149 +392,53 @@ def _yes(condition: bool) -> str:
     return "YES\n" if condition else "NO\n"
 
 
-PALINDROME = Problem(
-    "palindrome",
+PALINDROME = ProblemCode(
     gen_palindrome,
     lambda inp: _yes(inp.strip() == inp.strip()[::-1]),
-    (
-        Candidate(
-            cpp("""
-using namespace std;
-
-int main() {
-    string s;
-    cin >> s;
-    int i = 0, j = (int)s.size() - 1;
-    bool ok = true;
-    while (i < j) {
-        if (s[i] != s[j]) {
-            ok = false;
-            break;
-        }
-        i++;
-        j--;
-    }
-    cout << (ok ? "YES" : "NO") << "\\n";
-    return 0;
-}
-""")
+    {
+        "off by one: s[n - i] (the terminating NUL first)": lambda inp: _yes(len(inp.strip()) < 2),
+        "compares the first and last letters only": lambda inp: _yes(
+            inp.strip()[0] == inp.strip()[-1]
         ),
-        wrong(
-            "off by one: s[n - i] (the terminating NUL first)",
-            lambda inp: _yes(len(inp.strip()) < 2),
-            cpp("""
-using namespace std;
-
-int main() {
-    string s;
-    cin >> s;
-    int n = s.size();
-    bool pal = true;
-    for (int i = 0; i < n / 2; i++)
-        if (s[i] != s[n - i]) pal = false;
-    cout << (pal ? "YES" : "NO") << endl;
-    return 0;
-}
-"""),
+        "prints Yes / No (wrong case)": lambda inp: (
+            "Yes\n" if inp.strip() == inp.strip()[::-1] else "No\n"
         ),
-        Candidate(
-            cpp("""
-using namespace std;
-
-int main() {
-    string s;
-    cin >> s;
-    string r(s.rbegin(), s.rend());
-    puts(s == r ? "YES" : "NO");
-    return 0;
-}
-""")
-        ),
-        Candidate(
-            cpp("""
-using namespace std;
-
-int main() {
-    ios::sync_with_stdio(false);
-    string word;
-    cin >> word;
-    bool same = equal(word.begin(), word.begin() + word.size() / 2, word.rbegin());
-    cout << (same ? "YES\\n" : "NO\\n");
-}
-""")
-        ),
-        wrong(
-            "compares the first and last letters only",
-            lambda inp: _yes(inp.strip()[0] == inp.strip()[-1]),
-            cpp("""
-using namespace std;
-
-int main() {
-    string s;
-    cin >> s;
-    if (s.front() == s.back())
-        cout << "YES" << '\\n';
-    else
-        cout << "NO" << '\\n';
-    return 0;
-}
-"""),
-        ),
-        Candidate(
-            cpp("""
-using namespace std;
-
-int main() {
-    string s;
-    cin >> s;
-    size_t n = s.size();
-    for (size_t i = 0; i < n / 2; ++i) {
-        if (s[i] != s[n - 1 - i]) {
-            cout << "NO\\n";
-            return 0;
-        }
-    }
-    cout << "YES\\n";
-    return 0;
-}
-""")
-        ),
-        Candidate(
-            cpp("""
-using namespace std;
-
-bool palindrome(const string &s, int lo, int hi) {
-    if (lo >= hi) return true;
-    return s[lo] == s[hi] && palindrome(s, lo + 1, hi - 1);
-}
-
-int main() {
-    string s;
-    cin >> s;
-    cout << (palindrome(s, 0, (int)s.size() - 1) ? "YES" : "NO") << '\\n';
-}
-""")
-        ),
-        wrong(
-            "prints Yes / No (wrong case)",
-            lambda inp: "Yes\n" if inp.strip() == inp.strip()[::-1] else "No\n",
-            cpp("""
-using namespace std;
-
-int main() {
-    string s;
-    cin >> s;
-    string t = s;
-    reverse(t.begin(), t.end());
-    cout << (s == t ? "Yes" : "No") << "\\n";
-    return 0;
-}
-"""),
-        ),
-    ),
+    },
 )
 
-PROBLEMS = (SUM, MAX_SUBARRAY, PRIMES_BELOW, REVERSE_WORDS, GCD, SORT, FIB, PALINDROME)
+#: Each problem's code, by its ``code`` in ``problems.json``.
+PROBLEM_CODE = {
+    "sum": SUM,
+    "max_subarray": MAX_SUBARRAY,
+    "primes_below": PRIMES_BELOW,
+    "reverse_words": REVERSE_WORDS,
+    "gcd": GCD,
+    "sort": SORT,
+    "fib": FIB,
+    "palindrome": PALINDROME,
+}
+
+
+def load_problems(directory: Path = PROBLEMS_DIR) -> tuple[Problem, ...]:
+    """The problems of ``directory/problems.json``, in its order: each
+    candidate's source read from its file, a wrong one's model (its note
+    other than ``"right"``) taken from :data:`PROBLEM_CODE`."""
+    problems = []
+    for entry in json.loads((directory / "problems.json").read_text(encoding="utf-8")):
+        code = PROBLEM_CODE[entry["code"]]
+        candidates = []
+        for cand in entry["candidates"]:
+            source = (directory / cand["source"]).read_text(encoding="utf-8")
+            note = cand["note"]
+            model = None if note == "right" else code.wrong[note]
+            candidates.append(Candidate(source, model, note))
+        unused = set(code.wrong) - {c.note for c in candidates}
+        assert not unused, f"{entry['name']}: no candidate for the models {sorted(unused)}"
+        problems.append(Problem(entry["name"], code.generate, code.reference, tuple(candidates)))
+    return tuple(problems)
+
+
+PROBLEMS = load_problems()
 
 
 # ---------------------------------------------------------------- the workload

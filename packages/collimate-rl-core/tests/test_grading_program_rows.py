@@ -199,7 +199,7 @@ def test_go_imports_are_what_the_code_uses() -> None:
     """An unused import fails a Go compile, and HumanEval-X's harness adds
     the standard packages a generation uses: a Go test program keeps the
     imports its code uses and gains the standard ones it uses unimported."""
-    from collimate_rl.local_backend.program_harness import _go_imports
+    from collimate_rl.local_backend.program_harness.go import _go_imports
 
     section = '\nimport (\n    "math"\n    "testing"\n    _ "embed"\n)\n'
     code = (

@@ -20,7 +20,7 @@ from __future__ import annotations
 
 import hashlib
 import secrets
-from typing import Final, Literal
+from typing import Final, Literal, TypeGuard
 
 from .wire import SEED_RE
 
@@ -47,7 +47,7 @@ def fresh_seed() -> str:
     return secrets.token_hex(32)
 
 
-def is_valid_seed(seed: object) -> bool:
+def is_valid_seed(seed: object) -> TypeGuard[str]:
     """True for exactly 64 hex chars (either case): what the wire accepts."""
     return isinstance(seed, str) and SEED_RE.fullmatch(seed) is not None
 

@@ -32,10 +32,10 @@ from collections.abc import Mapping
 from dataclasses import dataclass, field
 from typing import Any
 
+from ..seeds import fresh_seed
 from ..wire import ready_body
 from .catalog import resolve_image
 from .engine.api import ExecJob, TemplateSpec
-from .exec_request import fresh_seed
 from .service import BackendService
 from .tenants import Tenant
 from .tiers import network_requires_pro, requires_paid

@@ -20,19 +20,14 @@ daemon and (later) the gateway wire validate identically:
 from __future__ import annotations
 
 import math
-import secrets
 import shlex
 from collections.abc import Mapping
 from typing import Any
 
-from ..wire import DEFAULT_EXEC_TIMEOUT_S, MAX_EXEC_TIMEOUT_S, SEED_RE
+from ..seeds import fresh_seed, is_valid_seed
+from ..wire import DEFAULT_EXEC_TIMEOUT_S, MAX_EXEC_TIMEOUT_S
 from .engine.api import ExecJob
 from .wire_errors import WireError, bad_request
-
-
-def fresh_seed() -> str:
-    """32 random bytes as 64 hex chars."""
-    return secrets.token_hex(32)
 
 
 def _source(body: Mapping[str, Any]) -> tuple[str, str]:
@@ -132,7 +127,7 @@ def _timeout(raw: Any) -> float:
 def _seed(raw: Any) -> str:
     if raw is None:
         return fresh_seed()
-    if not isinstance(raw, str) or not SEED_RE.match(raw):
+    if not is_valid_seed(raw):
         raise WireError(400, "invalid_seed", "seed must be 64 hex characters (32 bytes)")
     return raw
 

@@ -17,7 +17,7 @@ from dataclasses import dataclass, field
 from typing import Any, Final, Literal
 
 from ..errors import CollimateError
-from ..seeds import is_valid_seed
+from ..seeds import check_seed
 
 __all__ = [
     "INFRA_ERROR_MODES",
@@ -151,11 +151,6 @@ def after_grade(result: GradeResult, candidate: str, index: int) -> None:
     hook = get_plugin_manager().hook.collimate_rl_after_grade
     if hook.get_hookimpls():
         hook(result=result, candidate=candidate, index=index)
-
-
-def check_seed(seed: str | None) -> None:
-    if seed is not None and not is_valid_seed(seed):
-        raise ValueError(f"seed must be 64 hex chars or None, got {seed!r:.80}")
 
 
 def check_timeout(timeout_seconds: float) -> None:

@@ -1,0 +1,15 @@
+#include <bits/stdc++.h>
+using namespace std;
+
+int main() {
+    int n;
+    cin >> n;
+    long long g = 0;
+    for (int i = 0; i < n; i++) {
+        long long x;
+        cin >> x;
+        g = gcd(g, x);
+    }
+    cout << g << "\n";
+    return 0;
+}
