@@ -1,4 +1,6 @@
-"""The layers of core: no import cycle, and no import up the layers.
+"""The layers of core, and every other distribution on core's public API.
+
+Core: no import cycle, and no import up the layers.
 
 :data:`LAYERS` is the one declaration of core's layer order (docs/
 architecture.md, "Layers of core", says why each layer is where it is). The
@@ -15,7 +17,10 @@ of its imports of each other:
   layer of its own: the facades ``collimate_rl`` and ``collimate_rl.rewards``
   sit above the modules they re-export);
 * an import under ``if TYPE_CHECKING:`` is for annotations only, never
-  executed: it is left out of both rules (type checkers do not mind cycles);
+  executed: it is left out of both rules (type checkers do not mind cycles),
+  but one that points up or sideways must be listed in
+  :data:`TYPE_CHECKING_UP` with the reason it is there (a knowing exception,
+  not a way around the layers);
 * loading a module by a name computed at run time (the plugin manager's
   built-ins, ``collimate serve``'s backend, ``local_backend``'s lazy
   attributes) is plugin loading, not an import: the modules loaded that way
@@ -23,7 +28,21 @@ of its imports of each other:
 
 Rules: every module is in exactly one layer; no cycle between modules; a
 module imports modules of its own layer and of lower levels only (layers side
-by side on one level do not import each other).
+by side on one level do not import each other); a type-checking import up or
+sideways is listed in :data:`TYPE_CHECKING_UP`.
+
+The other distributions (every ``plugins/*/src``, the meta distribution's
+``packages/collimate-rl/src``, the example plugin of ``integration-tests/*/src``),
+read the same way (:func:`distribution_problems`):
+
+* they reach core only through its public modules, :data:`PUBLIC_MODULES`:
+  an import of any other module of core (one below a facade, one with a
+  ``_`` part in its path) fails, and so does ``from <public module> import
+  name`` of a name not in that module's ``__all__``. Each public module must
+  exist, have a docstring and a literal ``__all__``, and no ``_`` part;
+* no import cycle between the modules of one distribution, every import
+  counted: module level, in functions, and under ``TYPE_CHECKING`` too (a
+  plugin has no layers to excuse a knot).
 """
 
 from __future__ import annotations
@@ -162,6 +181,48 @@ LAYERS: tuple[dict[str, tuple[str, ...]], ...] = (
 
 Layers = Sequence[Mapping[str, Sequence[str]]]
 
+#: The type-checking imports of core that point up or sideways the layers,
+#: ``(importer, imported)``, each with why it is there.
+TYPE_CHECKING_UP: dict[tuple[str, str], str] = {
+    (client, flow): "GatewayClient.env() / .session() are typed with the classes of the "
+    "gateway flows, which register themselves with gateway.register_flows() (docs/"
+    "architecture.md: where a lower layer needs something from above)"
+    for client in ("collimate_rl._async.gateway", "collimate_rl._sync.gateway")
+    for flow in ("collimate_rl.gateway_flows.envs", "collimate_rl.gateway_flows.sessions")
+}
+
+#: Core's public modules: all that the other distributions (plugins, the meta
+#: distribution, the example plugin) may import of core, and of each only the
+#: names of its ``__all__``. A plugin needing more of core asks for a public
+#: name (re-exported by one of these) rather than importing where it lives.
+PUBLIC_MODULES: frozenset[str] = frozenset(
+    {
+        "collimate_rl",  # every public name
+        "collimate_rl.errors",
+        "collimate_rl.seeds",
+        "collimate_rl.plugins",  # hooks, announcements, framework versions
+        "collimate_rl.rewards",  # specs, kinds, the dataset rows' columns
+        "collimate_rl.client",
+        "collimate_rl.gateway",
+        "collimate_rl.nodes",
+        "collimate_rl.transport",
+        "collimate_rl.local_backend",  # the server, `collimate serve`, the cluster secret
+        "collimate_rl.sandbox",
+        "collimate_rl.kernel",
+        "collimate_rl.python_tool",
+        "collimate_rl.template",
+        "collimate_rl.gateway_flows",
+        "collimate_rl.grading",  # grade, GradeResult, sealing a result from the policy
+        "collimate_rl.batch",
+        "collimate_rl.browser",
+        "collimate_rl.fleetview",
+        "collimate_rl.fleet",
+        "collimate_rl.kubectl",
+        "collimate_rl.dataset_grading",
+        "collimate_rl.testing",
+    }
+)
+
 
 # --- reading the imports ----------------------------------------------------
 
@@ -174,6 +235,8 @@ class Edge:
     target: str
     where: str  # path:line of the import statement
     kind: str  # "module", "function" or "type-checking"
+    #: ``from target import a, b``: the names taken that are no submodules
+    names: tuple[str, ...] = ()
 
 
 def modules_of(root: Path, package: str = PACKAGE) -> dict[str, Path]:
@@ -199,8 +262,17 @@ def _is_type_checking(test: ast.expr) -> bool:
 class _Imports(ast.NodeVisitor):
     """The imports of one module, resolved to modules of the package."""
 
-    def __init__(self, module: str, is_package: bool, modules: Mapping[str, Path], where: str):
+    def __init__(
+        self,
+        module: str,
+        is_package: bool,
+        modules: Mapping[str, Path],
+        where: str,
+        tops: Iterable[str] = (),
+    ):
         self.module = module
+        # the top-level packages whose imports are read (the module's own by default)
+        self.tops = frozenset(tops) or {module.partition(".")[0]}
         self.package = module if is_package else module.rpartition(".")[0]
         self.modules = modules
         self.where = where
@@ -243,14 +315,14 @@ class _Imports(ast.NodeVisitor):
             dotted = node.module or ""
         if not self._ours(dotted):
             return
-        attributes = False
+        attributes = []
         for alias in node.names:
             if f"{dotted}.{alias.name}" in self.modules:
                 self._add(f"{dotted}.{alias.name}", node.lineno)
             else:
-                attributes = True
+                attributes.append(alias.name)
         if attributes:
-            self._add(dotted, node.lineno, must_exist=True)
+            self._add(dotted, node.lineno, must_exist=True, names=tuple(attributes))
 
     def visit_Call(self, node: ast.Call) -> None:
         func = node.func
@@ -265,10 +337,11 @@ class _Imports(ast.NodeVisitor):
         self.generic_visit(node)
 
     def _ours(self, dotted: str) -> bool:
-        top = self.module.partition(".")[0]
-        return dotted == top or dotted.startswith(top + ".")
+        return dotted.partition(".")[0] in self.tops
 
-    def _add(self, dotted: str, line: int, must_exist: bool = False) -> None:
+    def _add(
+        self, dotted: str, line: int, must_exist: bool = False, names: tuple[str, ...] = ()
+    ) -> None:
         if not self._ours(dotted):
             return
         target = dotted
@@ -281,7 +354,7 @@ class _Imports(ast.NodeVisitor):
         kind = (
             "type-checking" if self._type_checking else "function" if self._functions else "module"
         )
-        self.edges.append(Edge(self.module, target, f"{self.where}:{line}", kind))
+        self.edges.append(Edge(self.module, target, f"{self.where}:{line}", kind, names))
 
 
 @dataclass
@@ -354,11 +427,14 @@ def _counted(edges: Iterable[Edge]) -> list[Edge]:
     return [e for e in edges if e.kind != "type-checking"]
 
 
-def cycles(edges: Iterable[Edge]) -> list[tuple[list[str], list[Edge]]]:
+def cycles(
+    edges: Iterable[Edge], type_checking: bool = False
+) -> list[tuple[list[str], list[Edge]]]:
     """Each strongly connected component of more than one module (Tarjan,
-    iterative), with its shortest cycle through its first module (as edges)."""
+    iterative), with its shortest cycle through its first module (as edges).
+    ``type_checking``: count the imports under ``TYPE_CHECKING`` too."""
     out_edges: dict[str, list[Edge]] = defaultdict(list)
-    for e in _counted(edges):
+    for e in list(edges) if type_checking else _counted(edges):
         out_edges[e.source].append(e)
     index: dict[str, int] = {}
     low: dict[str, int] = {}
@@ -438,17 +514,61 @@ def upward(edges: Iterable[Edge], placed: Mapping[str, tuple[int, str]]) -> list
     return found
 
 
-def problems(graph: Graph, layers: Layers) -> list[str]:
-    """Everything wrong with ``graph`` under ``layers``, as readable lines."""
-    placed, found = placement(graph.modules, layers)
-    found += graph.unknown
-    for component, cycle in cycles(graph.edges):
+def typing_upward(
+    edges: Iterable[Edge],
+    placed: Mapping[str, tuple[int, str]],
+    listed: Mapping[tuple[str, str], str],
+) -> list[str]:
+    """Every type-checking import up or sideways that ``listed`` does not
+    give a reason for, and every listed pair that is no such import (any
+    more)."""
+    found = []
+    seen: set[tuple[str, str]] = set()
+    for e in edges:
+        if e.kind != "type-checking" or e.source not in placed or e.target not in placed:
+            continue
+        (lo, lo_layer), (hi, hi_layer) = placed[e.source], placed[e.target]
+        if not (hi > lo or (hi == lo and hi_layer != lo_layer)):
+            continue
+        seen.add((e.source, e.target))
+        if (e.source, e.target) in listed:
+            continue
+        how = "up" if hi > lo else "sideways"
+        found.append(
+            f"{e.where}: {e.source} (layer {lo_layer!r}, level {lo}) imports {e.target} "
+            f"(layer {hi_layer!r}, level {hi}) under TYPE_CHECKING: {how} the layers, and not "
+            f"in TYPE_CHECKING_UP ({Path(__file__).name}): list it there with the reason, "
+            "or import it from below"
+        )
+    found += [
+        f"TYPE_CHECKING_UP lists {source} -> {target}, which is no type-checking import "
+        "up or sideways the layers: remove it"
+        for source, target in sorted(set(listed) - seen)
+    ]
+    return found
+
+
+def _cycle_lines(edges: Iterable[Edge], type_checking: bool = False) -> list[str]:
+    found = []
+    for component, cycle in cycles(edges, type_checking):
         line = " -> ".join([cycle[0].source, *(e.target for e in cycle)])
         line += " (" + ", ".join(e.where for e in cycle) + ")"
         if len(component) > len(cycle):
             line += f"; {len(component)} modules in cycles together: {', '.join(component)}"
         found.append("import cycle: " + line)
+    return found
+
+
+def problems(
+    graph: Graph, layers: Layers, typing_up: Mapping[tuple[str, str], str] | None = None
+) -> list[str]:
+    """Everything wrong with ``graph`` under ``layers`` (and the list of
+    type-checking imports up the layers ``typing_up``), as readable lines."""
+    placed, found = placement(graph.modules, layers)
+    found += graph.unknown
+    found += _cycle_lines(graph.edges)
     found += upward(graph.edges, placed)
+    found += typing_upward(graph.edges, placed, typing_up or {})
     return found
 
 
@@ -467,7 +587,7 @@ def test_every_module_of_core_is_in_one_layer(core: Graph) -> None:
 
 
 def test_core_has_no_import_cycle(core: Graph) -> None:
-    found = [f for f in problems(core, LAYERS) if f.startswith("import cycle")]
+    found = [f for f in problems(core, LAYERS, TYPE_CHECKING_UP) if f.startswith("import cycle")]
     assert not found, "\n".join(found)
 
 
@@ -477,10 +597,17 @@ def test_no_module_of_core_imports_up_the_layers(core: Graph) -> None:
     assert not found, "\n".join(found)
 
 
+def test_every_type_checking_import_of_core_up_the_layers_is_listed(core: Graph) -> None:
+    placed, _ = placement(core.modules, LAYERS)
+    found = typing_upward(core.edges, placed, TYPE_CHECKING_UP)
+    assert not found, "\n".join(found)
+    assert all(reason.strip() for reason in TYPE_CHECKING_UP.values())
+
+
 def test_the_check_is_fast() -> None:
     # (CPU time: the machines running the suite are shared)
     started = time.process_time()
-    assert problems(read_graph(SOURCE), LAYERS) == []
+    assert problems(read_graph(SOURCE), LAYERS, TYPE_CHECKING_UP) == []
     assert time.process_time() - started < 2.0
 
 
@@ -504,7 +631,7 @@ def test_a_planted_cycle_fails_the_check(copy_of_core: Path) -> None:
     # retry imports wire: wire importing retry closes a cycle (one layer, so
     # a cycle and nothing else)
     _plant(copy_of_core, "wire.py", "from .retry import RetryPolicy")
-    found = problems(read_graph(copy_of_core), LAYERS)
+    found = problems(read_graph(copy_of_core), LAYERS, TYPE_CHECKING_UP)
     assert len(found) == 1, found
     assert found[0].startswith("import cycle: ")
     cycle = found[0].split(" (")[0].removeprefix("import cycle: ").split(" -> ")
@@ -520,7 +647,7 @@ def test_a_planted_upward_import_fails_the_check(copy_of_core: Path) -> None:
         "def _planted():\n    from .plugins.frameworks import module_version\n"
         "    return module_version",
     )
-    found = problems(read_graph(copy_of_core), LAYERS)
+    found = problems(read_graph(copy_of_core), LAYERS, TYPE_CHECKING_UP)
     assert len(found) == 1, found
     assert found[0].startswith(f"{PACKAGE}/_aio.py:")
     assert (
@@ -532,7 +659,7 @@ def test_a_planted_upward_import_fails_the_check(copy_of_core: Path) -> None:
 def test_a_planted_sideways_import_fails_the_check(copy_of_core: Path) -> None:
     # the local backend never knows the client code, nor the client the server
     _plant(copy_of_core, "local_backend/usage.py", "from ..client import CollimateClient")
-    found = problems(read_graph(copy_of_core), LAYERS)
+    found = problems(read_graph(copy_of_core), LAYERS, TYPE_CHECKING_UP)
     assert len(found) == 1, found
     assert "(layer 'local backend', level 3) imports collimate_rl.client" in found[0]
     assert "(layer 'transports', level 3): sideways the layers" in found[0]
@@ -540,7 +667,7 @@ def test_a_planted_sideways_import_fails_the_check(copy_of_core: Path) -> None:
 
 def test_a_new_module_must_be_given_a_layer(copy_of_core: Path) -> None:
     (copy_of_core / "newcomer.py").write_text("X = 1\n", encoding="utf-8")
-    found = problems(read_graph(copy_of_core), LAYERS)
+    found = problems(read_graph(copy_of_core), LAYERS, TYPE_CHECKING_UP)
     assert found == [
         f"collimate_rl.newcomer is in no layer: add it to LAYERS ({Path(__file__).name})"
     ]
@@ -584,7 +711,7 @@ def test_how_imports_are_read(tmp_path: Path) -> None:
         ("pkg.sub.deep", "pkg.high", "function"),
     }
     layers = ({"low": ("pkg.low",)}, {"high": ("pkg", "pkg.high", "pkg.sub", "pkg.sub.*")})
-    found = problems(graph, layers)
+    found = problems(graph, layers, {("pkg.low", "pkg.high"): "annotations only"})
     # low -> sub.deep (up, in a function) and the cycle low -> deep -> low;
     # not low -> high: that one is for the type checker only
     assert [f for f in found if f.startswith("import cycle")] == [
@@ -593,3 +720,297 @@ def test_how_imports_are_read(tmp_path: Path) -> None:
     ups = [f for f in found if not f.startswith("import cycle")]
     assert len(ups) == 1 and ups[0].startswith("pkg/low.py:5: pkg.low (layer 'low', level 0)")
     assert "imports pkg.sub.deep (layer 'high', level 1): up the layers (function import)" in ups[0]
+
+
+# --- the other distributions: core's public API only, no cycle ---------------
+
+ROOT = SOURCE.parents[3]
+CORE_SRC = SOURCE.parent
+
+
+def distribution_sources(root: Path = ROOT) -> list[Path]:
+    """The ``src/`` of every distribution of the monorepo but core: the
+    plugins, the meta distribution, the example plugin of the integration
+    tests."""
+    found = [
+        *sorted(root.glob("plugins/*/src")),
+        *sorted(root.glob("packages/*/src")),
+        *sorted(root.glob("integration-tests/*/src")),
+    ]
+    return [src for src in found if src.resolve() != CORE_SRC]
+
+
+def source_modules(src: Path) -> dict[str, Path]:
+    """Every module under a distribution's ``src/``, by dotted name."""
+    found: dict[str, Path] = {}
+    for path in sorted(src.rglob("*.py")):
+        if "__pycache__" in path.parts:
+            continue
+        parts = list(path.relative_to(src).with_suffix("").parts)
+        if parts[-1] == "__init__":
+            parts.pop()
+        found[".".join(parts)] = path
+    return found
+
+
+def _literal_all(tree: ast.Module) -> frozenset[str] | None:
+    for node in tree.body:
+        targets = (
+            node.targets
+            if isinstance(node, ast.Assign)
+            else [node.target]
+            if isinstance(node, ast.AnnAssign)
+            else []
+        )
+        if any(isinstance(t, ast.Name) and t.id == "__all__" for t in targets):
+            try:
+                return frozenset(ast.literal_eval(node.value))  # type: ignore[union-attr,arg-type]
+            except ValueError:
+                return None
+    return None
+
+
+def public_api(
+    core: Graph, public: Iterable[str] = PUBLIC_MODULES
+) -> tuple[dict[str, frozenset[str]], list[str]]:
+    """Each public module's ``__all__``, and what is wrong with the list: a
+    name that is no module of core, a private one, one without a docstring
+    or a literal ``__all__``."""
+    api: dict[str, frozenset[str]] = {}
+    found: list[str] = []
+    for name in sorted(public):
+        path = core.modules.get(name)
+        if path is None:
+            found.append(f"PUBLIC_MODULES names {name}, which is no module of core")
+            continue
+        if any(part.startswith("_") for part in name.split(".")):
+            found.append(f"PUBLIC_MODULES names {name}, a private module (a part starting with _)")
+        tree = ast.parse(path.read_text(encoding="utf-8"), filename=str(path))
+        if not ast.get_docstring(tree):
+            found.append(f"{name} is public but has no docstring")
+        names = _literal_all(tree)
+        if names is None:
+            found.append(f"{name} is public but has no literal __all__")
+        api[name] = names or frozenset()
+    return api, found
+
+
+def distribution_problems(src: Path, core: Graph, api: Mapping[str, frozenset[str]]) -> list[str]:
+    """Everything wrong with the distribution at ``src``: an import of core
+    that is not of a public module (or of a name not in its ``__all__``), an
+    import of a module that is neither core's nor its own, an import cycle
+    between its modules (every import counted, ``TYPE_CHECKING`` ones too)."""
+    own = source_modules(src)
+    found = [
+        f"{src}: {name} is a module of core too" for name in sorted(set(own) & set(core.modules))
+    ]
+    modules = {**core.modules, **own}
+    tops = {PACKAGE, *(name.partition(".")[0] for name in own)}
+    edges: list[Edge] = []
+    for name, path in own.items():
+        where = str(path.relative_to(src.parent.parent))
+        visitor = _Imports(name, path.name == "__init__.py", modules, where, tops)
+        visitor.visit(ast.parse(path.read_text(encoding="utf-8"), filename=str(path)))
+        edges += visitor.edges
+        found += [
+            u.replace(
+                "is not a module of core", "is a module of neither core nor this distribution"
+            )
+            for u in visitor.unknown
+        ]
+    for e in edges:
+        if e.target in own:
+            continue
+        if e.target not in api:
+            found.append(
+                f"{e.where}: {e.source} imports {e.target} ({e.kind} import), which is not one of "
+                f"core's public modules (PUBLIC_MODULES, {Path(__file__).name}): import a "
+                "public name of a public module instead"
+            )
+            continue
+        hidden = [n for n in e.names if n not in api[e.target]]
+        if hidden:
+            found.append(
+                f"{e.where}: {e.source} imports {', '.join(hidden)} from {e.target} "
+                f"({e.kind} import), not in its __all__: not public"
+            )
+    found += _cycle_lines([e for e in edges if e.target in own], type_checking=True)
+    return found
+
+
+in_the_monorepo = pytest.mark.skipif(
+    not (ROOT / "plugins").is_dir(), reason="the monorepo's other distributions (not in an sdist)"
+)
+
+
+@pytest.fixture(scope="module")
+def core_api(core: Graph) -> dict[str, frozenset[str]]:
+    return public_api(core)[0]
+
+
+def test_every_public_module_of_core_is_documented(core: Graph) -> None:
+    _, found = public_api(core)
+    assert not found, "\n".join(found)
+
+
+@in_the_monorepo
+def test_every_distribution_is_read() -> None:
+    names = {src.parent.name for src in distribution_sources()}
+    assert {
+        "collimate-rl",
+        "collimate-rl-ray",
+        "collimate-rl-trl",
+        "reward-plugin-example",
+    } <= names
+    assert "collimate-rl-core" not in names
+
+
+@in_the_monorepo
+@pytest.mark.parametrize("src", distribution_sources(), ids=lambda src: src.parent.name)
+def test_distribution_uses_core_public_api_only_and_has_no_cycle(
+    src: Path, core: Graph, core_api: dict[str, frozenset[str]]
+) -> None:
+    found = distribution_problems(src, core, core_api)
+    assert not found, "\n".join(found)
+
+
+# --- the distribution check catches what it is for ------------------------------
+
+
+def _fake_distribution(tmp_path: Path, files: Mapping[str, str]) -> Path:
+    """A plugin's ``src/`` holding ``files`` in a package ``fake`` of the
+    namespace package (as the plugins lay theirs out)."""
+    src = tmp_path / "collimate-rl-fake" / "src"
+    for name, text in {"__init__.py": '"""A fake plugin."""\n', **files}.items():
+        path = src / PACKAGE / "fake" / name
+        path.parent.mkdir(parents=True, exist_ok=True)
+        path.write_text(text, encoding="utf-8")
+    return src
+
+
+def test_a_clean_fake_plugin_passes(
+    tmp_path: Path, core: Graph, core_api: dict[str, frozenset[str]]
+) -> None:
+    src = _fake_distribution(
+        tmp_path,
+        {
+            "plugin.py": (
+                "from collimate_rl import grade\n"
+                "from collimate_rl.plugins import hookimpl, module_version\n"
+                "from collimate_rl.local_backend import SECRET_HEADER\n"
+                "from . import rows\n"
+            ),
+            "rows.py": "def f():\n    from collimate_rl.rewards import ENTRY_COLUMNS\n",
+        },
+    )
+    assert distribution_problems(src, core, core_api) == []
+
+
+def test_a_planted_private_import_fails_the_check(
+    tmp_path: Path, core: Graph, core_api: dict[str, frozenset[str]]
+) -> None:
+    src = _fake_distribution(
+        tmp_path,
+        {
+            "a.py": "from collimate_rl._tool_text import DEFAULT_TOOL_TEXT_LIMIT\n",
+            # imported on use is an import all the same
+            "b.py": "def f():\n    from collimate_rl.local_backend.cli import main\n",
+        },
+    )
+    found = distribution_problems(src, core, core_api)
+    assert len(found) == 2, found
+    assert found[0].startswith("collimate-rl-fake/src/collimate_rl/fake/a.py:1: ")
+    assert (
+        "collimate_rl.fake.a imports collimate_rl._tool_text (module import), which is not one "
+        "of core's public modules"
+    ) in found[0]
+    assert found[1].startswith("collimate-rl-fake/src/collimate_rl/fake/b.py:2: ")
+    assert "imports collimate_rl.local_backend.cli (function import), which is not" in found[1]
+
+
+def test_a_planted_internal_import_fails_the_check(
+    tmp_path: Path, core: Graph, core_api: dict[str, frozenset[str]]
+) -> None:
+    # a module below a facade, a name a public module keeps to itself, a
+    # module that is nobody's
+    src = _fake_distribution(
+        tmp_path,
+        {
+            "a.py": "from collimate_rl.rewards.rows import ENTRY_COLUMNS\n",
+            "b.py": "from collimate_rl.local_backend import _LAZY, main\n",
+            "c.py": "import collimate_rl.nowhere\n",
+        },
+    )
+    found = distribution_problems(src, core, core_api)
+    assert len(found) == 3, found
+    assert "fake/c.py:1: collimate_rl.nowhere is a module of neither core nor" in found[0]
+    assert "collimate_rl.fake.a imports collimate_rl.rewards.rows (module import)" in found[1]
+    assert (
+        "collimate_rl.fake.b imports _LAZY from collimate_rl.local_backend (module import), "
+        "not in its __all__"
+    ) in found[2]
+
+
+def test_a_planted_plugin_cycle_fails_the_check(
+    tmp_path: Path, core: Graph, core_api: dict[str, frozenset[str]]
+) -> None:
+    # closed by an import for annotations only: it counts in a plugin
+    src = _fake_distribution(
+        tmp_path,
+        {
+            "a.py": "from .b import B\nclass A: ...\n",
+            "b.py": (
+                "from typing import TYPE_CHECKING\n"
+                "if TYPE_CHECKING:\n"
+                "    from .a import A\n"
+                "class B: ...\n"
+            ),
+        },
+    )
+    found = distribution_problems(src, core, core_api)
+    assert found == [
+        "import cycle: collimate_rl.fake.a -> collimate_rl.fake.b -> collimate_rl.fake.a "
+        "(collimate-rl-fake/src/collimate_rl/fake/a.py:1, "
+        "collimate-rl-fake/src/collimate_rl/fake/b.py:3)"
+    ]
+
+
+def test_a_planted_type_checking_import_up_fails_the_check(copy_of_core: Path) -> None:
+    _plant(
+        copy_of_core,
+        "_aio.py",
+        "from typing import TYPE_CHECKING\n"
+        "if TYPE_CHECKING:\n"
+        "    from .plugins.frameworks import module_version",
+    )
+    graph = read_graph(copy_of_core)
+    found = problems(graph, LAYERS, TYPE_CHECKING_UP)
+    assert len(found) == 1, found
+    assert found[0].startswith(f"{PACKAGE}/_aio.py:")
+    assert (
+        "collimate_rl._aio (layer 'foundation', level 0) imports collimate_rl.plugins.frameworks "
+        "(layer 'hooks', level 1) under TYPE_CHECKING: up the layers, and not in "
+        "TYPE_CHECKING_UP"
+    ) in found[0]
+    # listed with a reason, it passes
+    listed = {**TYPE_CHECKING_UP, ("collimate_rl._aio", "collimate_rl.plugins.frameworks"): "x"}
+    assert problems(graph, LAYERS, listed) == []
+
+
+def test_a_stale_type_checking_exception_fails_the_check(core: Graph) -> None:
+    listed = {**TYPE_CHECKING_UP, ("collimate_rl.wire", "collimate_rl.client"): "gone"}
+    assert problems(core, LAYERS, listed) == [
+        "TYPE_CHECKING_UP lists collimate_rl.wire -> collimate_rl.client, which is no "
+        "type-checking import up or sideways the layers: remove it"
+    ]
+
+
+def test_a_wrong_public_module_fails_the_check(core: Graph) -> None:
+    _, found = public_api(
+        core, {"collimate_rl._tool_text", "collimate_rl.nowhere", "collimate_rl.pipeline"}
+    )
+    assert found == [
+        "PUBLIC_MODULES names collimate_rl._tool_text, a private module (a part starting with _)",
+        "PUBLIC_MODULES names collimate_rl.nowhere, which is no module of core",
+        "collimate_rl.pipeline is public but has no literal __all__",
+    ]

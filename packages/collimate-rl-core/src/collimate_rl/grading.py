@@ -14,6 +14,11 @@ The rule: **an infrastructure failure is never a reward.** It raises
 prints garbage is a task outcome, its reward read from the verdict.
 Groups go through :mod:`collimate_rl.batch` (``grade_batch`` and its async
 twin, also importable from here).
+
+A result a *policy* reads (a multi-turn environment's next observation) must
+not quote the ground truth: :func:`sealed_lines` of the ground truth, then
+:func:`sealed_result` of the result (or :func:`quotes` of one message), from
+:mod:`collimate_rl.pipeline.redact`.
 """
 
 from __future__ import annotations
@@ -24,6 +29,7 @@ from .batch import grade_batch, grade_batch_async
 from .pipeline.execs import PreparedGrade, prepare_grade
 from .pipeline.forms import runtime_forms
 from .pipeline.read import result_from_response
+from .pipeline.redact import MIN_SEALED, quotes, sealed_lines, sealed_result
 from .pipeline.result import (
     INFRA_ERROR_MODES,
     GradeResult,
@@ -34,6 +40,7 @@ from .pipeline.result import (
 
 __all__ = [
     "INFRA_ERROR_MODES",
+    "MIN_SEALED",
     "GradeResult",
     "GraderInfraError",
     "OnInfraError",
@@ -44,8 +51,11 @@ __all__ = [
     "grade_batch_async",
     "infra_result",
     "prepare_grade",
+    "quotes",
     "result_from_response",
     "runtime_forms",
+    "sealed_lines",
+    "sealed_result",
 ]
 
 # their public home (reprs, pickles, the API docs), as before the twins were generated

@@ -32,8 +32,8 @@ from pathlib import Path
 from typing import Any, Final
 
 from collimate_rl import RewardSpec, RowTask, RowTasks, normalize_value
-from collimate_rl.pipeline.redact import sealed_lines
-from collimate_rl.rewards.rows import HUB_TEST_COLUMNS, hub_ground_truth
+from collimate_rl.grading import sealed_lines
+from collimate_rl.rewards import HUB_TEST_COLUMNS, hub_ground_truth
 
 __all__ = [
     "DATASET_ENV",

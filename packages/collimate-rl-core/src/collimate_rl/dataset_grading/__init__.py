@@ -16,6 +16,9 @@ The parts are kept apart so that each can be tested without a backend:
 * :mod:`.summary` tallies the output per data source (with the most common
   first failure);
 * :mod:`.cli` is the argparse glue of ``collimate grade``.
+
+:func:`canonical_json` (one spelling per JSON value, for keys and hashes) is
+how rows are keyed here, and by the adapters that key rows the same way.
 """
 
 from __future__ import annotations
@@ -29,7 +32,15 @@ from .results import (
     load_existing,
     result_record,
 )
-from .rows import InputError, InputRow, ReadResult, RowOptions, RowProblem, read_rows
+from .rows import (
+    InputError,
+    InputRow,
+    ReadResult,
+    RowOptions,
+    RowProblem,
+    canonical_json,
+    read_rows,
+)
 
 __all__ = [
     "ExistingOutput",
@@ -40,6 +51,7 @@ __all__ = [
     "ResultWriter",
     "RowOptions",
     "RowProblem",
+    "canonical_json",
     "infra_record",
     "invalid_record",
     "load_existing",

@@ -38,6 +38,12 @@ Drain: SIGTERM, a first Ctrl-C, ``POST /v1/admin/drain`` (loopback and unix
 socket clients only) or ``LocalCollimateBackend.drain()``: health says
 ``draining``, new work gets 503 ``draining``, in-flight execs finish, then the
 server stops and removes every clone, its socket file and its port.
+
+For the plugins that run graders of their own (the Ray plugin): ``main`` (the
+``collimate serve`` command line), ``is_loopback`` (whether a host is this
+machine only), and the cluster secret's ``SECRET_HEADER`` (the header a
+client sends it in) and ``SECRET_FILE_ENV`` (the variable naming the file a
+grader reads it from; see :mod:`.cluster_secret`).
 """
 
 from __future__ import annotations
@@ -46,18 +52,31 @@ from typing import TYPE_CHECKING, Any
 
 if TYPE_CHECKING:
     from .cli import main
-    from .config import ServerConfig
+    from .cluster_secret import SECRET_FILE_ENV, SECRET_HEADER
+    from .config import ServerConfig, is_loopback
     from .embedded import LocalCollimateBackend
     from .server import BackendServer
     from .templates import TemplateConfigError
 
-__all__ = ["BackendServer", "LocalCollimateBackend", "ServerConfig", "TemplateConfigError", "main"]
+__all__ = [
+    "SECRET_FILE_ENV",
+    "SECRET_HEADER",
+    "BackendServer",
+    "LocalCollimateBackend",
+    "ServerConfig",
+    "TemplateConfigError",
+    "is_loopback",
+    "main",
+]
 
 # Imported on first use: the plugin manager imports `.builtin_templates` at
 # start-up, and that must not drag in the server, h11 and the engine.
 _LAZY = {
     "main": ".cli",
+    "SECRET_FILE_ENV": ".cluster_secret",
+    "SECRET_HEADER": ".cluster_secret",
     "ServerConfig": ".config",
+    "is_loopback": ".config",
     "LocalCollimateBackend": ".embedded",
     "BackendServer": ".server",
     "TemplateConfigError": ".templates",

@@ -15,8 +15,7 @@ from __future__ import annotations
 from collections.abc import Mapping, Sequence
 from typing import Any
 
-from collimate_rl.plugins import PluginAnnouncement, hookimpl
-from collimate_rl.plugins.frameworks import find_distribution
+from collimate_rl.plugins import PluginAnnouncement, find_distribution, hookimpl
 
 from .__about__ import __version__
 from .templates import code_env_template

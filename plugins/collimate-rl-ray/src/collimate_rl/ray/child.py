@@ -21,8 +21,7 @@ import time
 from collections import deque
 from dataclasses import dataclass, field
 
-from collimate_rl.local_backend.cluster_secret import SECRET_FILE_ENV
-from collimate_rl.local_backend.config import is_loopback
+from collimate_rl.local_backend import SECRET_FILE_ENV, is_loopback
 
 __all__ = ["GraderProcess", "GraderStartError", "start_grader"]
 

@@ -15,7 +15,7 @@ from typing import Any
 import ray
 from collimate_rl.client import CollimateClient
 from collimate_rl.errors import CollimateError
-from collimate_rl.local_backend.cluster_secret import SECRET_HEADER
+from collimate_rl.local_backend import SECRET_HEADER
 from ray.util.scheduling_strategies import NodeAffinitySchedulingStrategy
 
 from . import kv

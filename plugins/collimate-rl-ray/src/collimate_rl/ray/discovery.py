@@ -10,7 +10,8 @@ the cluster runs graders; their records give a pool of every live node's
 grader, the caller's own node preferred while its grader has a free run
 slot, the rest spilled by load with the many-node client's rules (see
 :mod:`collimate_rl.nodes.client`), every request carrying the secret; the
-pool takes in the graders of nodes that join later (:mod:`.pool`).
+pool takes in the graders of nodes that join later (:mod:`.pool`). The
+records both read are :mod:`.records`' (``grader_urls`` is re-exported here).
 """
 
 from __future__ import annotations
@@ -20,8 +21,10 @@ import sys
 from collections.abc import Mapping
 from typing import Any
 
-from collimate_rl.local_backend.cluster_secret import SECRET_HEADER
+from collimate_rl.local_backend import SECRET_HEADER
 from collimate_rl.nodes import MultiNodeClient
+
+from .records import grader_urls
 
 __all__ = ["NotInCluster", "cluster_client", "grader_urls"]
 
@@ -40,20 +43,6 @@ class NotInCluster(ValueError):
 def _ray_running() -> bool:
     ray = sys.modules.get("ray")
     return ray is not None and bool(getattr(ray, "is_initialized", lambda: False)())
-
-
-def grader_urls() -> tuple[list[tuple[str, str]], str | None, str]:
-    """``([(node id, url)], secret, this node's id)`` of the live nodes'
-    graders (the records of nodes gone are left out)."""
-    import ray
-
-    from . import kv
-    from .registry import alive_nodes
-
-    live = set(alive_nodes())
-    records = kv.grader_records()
-    found = sorted((n, r["url"]) for n, r in records.items() if n in live)
-    return found, kv.secret(create=False), ray.get_runtime_context().get_node_id()
 
 
 def cluster_client(asynchronous: bool, required: bool, options: Mapping[str, Any]) -> Any | None:

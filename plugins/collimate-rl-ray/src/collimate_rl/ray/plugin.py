@@ -10,8 +10,7 @@ from __future__ import annotations
 from collections.abc import Mapping
 from typing import Any
 
-from collimate_rl.plugins import PluginAnnouncement, Subcommands, hookimpl
-from collimate_rl.plugins.frameworks import module_version
+from collimate_rl.plugins import PluginAnnouncement, Subcommands, hookimpl, module_version
 
 from .__about__ import __version__
 

@@ -20,6 +20,8 @@ from typing import TYPE_CHECKING, Any, Final
 
 from collimate_rl.nodes import AsyncMultiNodeClient, MultiNodeClient
 
+from .records import grader_urls
+
 __all__ = ["REFRESH_S", "AsyncRayGraderPool", "RayGraderPool"]
 
 #: How often a pool looks for graders of nodes that joined, at most.
@@ -27,8 +29,6 @@ REFRESH_S: Final = 5.0
 
 
 def _current_urls() -> list[str]:
-    from .discovery import grader_urls
-
     nodes, _, _ = grader_urls()
     return [url for _, url in nodes]
 

@@ -18,7 +18,7 @@ import threading
 import time
 from collections.abc import Sequence
 
-from collimate_rl.local_backend.cli import main as serve_main
+from collimate_rl.local_backend import main as serve_main
 
 __all__ = ["GRACE_S", "main"]
 

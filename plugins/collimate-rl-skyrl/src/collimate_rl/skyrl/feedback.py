@@ -15,7 +15,7 @@ from __future__ import annotations
 from typing import Any, Final
 
 from collimate_rl import GradeResult
-from collimate_rl.pipeline.redact import quotes, sealed_lines
+from collimate_rl.grading import quotes, sealed_lines
 
 __all__ = ["MAX_MESSAGE", "MAX_SHOWN", "feedback_text", "sealed_lines"]
 

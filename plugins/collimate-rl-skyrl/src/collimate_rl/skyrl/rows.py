@@ -50,8 +50,8 @@ from dataclasses import dataclass
 from typing import Any, Final
 
 from collimate_rl import RewardSpec, RowTasks, candidate_program, normalize_value
-from collimate_rl.dataset_grading.rows import canonical_json
-from collimate_rl.rewards.contest import JudgedReward
+from collimate_rl.dataset_grading import canonical_json
+from collimate_rl.rewards import JudgedReward
 from collimate_rl.seeds import DET_SEED, is_valid_seed, seed_from_key
 
 from .settings import EnvSettings

@@ -7,8 +7,7 @@ only put on ``PYTHONPATH``. So the announcement looks for an importable
 
 from __future__ import annotations
 
-from collimate_rl.plugins import PluginAnnouncement, hookimpl
-from collimate_rl.plugins.frameworks import module_version
+from collimate_rl.plugins import PluginAnnouncement, hookimpl, module_version
 
 from .__about__ import __version__
 

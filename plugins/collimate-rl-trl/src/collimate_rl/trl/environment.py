@@ -50,7 +50,7 @@ from collimate_rl import (
     grade,
     normalize_value,
 )
-from collimate_rl._tool_text import DEFAULT_TOOL_TEXT_LIMIT
+from collimate_rl.python_tool import DEFAULT_TOOL_TEXT_LIMIT
 from collimate_rl.seeds import seed_from_key
 
 from .clients import process_client

@@ -7,8 +7,7 @@ trl pulls torch and transformers).
 
 from __future__ import annotations
 
-from collimate_rl.plugins import PluginAnnouncement, hookimpl
-from collimate_rl.plugins.frameworks import distribution_version
+from collimate_rl.plugins import PluginAnnouncement, distribution_version, hookimpl
 
 from .__about__ import __version__
 

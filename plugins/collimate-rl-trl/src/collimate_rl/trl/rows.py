@@ -14,7 +14,7 @@ from collections.abc import Mapping, Sequence
 from typing import Any, Final
 
 from collimate_rl import normalize_value
-from collimate_rl.rewards.rows import CONTEXT_COLUMNS, ENTRY_COLUMNS, column_ground_truth
+from collimate_rl.rewards import CONTEXT_COLUMNS, ENTRY_COLUMNS, column_ground_truth
 
 __all__ = [
     "ID_COLUMNS",

@@ -22,7 +22,7 @@ from collections.abc import Callable
 from typing import Any
 
 from collimate_rl import PythonTool
-from collimate_rl._tool_text import DEFAULT_TOOL_TEXT_LIMIT
+from collimate_rl.python_tool import DEFAULT_TOOL_TEXT_LIMIT
 
 from .clients import process_client
 

@@ -49,7 +49,7 @@ from collimate_rl import (
     grade_batch,
     normalize_value,
 )
-from collimate_rl.rewards.rows import ENTRY_COLUMNS
+from collimate_rl.rewards import ENTRY_COLUMNS
 from collimate_rl.seeds import DET_SEED, seed_from_key
 from collimate_rl.verl.clients import async_client, sync_client
 from collimate_rl.verl.options import ScoreOptions, options_from

@@ -26,7 +26,7 @@ from openenv.core.env_server.interfaces import Environment
 from openenv.core.env_server.types import State
 
 from collimate_rl import GradeResult, grade
-from collimate_rl.pipeline.redact import sealed_result
+from collimate_rl.grading import sealed_result
 
 from ..models import CollimateCodeAction, CollimateCodeObservation
 from ..problems import Problem, join_prompt, load_problems, problem_from_row
