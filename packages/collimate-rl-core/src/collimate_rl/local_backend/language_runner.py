@@ -100,6 +100,9 @@ POLL_S = 0.01
 RUN_TASKS = 128
 #: Every how many polls the CPU of the run's whole process tree is read.
 TREE_EVERY = 10
+#: An interval between two samples is idle when the run's threads spent
+#: less than this share of it on a CPU or waiting for one.
+IDLE_BUSY_SHARE = 0.1
 _PR_SET_CHILD_SUBREAPER = 36
 _PR_SET_DUMPABLE = 4
 _CLK_TCK = os.sysconf("SC_CLK_TCK")
@@ -545,30 +548,34 @@ def _kill_leftovers() -> bool:
     return False
 
 
-def _sample() -> tuple[float, bool]:
-    """The CPU seconds of every process below this one, and whether any of
-    their threads is running or waiting for a CPU (state ``R``). Below this
-    one, not only below the run's first process: a daemon the run left (it
-    is reparented here, the subreaper) spends CPU for it, and a run cannot
-    pass the machine's CPU off as taken by others by forking hogs."""
-    cpu = 0.0
+def _sample() -> tuple[float, bool, float, float]:
+    """The CPU seconds of every process below this one; whether any of
+    their threads is running or waiting for a CPU (state ``R``); the
+    seconds their threads have spent on a CPU or waiting for one; and of
+    those, the seconds spent waiting for one. Below
+    this one, not only below the run's first process: a daemon the run left
+    (it is reparented here, the subreaper) spends CPU for it, and a run
+    cannot pass the machine's CPU off as taken by others by forking hogs."""
+    cpu = busy = waited = 0.0
     runnable = False
     me = os.getpid()
     for proc in _descendants(me):
         if proc == me:
             continue
         cpu += max(0.0, _proc_cpu(proc))
-        if runnable:
-            continue
         try:
             for tid in os.listdir("/proc/%d/task" % proc):
-                with open("/proc/%d/task/%s/stat" % (proc, tid), "rb") as fh:
-                    if fh.read().rsplit(b")", 1)[1].split()[0] == b"R":
-                        runnable = True
-                        break
-        except (OSError, IndexError):
+                task = "/proc/%d/task/%s/" % (proc, tid)
+                if not runnable:
+                    with open(task + "stat", "rb") as fh:
+                        runnable = fh.read().rsplit(b")", 1)[1].split()[0] == b"R"
+                with open(task + "schedstat", "rb") as fh:
+                    on_cpu, on_queue = fh.read().split()[:2]
+                busy += (int(on_cpu) + int(on_queue)) / 1e9
+                waited += int(on_queue) / 1e9
+        except (OSError, IndexError, ValueError):
             continue
-    return cpu, runnable
+    return cpu, runnable, busy, waited
 
 
 def _watch(
@@ -588,7 +595,7 @@ def _watch(
     ends it too (a runtime that ignores ``SIGXFSZ``, as the JVM does, would
     write on, failing, forever)."""
     started = last = time.monotonic()
-    cpu = idle = 0.0
+    cpu = idle = busy = waited = 0.0
     peak = 0
     polls = 0
     ended = None
@@ -611,10 +618,15 @@ def _watch(
         polls += 1
         now = time.monotonic()
         if polls % TREE_EVERY == 0:
-            tree_cpu, runnable = _sample()
+            tree_cpu, runnable, tree_busy, tree_waited = _sample()
             cpu = max(cpu, tree_cpu)
-            if not runnable:
+            # idle: nothing could run at the sample, and little ran or waited
+            # to run since the last (one glance at a thread blocked on a page
+            # of a busy machine's disk is not a sleeping program)
+            if not runnable and tree_busy - busy < IDLE_BUSY_SHARE * (now - last):
                 idle += now - last
+            busy = tree_busy
+            waited = max(waited, tree_waited)
             last = now
         else:
             cpu = max(cpu, _proc_cpu(pid))
@@ -654,6 +666,7 @@ def _watch(
         "peak_rss": peak,
         "killed": killed,
         "idle": idle,
+        "waited": waited,
     }
 
 
@@ -759,11 +772,11 @@ def _compile(req: dict[str, Any], root: str, confined: bool) -> None:
     used = _watch(pid, cpu_limit, float(req["wall_limit"]), 0)
     _kill_leftovers()
     code = os.waitstatus_to_exitcode(used["status"])
-    if used["killed"] == "wall":
+    if used["killed"] == "wall" and _starved(used):
         # a compiler waits on nothing (its input is /dev/null): a compile
-        # that ran out of wall time before CPU time was kept from running
+        # that ran out of wall time waiting for a CPU was kept from running
         verdict = "starved"
-    elif used["killed"] in ("cpu", "idle") or code == -signal.SIGXCPU:
+    elif used["killed"] in ("wall", "cpu", "idle") or code == -signal.SIGXCPU:
         verdict = "time_limit"
     elif code == 0:
         verdict = "ok"
@@ -953,6 +966,16 @@ def digests(data: bytes) -> dict[str, str]:
     }
 
 
+#: A step out of wall time was starved (the machine's failure) only when
+#: its threads spent at least this share of it waiting for a CPU; otherwise
+#: it was neither running nor kept from running: its own doing.
+STARVED_WAIT_SHARE = 0.25
+
+
+def _starved(used: dict[str, Any]) -> bool:
+    return bool(used["waited"] >= STARVED_WAIT_SHARE * used["wall"])
+
+
 def _run_limit(used: dict[str, Any], code: int, cpu_limit: float, memory: int) -> str | None:
     """The limit a run ended on, or None when it ended by itself."""
     killed = used["killed"]
@@ -963,7 +986,7 @@ def _run_limit(used: dict[str, Any], code: int, cpu_limit: float, memory: int) -
     if killed in ("cpu", "idle") or code == -signal.SIGXCPU:
         return "time_limit"
     if killed == "wall":  # neither its CPU time nor its idle time ran out
-        return "starved"
+        return "starved" if _starved(used) else "time_limit"
     if code == -signal.SIGXFSZ:
         return "output_limit"
     if code == -signal.SIGKILL and memory and used["peak_rss"] >= memory * 0.75:
