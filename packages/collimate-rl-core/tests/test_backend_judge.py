@@ -98,6 +98,19 @@ def test_every_verdict(client: CollimateClient, language: str) -> None:
         assert results[names.index("compile_error")]["compile"]["output"]
 
 
+def test_a_time_limit_says_what_ran_out(client: CollimateClient) -> None:
+    """A loop spends its CPU time, a sleeper its idle time: both are the
+    program's ``time_limit``, and each test's detail says which ended it."""
+    need("python")
+    loop, sleeper = "while True: pass\n", "import time\ntime.sleep(100)\n"
+    results = judge(client, [loop, sleeper], language="python", tests=TESTS[:1])
+    for result, ended_by in zip(results, ("cpu", "idle"), strict=True):
+        assert (result["reward"], result["verdict"]) == (0.0, "time_limit"), result
+        test = result["tests"][0]
+        assert test["ended_by"] == ended_by, test
+        assert (test["idle"] > 0.9) == (ended_by == "idle"), test
+
+
 def test_partial_credit_and_all_or_nothing(client: CollimateClient) -> None:
     need("cpp")
     (half,) = judge(client, [CPP_HALF])

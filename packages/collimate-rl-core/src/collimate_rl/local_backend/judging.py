@@ -574,6 +574,8 @@ def _summary(
         if i < len(records):
             r = records[i]
             entry.update(cpu=round(r.cpu, 4), wall=round(r.wall, 4), peak_rss=r.peak_rss)
+            if verdict == "time_limit" and r.ended_by:
+                entry.update(ended_by=r.ended_by, idle=round(r.idle, 4))
             if verdict == "runtime_error":
                 entry.update(return_code=r.return_code, signal=r.signal,
                              stderr=r.stderr[-500:].decode("utf-8", "replace"))  # fmt: skip

@@ -548,9 +548,16 @@ def _kill_leftovers() -> bool:
     return False
 
 
+#: Thread states that are not idling: running or runnable, and the
+#: uninterruptible wait of a page fault or a disk read on a loaded machine.
+_NOT_IDLE = (b"R", b"D")
+
+
 def _sample() -> tuple[float, bool, float, float]:
     """The CPU seconds of every process below this one; whether any of
-    their threads is running or waiting for a CPU (state ``R``); the
+    their threads is running, waiting for a CPU (state ``R``) or waiting
+    in the kernel for the disk or memory (``D``: a busy machine's doing,
+    never a sleep the program chose); the
     seconds their threads have spent on a CPU or waiting for one; and of
     those, the seconds spent waiting for one. Below
     this one, not only below the run's first process: a daemon the run left
@@ -568,7 +575,7 @@ def _sample() -> tuple[float, bool, float, float]:
                 task = "/proc/%d/task/%s/" % (proc, tid)
                 if not runnable:
                     with open(task + "stat", "rb") as fh:
-                        runnable = fh.read().rsplit(b")", 1)[1].split()[0] == b"R"
+                        runnable = fh.read().rsplit(b")", 1)[1].split()[0] in _NOT_IDLE
                 with open(task + "schedstat", "rb") as fh:
                     on_cpu, on_queue = fh.read().split()[:2]
                 busy += (int(on_cpu) + int(on_queue)) / 1e9
@@ -938,6 +945,9 @@ def _run(req: dict[str, Any], root: str, confined: bool) -> None:
                 "cpu": used["cpu"],
                 "wall": used["wall"],
                 "peak_rss": used["peak_rss"],
+                "idle": used["idle"],
+                "waited": used["waited"],
+                "ended_by": used["killed"],
                 "files": files,
             }
         )

@@ -104,6 +104,11 @@ class RunRecord:
     #: the whole stdout's size and digests (``stdout`` may be only its start)
     stdout_size: int = 0
     digests: Mapping[str, str] = field(default_factory=dict)
+    #: what ended a run the runner killed: its CPU time (``cpu``), time in
+    #: which none of its threads could run (``idle``), the wall backstop
+    #: (``wall``), ``memory`` or ``output``; None when it ended by itself
+    ended_by: str | None = None
+    idle: float = 0.0
 
 
 #: A run whose runner stopped before reporting it: the program (or one
@@ -420,6 +425,8 @@ class LanguageRuns:
                     files=dict(record.get("files") or {}),
                     stdout_size=int(record.get("stdout_size", 0)),
                     digests=dict(record.get("digests") or {}),
+                    ended_by=record.get("ended_by"),
+                    idle=float(record.get("idle", 0.0)),
                 )
             if not again:
                 return [r for r in results if r is not None]

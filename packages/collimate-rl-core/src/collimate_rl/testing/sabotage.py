@@ -363,7 +363,7 @@ def check_group(client: CollimateClient, language: str) -> None:
     names = ["right"] + [n for case in cases for n in (case, "right")]
     expected = [1.0] + [0.0, 1.0] * len(cases)
     assert [r.reward for r in first] == expected, [
-        (n, r.explain())
+        (n, r.explain(), r.detail.get("tests"))
         for n, r in zip(names, first, strict=True)
         if r.infra_error or r.reward != (1.0 if n == "right" else 0.0)
     ]
