@@ -24,6 +24,7 @@ from ..rewards.contest import JudgedReward
 from ..rewards.program import build_runtime, runtime_built
 from ..rewards.spec import GuestReward
 from .admission import gate_for
+from .client import GradingClient, JudgeCall, Judges
 from .execs import prepare_grade, prepare_pack
 from .forms import runtime_forms
 from .plan import Job, Unit, follow_up, judged, singles
@@ -33,7 +34,8 @@ from .targets import facts, facts_async, unpackable
 
 __all__ = ["Report", "Route", "run_unit", "run_unit_async", "unit_steps"]
 
-Request = dict[str, Any]
+#: what a step asks to be sent: an exec's arguments, or a judge request
+Request = Mapping[str, Any] | JudgeCall
 Answer = dict[str, Any]
 Steps = Generator[Request, Answer, "Report"]
 
@@ -68,10 +70,6 @@ def unit_steps(key: tuple[str, str], route: Route, unit: Unit) -> Steps:
     return (yield from _alone_steps(key, route, unit.jobs[0]))
 
 
-#: The key of a step's request that makes it a judge request, not an exec.
-_JUDGE = "__judge__"
-
-
 def _judge_steps(unit: Unit) -> Steps:
     """One ``/v1/judge`` request for the unit's candidates (each judged on
     its own by the server); a backend error is each candidate's, as a lone
@@ -87,7 +85,7 @@ def _judge_steps(unit: Unit) -> Steps:
             problems.append(spec.problem())
         candidates.append({"problem": seen[id(spec)], **spec.judged_candidate(job.candidate)})
     try:
-        answer = yield {_JUDGE: {"problems": problems, "candidates": candidates}}
+        answer = yield JudgeCall(problems, candidates)
         results = answer["results"]
         if not isinstance(results, list) or len(results) != len(unit.jobs):
             raise CollimateError("the judge answered a result per candidate it was not sent")
@@ -164,10 +162,9 @@ def _pack_steps(key: tuple[str, str], route: Route, unit: Unit) -> Steps:
     return Report(finished, follow)
 
 
-def _exec(client: Any, route: Route, request: Mapping[str, Any]) -> Any:
-    if _JUDGE in request:
-        judge = getattr(client, "judge", None)
-        if judge is None:
+def _exec(client: GradingClient, route: Route, request: Request) -> Any:
+    if isinstance(request, JudgeCall):
+        if not isinstance(client, Judges):
             raise CollimateError(
                 f"{type(client).__name__} cannot judge programs: ContestReward needs a "
                 "backend serving POST /v1/judge (the local backend's daemon wire, "
@@ -175,7 +172,7 @@ def _exec(client: Any, route: Route, request: Mapping[str, Any]) -> Any:
                 None,
                 "judge_unsupported",
             )
-        return judge(**request[_JUDGE])
+        return client.judge(request.problems, request.candidates)
     if route.session_id is not None:
         return client.session_exec(route.session_id, **request)
     return client.exec_once(route.template_id, **request)
@@ -223,7 +220,7 @@ def runtime_needed(unit: Unit, form: str) -> tuple[str | None, str, bool] | None
     return kind, form, unit.packed
 
 
-def run_unit(client: Any, route: Route, unit: Unit) -> Report:
+def run_unit(client: GradingClient, route: Route, unit: Unit) -> Report:
     """Grade ``unit`` with a blocking client."""
     key = runtime_forms.key(client, route.template_id, route.session_id)
     gate = gate_for(client, facts(client))
@@ -235,7 +232,7 @@ def run_unit(client: Any, route: Route, unit: Unit) -> Report:
     return _drive(unit_steps(key, route, unit), send)
 
 
-async def run_unit_async(client: Any, route: Route, unit: Unit) -> Report:
+async def run_unit_async(client: GradingClient, route: Route, unit: Unit) -> Report:
     """Grade ``unit`` with an async client, on the running loop."""
     key = runtime_forms.key(client, route.template_id, route.session_id)
     gate = gate_for(client, await facts_async(client))

@@ -13,8 +13,8 @@ from __future__ import annotations
 import asyncio
 import concurrent.futures
 from collections.abc import Sequence
-from typing import Any
 
+from .client import GradingClient
 from .collect import Collector
 from .plan import Unit
 from .run import Report, Route, run_unit, run_unit_async
@@ -29,7 +29,11 @@ def _take(report: Report, collector: Collector) -> list[Unit]:
 
 
 def run_batch(
-    client: Any, route: Route, units: Sequence[Unit], concurrency: int, collector: Collector
+    client: GradingClient,
+    route: Route,
+    units: Sequence[Unit],
+    concurrency: int,
+    collector: Collector,
 ) -> None:
     """Grade ``units`` on a pool of ``concurrency`` threads."""
 
@@ -52,7 +56,11 @@ def run_batch(
 
 
 async def run_batch_async(
-    client: Any, route: Route, units: Sequence[Unit], concurrency: int, collector: Collector
+    client: GradingClient,
+    route: Route,
+    units: Sequence[Unit],
+    concurrency: int,
+    collector: Collector,
 ) -> None:
     """Grade ``units`` on the running loop, ``concurrency`` execs at once."""
     gate = asyncio.Semaphore(concurrency)
