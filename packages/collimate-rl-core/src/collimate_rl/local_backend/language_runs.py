@@ -28,7 +28,7 @@ from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field, replace
 from functools import lru_cache
 from pathlib import Path
-from typing import TYPE_CHECKING, Any, Final
+from typing import Any, Final, Protocol
 
 from .compile_cache import Build, CompileCache, cache_key
 from .go_cache import ensure_go_seed
@@ -43,9 +43,6 @@ from .toolchains import (
 )
 from .wire_errors import WireError
 
-if TYPE_CHECKING:
-    from .service import BackendService
-
 #: The name the runner is loaded as in the guest.
 RUNNER_MODULE: Final = "collimate_language_runner"
 #: Wall time a step gets, as a multiple of its CPU limit, and at least this
@@ -59,6 +56,22 @@ EXEC_MARGIN_S: Final = 10
 STARVED_TRIES: Final = 3
 _MARK: Final = "\x1ecollimate-language-runner "
 _CAPACITY_RETRY_S: Final = 0.01
+
+
+class ExecHost(Protocol):
+    """What the language runs need of the server that holds them: one
+    exec in a fresh clone of a template, and which templates it has (the
+    service implements it; declared here so that the runs never import
+    the service that owns them)."""
+
+    @property
+    def templates(self) -> Mapping[str, Any]:
+        """The server's templates by id."""
+        ...
+
+    async def exec_once(self, body: Any) -> dict[str, Any]:
+        """Fork an ephemeral clone of ``body["template_id"]``, run once, discard it."""
+        ...
 
 
 class LanguageUnavailable(Exception):
@@ -228,7 +241,7 @@ def _stopped_by_a_run(records: Sequence[Mapping[str, Any]]) -> bool:
 class LanguageRuns:
     """Compiles (cached) and runs over one backend service."""
 
-    def __init__(self, service: BackendService, cache: CompileCache | None = None) -> None:
+    def __init__(self, service: ExecHost, cache: CompileCache | None = None) -> None:
         self.service = service
         self.cache = cache if cache is not None else CompileCache()
         self._found: dict[str, Found] | None = None
