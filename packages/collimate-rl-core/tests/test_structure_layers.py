@@ -48,6 +48,7 @@ read the same way (:func:`distribution_problems`):
 from __future__ import annotations
 
 import ast
+import re
 import shutil
 import time
 from collections import defaultdict
@@ -670,6 +671,103 @@ def test_a_new_module_must_be_given_a_layer(copy_of_core: Path) -> None:
     found = problems(read_graph(copy_of_core), LAYERS, TYPE_CHECKING_UP)
     assert found == [
         f"collimate_rl.newcomer is in no layer: add it to LAYERS ({Path(__file__).name})"
+    ]
+
+
+# --- docs/architecture.md's layer table is LAYERS -----------------------------
+
+ARCHITECTURE = Path(__file__).resolve().parents[3] / "docs" / "architecture.md"
+
+
+def doc_layers(text: str) -> dict[str, tuple[int, list[str]]]:
+    """The table under "## Layers of core": each layer's level and the paths
+    its modules column names (``errors.py``, ``reports/``, ``_async``,
+    ``collimate_rl/__init__.py``), relative to the package."""
+    section = text.split("## Layers of core", 1)[1].split("\n## ", 1)[0]
+    rows: dict[str, tuple[int, list[str]]] = {}
+    for line in section.splitlines():
+        cells = [c.strip() for c in line.strip().strip("|").split("|")]
+        if len(cells) < 3 or not cells[0].isdigit():
+            continue
+        paths = [p.removeprefix(PACKAGE + "/") for p in re.findall(r"`([^`\s]+)`", cells[2])]
+        rows[cells[1]] = (int(cells[0]), paths)
+    return rows
+
+
+def _relative(module: str, path: Path) -> str:
+    return path.relative_to(SOURCE).as_posix()
+
+
+def _covers(entry: str, relative: str) -> bool:
+    if entry.endswith("/"):
+        return relative.startswith(entry)
+    if entry.endswith(".py"):
+        return relative == entry
+    return relative in (entry + ".py", entry + "/__init__.py")
+
+
+def doc_table_problems(text: str, layers: Layers, root: Path = SOURCE) -> list[str]:
+    """Where the document's layer table and :data:`LAYERS` disagree: a layer
+    at another level or missing, a path that names no module, a module the
+    table leaves out or puts in another layer than the code does (the most
+    specific path naming a module is the one that counts)."""
+    rows = doc_layers(text)
+    found: list[str] = []
+    levels = {layer: level for level, side in enumerate(layers) for layer in side}
+    for layer, level in levels.items():
+        if layer not in rows:
+            found.append(f"layer {layer!r} has no row in the table")
+        elif rows[layer][0] != level:
+            found.append(
+                f"layer {layer!r} is at level {rows[layer][0]} in the table, {level} in LAYERS"
+            )
+    found += [
+        f"the table's layer {layer!r} is not in LAYERS" for layer in rows if layer not in levels
+    ]
+    modules = modules_of(root)
+    placed, _ = placement(modules, layers)
+    relatives = {m: _relative(m, path) for m, path in modules.items()}
+    used: set[tuple[str, str]] = set()
+    for module, relative in sorted(relatives.items()):
+        hits = [
+            (len(entry), layer, entry)
+            for layer, (_, entries) in rows.items()
+            for entry in entries
+            if _covers(entry, relative)
+        ]
+        if not hits:
+            found.append(f"{relative} ({module}) is in no row of the table")
+            continue
+        _, layer, entry = max(hits)
+        used.add((layer, entry))
+        if module in placed and placed[module][1] != layer:
+            found.append(
+                f"{relative} is in layer {layer!r} in the table, {placed[module][1]!r} in LAYERS"
+            )
+    found += [
+        f"the table's {entry!r} ({layer}) names no module"
+        for layer, (_, entries) in rows.items()
+        for entry in entries
+        if (layer, entry) not in used
+    ]
+    return found
+
+
+def test_the_architecture_documents_layer_table_is_layers() -> None:
+    assert doc_table_problems(ARCHITECTURE.read_text(encoding="utf-8"), LAYERS) == []
+
+
+def test_a_wrong_layer_table_fails_the_check() -> None:
+    text = ARCHITECTURE.read_text(encoding="utf-8")
+    moved = text.replace("| `errors.py`, ", "| ", 1).replace(
+        "| `local_backend/` |", "| `local_backend/`, `errors.py` |", 1
+    )
+    assert moved != text, "the planted change found its place in the table"
+    assert doc_table_problems(moved, LAYERS) == [
+        "errors.py is in layer 'local backend' in the table, 'foundation' in LAYERS"
+    ]
+    assert doc_table_problems(text + "\n", [*LAYERS, {"extra": ()}]) == [
+        "layer 'extra' has no row in the table"
     ]
 
 
