@@ -694,10 +694,6 @@ def doc_layers(text: str) -> dict[str, tuple[int, list[str]]]:
     return rows
 
 
-def _relative(module: str, path: Path) -> str:
-    return path.relative_to(SOURCE).as_posix()
-
-
 def _covers(entry: str, relative: str) -> bool:
     if entry.endswith("/"):
         return relative.startswith(entry)
@@ -726,7 +722,7 @@ def doc_table_problems(text: str, layers: Layers, root: Path = SOURCE) -> list[s
     ]
     modules = modules_of(root)
     placed, _ = placement(modules, layers)
-    relatives = {m: _relative(m, path) for m, path in modules.items()}
+    relatives = {m: path.relative_to(root).as_posix() for m, path in modules.items()}
     used: set[tuple[str, str]] = set()
     for module, relative in sorted(relatives.items()):
         hits = [
