@@ -28,7 +28,6 @@ import ssl
 import threading
 import time
 from collections.abc import Callable
-from types import TracebackType
 from urllib.parse import urlsplit
 
 from ._sync.send import SyncHTTP
@@ -293,12 +292,7 @@ class PortForward:
     async def __aenter__(self) -> PortForward:
         return self.start()
 
-    async def __aexit__(
-        self,
-        exc_type: type[BaseException] | None,
-        exc: BaseException | None,
-        tb: TracebackType | None,
-    ) -> None:
+    async def __aexit__(self, *exc_info: object) -> None:
         self.close()
 
     # -- the work ----------------------------------------------------------------

@@ -17,7 +17,6 @@ import concurrent.futures
 import threading
 from collections.abc import Sequence
 from pathlib import Path
-from types import TracebackType
 from typing import Any
 
 from .config import (
@@ -223,24 +222,14 @@ class LocalCollimateBackend:
     def __enter__(self) -> LocalCollimateBackend:
         return self.start()
 
-    def __exit__(
-        self,
-        exc_type: type[BaseException] | None,
-        exc: BaseException | None,
-        tb: TracebackType | None,
-    ) -> None:
+    def __exit__(self, *exc_info: object) -> None:
         self.stop()
 
     async def __aenter__(self) -> LocalCollimateBackend:
         await asyncio.get_running_loop().run_in_executor(None, self.start)
         return self
 
-    async def __aexit__(
-        self,
-        exc_type: type[BaseException] | None,
-        exc: BaseException | None,
-        tb: TracebackType | None,
-    ) -> None:
+    async def __aexit__(self, *exc_info: object) -> None:
         await asyncio.get_running_loop().run_in_executor(None, self.stop)
 
 

@@ -49,7 +49,6 @@ from collections import Counter
 from collections.abc import Iterable
 from concurrent.futures import Future
 from dataclasses import dataclass, field
-from types import TracebackType
 from typing import Any, Final, Literal, get_args
 from urllib.parse import urlsplit
 
@@ -287,12 +286,7 @@ class FaultProxy:
     def __enter__(self) -> FaultProxy:
         return self.start()
 
-    def __exit__(
-        self,
-        exc_type: type[BaseException] | None,
-        exc: BaseException | None,
-        tb: TracebackType | None,
-    ) -> None:
+    def __exit__(self, *exc_info: object) -> None:
         self.stop()
 
     def _call(self, coro: Any) -> Any:

@@ -10,7 +10,6 @@ from __future__ import annotations
 
 import time
 from collections.abc import Callable, Sequence
-from types import TracebackType
 from typing import Any, TextIO
 
 from .._terminal import wants_rich
@@ -65,12 +64,7 @@ class Screen:
             self.line(self.title)
         return self
 
-    def __exit__(
-        self,
-        exc_type: type[BaseException] | None,
-        exc: BaseException | None,
-        tb: TracebackType | None,
-    ) -> None:
+    def __exit__(self, *exc_info: object) -> None:
         self.stop()
 
     def stop(self) -> None:
