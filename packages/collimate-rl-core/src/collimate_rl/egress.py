@@ -19,9 +19,10 @@ from __future__ import annotations
 from collections.abc import Mapping
 from typing import Any, Final
 
+from .wire import EGRESS_MODES, egress_mode_of
+
 __all__ = ["EGRESS_MODES", "EGRESS_PRESETS", "RL_LEAKAGE", "egress_policy"]
 
-EGRESS_MODES: Final[tuple[str, ...]] = ("open", "none", "allowlist", "denylist")
 
 #: Presets known to this client and what they are for. The server owns the
 #: lists; an unknown preset name is still sent (a newer server may know it).
@@ -45,19 +46,6 @@ def _names(policy: Mapping[str, Any], key: str) -> list[str]:
     return [item.strip() for item in value]
 
 
-def _mode_of(policy: Mapping[str, Any]) -> str:
-    mode = policy.get("mode")
-    if mode is not None:
-        if mode not in EGRESS_MODES:
-            raise ValueError(f"egress.mode must be one of {', '.join(EGRESS_MODES)}; got {mode!r}")
-        return str(mode)
-    if "allow" in policy:
-        return "allowlist"
-    if "deny" in policy or "preset" in policy:
-        return "denylist"
-    return "open"
-
-
 def egress_policy(policy: Mapping[str, Any] | None) -> dict[str, Any] | None:
     """``policy`` checked and with its mode explicit, ready for the wire.
 
@@ -73,7 +61,7 @@ def egress_policy(policy: Mapping[str, Any] | None) -> dict[str, Any] | None:
     unknown = sorted(set(policy) - _KEYS)
     if unknown:
         raise ValueError(f"egress has unknown key(s) {unknown}; expected some of {sorted(_KEYS)}")
-    mode = _mode_of(policy)
+    mode = egress_mode_of(policy)
     out: dict[str, Any] = {"mode": mode}
     if "allow" in policy:
         if mode != "allowlist":

@@ -39,6 +39,8 @@ __all__ = [
     "parse_error_envelope",
     "error_from_response",
     "is_retry_safe",
+    "EGRESS_MODES",
+    "egress_mode_of",
 ]
 
 DEFAULT_EXEC_TIMEOUT_S: Final = 30
@@ -74,6 +76,26 @@ NEVER_RETRY_CODES: Final = frozenset(
 
 #: Statuses on which an idempotent request is retried.
 RETRYABLE_STATUSES: Final = frozenset({429, 500, 502, 503, 504})
+
+#: The modes of a request's ``egress`` policy.
+EGRESS_MODES: Final[tuple[str, ...]] = ("open", "none", "allowlist", "denylist")
+
+
+def egress_mode_of(policy: Mapping[str, Any]) -> str:
+    """The mode an ``egress`` policy asks for: its ``mode``, else what its
+    lists say (``allow``: allowlist; ``deny`` or a ``preset``: denylist),
+    else open. ValueError for a mode that is not one of :data:`EGRESS_MODES`;
+    the client and the server read a policy alike."""
+    mode = policy.get("mode")
+    if mode is not None:
+        if mode not in EGRESS_MODES:
+            raise ValueError(f"egress.mode must be one of {', '.join(EGRESS_MODES)}; got {mode!r}")
+        return str(mode)
+    if "allow" in policy:
+        return "allowlist"
+    if "deny" in policy or "preset" in policy:
+        return "denylist"
+    return "open"
 
 
 def build_exec_request(

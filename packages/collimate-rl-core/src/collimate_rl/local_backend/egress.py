@@ -15,6 +15,7 @@ from collections.abc import Mapping
 from dataclasses import dataclass
 from typing import Any
 
+from ..wire import egress_mode_of
 from .engine.api import EgressMode, TemplateSpec
 from .wire_errors import WireError, bad_request
 
@@ -37,18 +38,10 @@ class EgressDecision:
 
 
 def _requested_mode(policy: Mapping[str, Any]) -> str:
-    mode = policy.get("mode")
-    if mode is not None:
-        if mode not in ("open", "none", "allowlist", "denylist"):
-            raise bad_request(
-                f"egress.mode must be open, none, allowlist or denylist, not {mode!r}"
-            )
-        return str(mode)
-    if "allow" in policy:
-        return "allowlist"
-    if "deny" in policy or "preset" in policy:
-        return "denylist"
-    return "open"
+    try:
+        return egress_mode_of(policy)
+    except ValueError as exc:
+        raise bad_request(str(exc)) from None
 
 
 def decide_egress(policy: Any, template: TemplateSpec) -> EgressDecision | None:
