@@ -1,6 +1,6 @@
 """Docs that cannot rot silently: every module, file, function, class member,
 route and command that docs/, the READMEs and the docstrings and comments of
-core and the plugins name exists (``tools/docs_check.py``, read with ast,
+core and the plugins name exists (``tools/docs_check/``, read with ast,
 nothing imported).
 
 The check on the real tree must find nothing; the same check on a small
@@ -19,7 +19,7 @@ from types import ModuleType
 import pytest
 
 ROOT = Path(__file__).resolve().parents[3]
-TOOL = ROOT / "tools" / "docs_check.py"
+TOOL = ROOT / "tools" / "docs_check"
 
 pytestmark = pytest.mark.skipif(
     not TOOL.exists(), reason="the monorepo's tools/ (not in an sdist of core)"
@@ -28,10 +28,12 @@ pytestmark = pytest.mark.skipif(
 
 def load_checker() -> ModuleType:
     if "docs_check" not in sys.modules:
-        spec = importlib.util.spec_from_file_location("docs_check", TOOL)
+        spec = importlib.util.spec_from_file_location(
+            "docs_check", TOOL / "__init__.py", submodule_search_locations=[str(TOOL)]
+        )
         assert spec is not None and spec.loader is not None
         module = importlib.util.module_from_spec(spec)
-        sys.modules["docs_check"] = module  # dataclasses look their module up
+        sys.modules["docs_check"] = module  # its modules import each other through it
         spec.loader.exec_module(module)
     return sys.modules["docs_check"]
 

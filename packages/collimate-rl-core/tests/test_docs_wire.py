@@ -1,7 +1,7 @@
 """docs/wire.md keeps up with the servers: every route the local backend
 serves (the daemon wire, the gateway wire, SandboxFusion's routes) is written
 there as ``METHOD PATH``, and every field its handler accepts is named in
-that route's section (``tools/docs_check.py``: the routes and the fields are
+that route's section (``tools/docs_check/``: the routes and the fields are
 read from the routers' sources with ast, following the request body into
 the functions it is passed to).
 
@@ -21,7 +21,7 @@ from types import ModuleType
 import pytest
 
 ROOT = Path(__file__).resolve().parents[3]
-TOOL = ROOT / "tools" / "docs_check.py"
+TOOL = ROOT / "tools" / "docs_check"
 
 pytestmark = pytest.mark.skipif(
     not TOOL.exists(), reason="the monorepo's tools/ (not in an sdist of core)"
@@ -30,10 +30,12 @@ pytestmark = pytest.mark.skipif(
 
 def load_checker() -> ModuleType:
     if "docs_check" not in sys.modules:
-        spec = importlib.util.spec_from_file_location("docs_check", TOOL)
+        spec = importlib.util.spec_from_file_location(
+            "docs_check", TOOL / "__init__.py", submodule_search_locations=[str(TOOL)]
+        )
         assert spec is not None and spec.loader is not None
         module = importlib.util.module_from_spec(spec)
-        sys.modules["docs_check"] = module  # dataclasses look their module up
+        sys.modules["docs_check"] = module  # its modules import each other through it
         spec.loader.exec_module(module)
     return sys.modules["docs_check"]
 
