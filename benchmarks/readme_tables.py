@@ -119,8 +119,21 @@ def of_rounds(count: Any) -> str:
     return "1 round" if count == 1 else f"median of {count} rounds"
 
 
+def in_rounds(count: Any, more: str = "") -> str:
+    """`` (median of 5 rounds)`` (``more`` inside the brackets), for a
+    measure's text; nothing when not recorded."""
+    return f" ({of_rounds(count)}{more})" if count else ""
+
+
 def spread(values: Sequence[float]) -> list[float] | None:
     return [min(values), max(values)] if values else None
+
+
+def two_ways(rates: Json, ours: str, theirs: str, ours_key: str, theirs_key: str) -> Json:
+    """Two ways measured over rounds (``rates``: each way's figure a round,
+    by name): how many rounds, each way's median, and their ``ratio``."""
+    a, b = median(rates.get(ours, [])), median(rates.get(theirs, []))
+    return {"rounds": len(rates.get(ours, [])), ours_key: a, theirs_key: b, "ratio": ratio_of(a, b)}
 
 
 # --------------------------------------------------------------------------
@@ -471,7 +484,7 @@ def pack_cpu_summary(f: Json, _: Json) -> Json:
 
 def pack_cpu_rows(s: Summary) -> list[Row]:
     n = num(s["candidates"] or 128)
-    rounds = f" ({of_rounds(s['rounds'])}; range)" if s["rounds"] else ""
+    rounds = in_rounds(s["rounds"], "; range")
     rows = [
         Row(
             f"guest CPU per graded candidate, one pack of {n} on a one-slot backend, "
@@ -657,13 +670,9 @@ def http_parse_rows(s: Summary) -> list[Row]:
 def skyrl_step_summary(f: Json, _: Json) -> Json:
     gen, alone = "generator, 32 env threads", "one at a time, no coalescing"
     rates, execs = f.get("rollouts_per_s", {}), f.get("execs_per_step", {})
-    ours, theirs = median(rates.get(gen, [])), median(rates.get(alone, []))
     return {
         "rollouts": f.get("rollouts_per_step"),
-        "rounds": len(rates.get(gen, [])),
-        "generator_rps": ours,
-        "one_at_a_time_rps": theirs,
-        "ratio": ratio_of(ours, theirs),
+        **two_ways(rates, gen, alone, "generator_rps", "one_at_a_time_rps"),
         "generator_execs": median(execs.get(gen, [])),
         "one_at_a_time_execs": median(execs.get(alone, [])),
         "rewards_agree": f.get("rewards_agree"),
@@ -671,7 +680,7 @@ def skyrl_step_summary(f: Json, _: Json) -> Json:
 
 
 def skyrl_step_rows(s: Summary) -> list[Row]:
-    rounds = f" ({of_rounds(s['rounds'])})" if s["rounds"] else ""
+    rounds = in_rounds(s["rounds"])
     return [
         s.versus(
             f"a {num(s['rollouts'])}-rollout step built as SkyRL's generator builds it (32 env "
@@ -742,19 +751,17 @@ def slime_rows(s: Summary) -> list[Row]:
 
 
 def verl_compute_score_summary(f: Json, _: Json) -> Json:
-    rates = f.get("grades_per_s", {})
-    ours = median(rates.get("compute_score (coalesced into packs)", []))
-    theirs = median(rates.get("one exec per call (coalesce=False)", []))
-    return {
-        "rounds": len(rates.get("compute_score (coalesced into packs)", [])),
-        "coalesced_gps": ours,
-        "one_exec_gps": theirs,
-        "ratio": ratio_of(ours, theirs),
-    }
+    return two_ways(
+        f.get("grades_per_s", {}),
+        "compute_score (coalesced into packs)",
+        "one exec per call (coalesce=False)",
+        "coalesced_gps",
+        "one_exec_gps",
+    )
 
 
 def verl_compute_score_rows(s: Summary) -> list[Row]:
-    rounds = f" ({of_rounds(s['rounds'])})" if s["rounds"] else ""
+    rounds = in_rounds(s["rounds"])
     return [
         s.versus(
             "verl's per-sample `compute_score` from 32 threads, coalesced into packs, "
