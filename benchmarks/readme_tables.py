@@ -119,8 +119,21 @@ def of_rounds(count: Any) -> str:
     return "1 round" if count == 1 else f"median of {count} rounds"
 
 
+def in_rounds(count: Any, more: str = "") -> str:
+    """`` (median of 5 rounds)`` (``more`` inside the brackets), for a
+    measure's text; nothing when not recorded."""
+    return f" ({of_rounds(count)}{more})" if count else ""
+
+
 def spread(values: Sequence[float]) -> list[float] | None:
     return [min(values), max(values)] if values else None
+
+
+def two_ways(rates: Json, ours: str, theirs: str, ours_key: str, theirs_key: str) -> Json:
+    """Two ways measured over rounds (``rates``: each way's figure a round,
+    by name): how many rounds, each way's median, and their ``ratio``."""
+    a, b = median(rates.get(ours, [])), median(rates.get(theirs, []))
+    return {"rounds": len(rates.get(ours, [])), ours_key: a, theirs_key: b, "ratio": ratio_of(a, b)}
 
 
 # --------------------------------------------------------------------------
@@ -166,6 +179,56 @@ class Summary:
 
     def unread(self) -> list[str]:
         return sorted(set(self.values) - self.read)
+
+    def versus(
+        self,
+        measure: str,
+        ours: str,
+        theirs: str,
+        unit: str,
+        between: str,
+        ratio: str = "",
+        *,
+        inverse: bool = False,
+        target: str = "-",
+    ) -> Row:
+        """:func:`versus` of two of the summary's figures (by key): their ratio
+        is the summary's ``ratio`` where it gives one, else ours / theirs
+        (``inverse``: theirs / ours)."""
+        a, b = self[ours], self[theirs]
+        top, bottom = (b, a) if inverse else (a, b)
+        given = self.ratio(ratio, top, bottom) if ratio else ratio_of(top, bottom)
+        return versus(measure, a, b, unit, between, given, target=target)
+
+
+def versus(
+    measure: str,
+    ours: Any,
+    theirs: Any,
+    unit: str,
+    between: str,
+    ratio: Any = ...,
+    *,
+    target: str = "-",
+    met: bool | None = None,
+    short: str = "",
+    most: float | None = None,
+    least: float | None = None,
+) -> Row:
+    """A row of two figures in one unit, ours against theirs, and their ratio
+    in bold (``between`` says what it divides): ours / theirs unless
+    ``ratio`` is given (another order, a median of each round's own). A
+    target on the ratio (``at most 1.3x``, met or not) is ``most=1.3``, or
+    ``least=``; any other is ``target`` and ``met``."""
+    if ratio is ...:
+        ratio = ratio_of(ours, theirs)
+    if most is not None:
+        target, met = f"at most {num(most, 'x')}", at_most(ratio, most)
+    if least is not None:
+        target, met = f"at least {num(least, 'x')}", at_least(ratio, least)
+    return Row(
+        measure, num(ours, unit), num(theirs, unit), times(ratio, between), target, met, short
+    )
 
 
 @dataclass(frozen=True)
@@ -257,11 +320,12 @@ def exec_latency_rows(s: Summary) -> list[Row]:
         )
     for clients, (ours, peer) in (s["execs_per_s"] or {}).items():
         rows.append(
-            Row(
+            versus(
                 f"execs/s, {clients} concurrent client{'' if clients == '1' else 's'}",
-                num(ours, "/s"),
-                num(peer, "/s"),
-                times(ratio_of(ours, peer), "ours / 0.5.0"),
+                ours,
+                peer,
+                "/s",
+                "ours / 0.5.0",
             )
         )
     return rows
@@ -294,38 +358,41 @@ def grade_throughput_summary(f: Json, _: Json) -> Json:
 def grade_throughput_rows(s: Summary) -> list[Row]:
     rounds = f", median round of {s['rounds']}" if (s["rounds"] or 0) > 1 else ""
     rows = [
-        Row(
+        versus(
             "one GRPO group (256 candidates, `PropertyReward(k=16)`), the documented "
             f"`grade_batch` call, grades/s, against 0.5.0's `grade_batch`{rounds}",
-            num(s["documented_gps"], "/s"),
-            num(s["peer_gps"], "/s"),
-            times(s["documented_over_peer"], "ours / 0.5.0"),
-            "at least 12x",
-            at_least(s["documented_over_peer"], 12),
-            "one GRPO group, the documented `grade_batch` call against 0.5.0's",
+            s["documented_gps"],
+            s["peer_gps"],
+            "/s",
+            "ours / 0.5.0",
+            s["documented_over_peer"],
+            least=12,
+            short="one GRPO group, the documented `grade_batch` call against 0.5.0's",
         ),
-        Row(
+        versus(
             "the same group as 256 `grade` calls from 32 threads, time against one "
             "`grade_batch` call (same round)",
-            num(s["threads_gps"], "/s"),
-            num(s["documented_gps"], "/s"),
-            times(s["threads_over_batch"], "threads / batch"),
-            "at most 1.3x",
-            at_most(s["threads_over_batch"], 1.3),
-            "256 `grade` calls from 32 threads against one `grade_batch` call",
+            s["threads_gps"],
+            s["documented_gps"],
+            "/s",
+            "threads / batch",
+            s["threads_over_batch"],
+            most=1.3,
+            short="256 `grade` calls from 32 threads against one `grade_batch` call",
         ),
     ]
     if s["async_singles_over_batch"] is not None:
         rows.append(
-            Row(
+            versus(
                 "the same group as 256 concurrent `grade_async` calls on one loop, time "
                 "against one `grade_batch_async` call (same round)",
-                num(s["async_singles_gps"], "/s"),
-                num(s["async_batch_gps"], "/s"),
-                times(s["async_singles_over_batch"], "singles / batch"),
-                "at most 1.3x",
-                at_most(s["async_singles_over_batch"], 1.3),
-                "256 concurrent `grade_async` calls against one `grade_batch_async` call",
+                s["async_singles_gps"],
+                s["async_batch_gps"],
+                "/s",
+                "singles / batch",
+                s["async_singles_over_batch"],
+                most=1.3,
+                short="256 concurrent `grade_async` calls against one `grade_batch_async` call",
             )
         )
     if s["rewards_agree"] is not None:
@@ -348,25 +415,28 @@ def grade_latency_summary(f: Json, _: Json) -> Json:
 def grade_latency_rows(s: Summary) -> list[Row]:
     n = f" ({s['samples']} calls each)" if s["samples"] else ""
     return [
-        Row(
+        s.versus(
             f"a lone `grade()` call, p50{n}, against `grade(..., coalesce=False)`",
-            num(s["grade_ms"], " ms"),
-            num(s["grade_uncoalesced_ms"], " ms"),
-            times(ratio_of(s["grade_ms"], s["grade_uncoalesced_ms"]), "coalescer on / off"),
-            "1.0x: a lone grade does not wait",
+            "grade_ms",
+            "grade_uncoalesced_ms",
+            " ms",
+            "coalescer on / off",
+            target="1.0x: a lone grade does not wait",
         ),
-        Row(
+        s.versus(
             "a lone `grade_async()` call, p50, against `grade_async(..., coalesce=False)`",
-            num(s["async_ms"], " ms"),
-            num(s["async_uncoalesced_ms"], " ms"),
-            times(ratio_of(s["async_ms"], s["async_uncoalesced_ms"]), "coalescer on / off"),
-            "1.0x",
+            "async_ms",
+            "async_uncoalesced_ms",
+            " ms",
+            "coalescer on / off",
+            target="1.0x",
         ),
-        Row(
+        s.versus(
             "a lone `grade()` call, p50, against 0.5.0's `grade` on its backend",
-            num(s["grade_ms"], " ms"),
-            num(s["peer_ms"], " ms"),
-            times(ratio_of(s["grade_ms"], s["peer_ms"]), "ours / 0.5.0"),
+            "grade_ms",
+            "peer_ms",
+            " ms",
+            "ours / 0.5.0",
         ),
     ]
 
@@ -387,15 +457,14 @@ def grade_step_summary(f: Json, _: Json) -> Json:
 def grade_step_rows(s: Summary) -> list[Row]:
     loopers = f", {s['loopers']} completions looping to their budget" if s["loopers"] else ""
     return [
-        Row(
+        s.versus(
             f"a step of {num(s['rows'])} completions (32 prompts x 8, four dataset formats"
             f"{loopers}) in one `grade_batch` call, grades/s, against one `grade` call at a time",
-            num(s["one_call_gps"], "/s"),
-            num(s["one_at_a_time_gps"], "/s"),
-            times(
-                s.ratio("ratio", s["one_call_gps"], s["one_at_a_time_gps"]),
-                "one call / one at a time",
-            ),
+            "one_call_gps",
+            "one_at_a_time_gps",
+            "/s",
+            "one call / one at a time",
+            "ratio",
         ),
         Row("rewards identical both ways", num(s["rewards_agree"])),
     ]
@@ -420,7 +489,7 @@ def pack_cpu_summary(f: Json, _: Json) -> Json:
 
 def pack_cpu_rows(s: Summary) -> list[Row]:
     n = num(s["candidates"] or 128)
-    rounds = f" ({of_rounds(s['rounds'])}; range)" if s["rounds"] else ""
+    rounds = in_rounds(s["rounds"], "; range")
     rows = [
         Row(
             f"guest CPU per graded candidate, one pack of {n} on a one-slot backend, "
@@ -571,35 +640,34 @@ def http_parse_summary(f: Json, _: Json) -> Json:
 def http_parse_rows(s: Summary) -> list[Row]:
     return [
         *(
-            Row(
+            s.versus(
                 f"parsing {what}, CPU, the SDK's parser against h11",
-                num(s[f"parse_{key}_us"], " us"),
-                num(s[f"parse_{key}_h11_us"], " us"),
-                times(
-                    s.ratio(f"parse_{key}_ratio", s[f"parse_{key}_h11_us"], s[f"parse_{key}_us"]),
-                    "h11 / ours",
-                ),
+                f"parse_{key}_us",
+                f"parse_{key}_h11_us",
+                " us",
+                "h11 / ours",
+                f"parse_{key}_ratio",
+                inverse=True,
             )
             for what, key in (("a lone exec's answer (1 KB)", "1kb"), ("a pack's (1 MB)", "1mb"))
         ),
-        Row(
+        s.versus(
             "one request (`GET /v1/health`, keep-alive), client CPU: the lean transport "
             "called directly, against httpx's own `HTTPTransport`",
-            num(s["request_lean_us"], " us"),
-            num(s["request_httpx_us"], " us"),
-            times(
-                s.ratio("request_httpx_ratio", s["request_httpx_us"], s["request_lean_us"]),
-                "httpx / lean",
-            ),
+            "request_lean_us",
+            "request_httpx_us",
+            " us",
+            "httpx / lean",
+            "request_httpx_ratio",
+            inverse=True,
         ),
-        Row(
+        s.versus(
             "the same: the lean transport mounted on `httpx.Client`, against it called directly",
-            num(s["request_mounted_us"], " us"),
-            num(s["request_lean_us"], " us"),
-            times(
-                s.ratio("request_mounted_ratio", s["request_mounted_us"], s["request_lean_us"]),
-                "mounted / direct",
-            ),
+            "request_mounted_us",
+            "request_lean_us",
+            " us",
+            "mounted / direct",
+            "request_mounted_ratio",
         ),
     ]
 
@@ -607,13 +675,9 @@ def http_parse_rows(s: Summary) -> list[Row]:
 def skyrl_step_summary(f: Json, _: Json) -> Json:
     gen, alone = "generator, 32 env threads", "one at a time, no coalescing"
     rates, execs = f.get("rollouts_per_s", {}), f.get("execs_per_step", {})
-    ours, theirs = median(rates.get(gen, [])), median(rates.get(alone, []))
     return {
         "rollouts": f.get("rollouts_per_step"),
-        "rounds": len(rates.get(gen, [])),
-        "generator_rps": ours,
-        "one_at_a_time_rps": theirs,
-        "ratio": ratio_of(ours, theirs),
+        **two_ways(rates, gen, alone, "generator_rps", "one_at_a_time_rps"),
         "generator_execs": median(execs.get(gen, [])),
         "one_at_a_time_execs": median(execs.get(alone, [])),
         "rewards_agree": f.get("rewards_agree"),
@@ -621,17 +685,16 @@ def skyrl_step_summary(f: Json, _: Json) -> Json:
 
 
 def skyrl_step_rows(s: Summary) -> list[Row]:
-    rounds = f" ({of_rounds(s['rounds'])})" if s["rounds"] else ""
+    rounds = in_rounds(s["rounds"])
     return [
-        Row(
+        s.versus(
             f"a {num(s['rollouts'])}-rollout step built as SkyRL's generator builds it (32 env "
             f"threads), rollouts/s{rounds}, against one rollout at a time without coalescing",
-            num(s["generator_rps"], "/s"),
-            num(s["one_at_a_time_rps"], "/s"),
-            times(
-                s.ratio("ratio", s["generator_rps"], s["one_at_a_time_rps"]),
-                "generator / one at a time",
-            ),
+            "generator_rps",
+            "one_at_a_time_rps",
+            "/s",
+            "generator / one at a time",
+            "ratio",
         ),
         Row(
             "execs a step",
@@ -669,18 +732,20 @@ def slime_rows(s: Summary) -> list[Row]:
     rows = []
     for size, way in (s["sizes"] or {}).items():
         rows += [
-            Row(
+            versus(
                 f"{size} samples, slime's per-sample `reward_func` calls gathered on one loop, "
                 "samples/s, against the same samples one after another",
-                num(way["gathered"], "/s"),
-                num(way["sequential"], "/s"),
-                times(ratio_of(way["gathered"], way["sequential"]), "gathered / sequential"),
+                way["gathered"],
+                way["sequential"],
+                "/s",
+                "gathered / sequential",
             ),
-            Row(
+            versus(
                 f"{size} samples, `group_reward_func` (`--group-rm`) once per prompt, gathered",
-                num(way["group_rm"], "/s"),
-                num(way["sequential"], "/s"),
-                times(ratio_of(way["group_rm"], way["sequential"]), "group-rm / sequential"),
+                way["group_rm"],
+                way["sequential"],
+                "/s",
+                "group-rm / sequential",
             ),
             Row(
                 f"{size} samples, the longest the loop went without its 5 ms ticker",
@@ -691,29 +756,26 @@ def slime_rows(s: Summary) -> list[Row]:
 
 
 def verl_compute_score_summary(f: Json, _: Json) -> Json:
-    rates = f.get("grades_per_s", {})
-    ours = median(rates.get("compute_score (coalesced into packs)", []))
-    theirs = median(rates.get("one exec per call (coalesce=False)", []))
-    return {
-        "rounds": len(rates.get("compute_score (coalesced into packs)", [])),
-        "coalesced_gps": ours,
-        "one_exec_gps": theirs,
-        "ratio": ratio_of(ours, theirs),
-    }
+    return two_ways(
+        f.get("grades_per_s", {}),
+        "compute_score (coalesced into packs)",
+        "one exec per call (coalesce=False)",
+        "coalesced_gps",
+        "one_exec_gps",
+    )
 
 
 def verl_compute_score_rows(s: Summary) -> list[Row]:
-    rounds = f" ({of_rounds(s['rounds'])})" if s["rounds"] else ""
+    rounds = in_rounds(s["rounds"])
     return [
-        Row(
+        s.versus(
             "verl's per-sample `compute_score` from 32 threads, coalesced into packs, "
             f"grades/s{rounds}, against one exec per call",
-            num(s["coalesced_gps"], "/s"),
-            num(s["one_exec_gps"], "/s"),
-            times(
-                s.ratio("ratio", s["coalesced_gps"], s["one_exec_gps"]),
-                "packed / one exec a call",
-            ),
+            "coalesced_gps",
+            "one_exec_gps",
+            "/s",
+            "packed / one exec a call",
+            "ratio",
         )
     ]
 
@@ -738,22 +800,23 @@ def openenv_summary(f: Json, _: Json) -> Json:
 
 def openenv_rows(s: Summary) -> list[Row]:
     return [
-        Row(
+        s.versus(
             "starting the code environment's server, p50: as a sandbox session, against "
             "a plain subprocess on the host",
-            num(s["start_sandboxed_s"], " s"),
-            num(s["start_plain_s"], " s"),
-            times(
-                s.ratio("start_ratio", s["start_sandboxed_s"], s["start_plain_s"]),
-                "sandboxed / plain",
-            ),
+            "start_sandboxed_s",
+            "start_plain_s",
+            " s",
+            "sandboxed / plain",
+            "start_ratio",
         ),
-        Row(
+        s.versus(
             "a step, p50: `reset` + `step` over `/ws` (the server grades through the "
             "backend), against `grade_async` called from the trainer",
-            num(s["step_ws_ms"], " ms"),
-            num(s["step_direct_ms"], " ms"),
-            times(s.ratio("step_ratio", s["step_ws_ms"], s["step_direct_ms"]), "`/ws` / direct"),
+            "step_ws_ms",
+            "step_direct_ms",
+            " ms",
+            "`/ws` / direct",
+            "step_ratio",
         ),
         Row(
             f"{num(s['sessions'])} sessions stepping at once, steps/s (sessions left after)",
@@ -782,16 +845,15 @@ def sandbox_fusion_rows(s: Summary) -> list[Row]:
     rows = []
     for key, what in (("isolated", "isolated"), ("none", "unisolated")):
         rows.append(
-            Row(
+            s.versus(
                 f"verl's request on `POST /run_code` from 32 threads, {what} "
                 f"(ours: {s[f'{key}_isolation'] or 'n/a'}), requests/s, against SandboxFusion's "
                 f"{what} figure on this machine",
-                num(s[f"{key}_req_s"], " req/s"),
-                num(s[f"{key}_sandbox_fusion_req_s"], " req/s"),
-                times(
-                    s.ratio(f"{key}_ratio", s[f"{key}_req_s"], s[f"{key}_sandbox_fusion_req_s"]),
-                    "ours / SandboxFusion",
-                ),
+                f"{key}_req_s",
+                f"{key}_sandbox_fusion_req_s",
+                " req/s",
+                "ours / SandboxFusion",
+                f"{key}_ratio",
             )
         )
         if s[f"{key}_bare_exec_req_s"] is not None:
@@ -882,12 +944,7 @@ def tool_latency_rows(s: Summary) -> list[Row]:
         ("later_calls_p50_ms", "p50 of the later calls"),
     ):
         rows.append(
-            Row(
-                f"{s['workload']}: {what}",
-                num(a.get(key), " ms"),
-                num(b.get(key), " ms"),
-                times(ratio_of(a.get(key), b.get(key)), "ours / theirs"),
-            )
+            versus(f"{s['workload']}: {what}", a.get(key), b.get(key), " ms", "ours / theirs")
         )
     if s["outputs_agree"] is not None:
         rows.append(Row(f"{s['workload']}: outputs identical", num(s["outputs_agree"])))
@@ -951,32 +1008,35 @@ OBJECT_MIB = 100e6 / 2**20
 def kernel_fork_rows(s: Summary) -> list[Row]:
     n = num(s["forks"] or 8)
     fork, parent = s["fork_mib"] or {}, s["parent_mib"] or {}
+
+    def memory(m: Json) -> str:
+        return (
+            f"{num(m.get('USS'), ' MiB')}; {num(m.get('RSS'), ' MiB')}, {num(m.get('PSS'), ' MiB')}"
+        )
+
     return [
-        Row(
+        versus(
             f"`kernel.fork({n})` until all {n} are confined and listening, against building "
             "the 100 MB object once (median of the rounds)",
-            num(s["fork_s"], " s"),
-            num(s["build_s"], " s"),
-            times(s["fork_over_build"], "forks / build"),
-            "below 1x",
-            at_most(s["fork_over_build"], 1),
-            f"`kernel.fork({n})` against building the object once",
+            s["fork_s"],
+            s["build_s"],
+            " s",
+            "forks / build",
+            s["fork_over_build"],
+            target="below 1x",
+            met=at_most(s["fork_over_build"], 1),
+            short=f"`kernel.fork({n})` against building the object once",
         ),
         Row("then one cell on each fork in turn", num(s["first_cell_s"], " s")),
         Row(
             "each fork after it wrote one byte of the object: its own memory (USS), "
             "against the object's size; RSS, PSS",
-            f"{num(fork.get('USS'), ' MiB')}; {num(fork.get('RSS'), ' MiB')}, "
-            f"{num(fork.get('PSS'), ' MiB')}",
+            memory(fork),
             num(OBJECT_MIB, " MiB"),
             f"{num(ratio_of(fork.get('USS'), OBJECT_MIB))} (USS / object)",
             "a small fraction",
         ),
-        Row(
-            "the parent kernel: USS; RSS, PSS",
-            f"{num(parent.get('USS'), ' MiB')}; {num(parent.get('RSS'), ' MiB')}, "
-            f"{num(parent.get('PSS'), ' MiB')}",
-        ),
+        Row("the parent kernel: USS; RSS, PSS", memory(parent)),
     ]
 
 
@@ -1013,16 +1073,17 @@ def ray_route_summary(f: Json, _: Json) -> Json:
 def ray_route_rows(s: Summary) -> list[Row]:
     limit = s["target_ratio"] or 1.1
     return [
-        Row(
+        versus(
             "the default call (a one-shot `exec_once` of `print(1)`) through the client "
             "`connect()` finds inside Ray, against a client given the grader's URL "
             "(median of paired rounds)",
-            num(s["ray_route_ms_median"], " ms"),
-            num(s["direct_ms_median"], " ms"),
-            times(s["ratio_median"], "Ray route / direct"),
-            f"at most {num(limit, 'x')}",
-            at_most(s["ratio_median"], limit),
-            "the default call through the Ray route against a direct URL",
+            s["ray_route_ms_median"],
+            s["direct_ms_median"],
+            " ms",
+            "Ray route / direct",
+            s["ratio_median"],
+            most=limit,
+            short="the default call through the Ray route against a direct URL",
         ),
         Row(
             "`connect()` finding the graders: the first time in a process; after",

@@ -8,8 +8,12 @@ A fixture that talks to a server uses the requesting module's own
 from __future__ import annotations
 
 import asyncio
+import importlib.util
+import sys
 import time
 from collections.abc import Awaitable, Callable, Coroutine
+from pathlib import Path
+from types import ModuleType
 from typing import Any
 
 import pytest
@@ -66,3 +70,25 @@ def same_as_alone(
         )
 
     return check
+
+
+#: The monorepo's docs check (a package of ``tools/``, not part of core).
+DOCS_CHECK = Path(__file__).resolve().parents[3] / "tools" / "docs_check"
+
+
+@pytest.fixture(scope="session")
+def docs_check() -> ModuleType:
+    """``tools/docs_check/``, loaded by path (test_docs_names.py,
+    test_docs_wire.py); skipped where there is no monorepo around core (an
+    sdist of core)."""
+    if not DOCS_CHECK.exists():
+        pytest.skip("the monorepo's tools/ (not in an sdist of core)")
+    if "docs_check" not in sys.modules:
+        spec = importlib.util.spec_from_file_location(
+            "docs_check", DOCS_CHECK / "__init__.py", submodule_search_locations=[str(DOCS_CHECK)]
+        )
+        assert spec is not None and spec.loader is not None
+        module = importlib.util.module_from_spec(spec)
+        sys.modules["docs_check"] = module  # its modules import each other through it
+        spec.loader.exec_module(module)
+    return sys.modules["docs_check"]

@@ -15,33 +15,12 @@ from pathlib import Path
 import httpx
 
 from collimate_rl.local_backend.cli import build_parser, config_from_args
-
-
-def _start(*args: str) -> tuple[subprocess.Popen[str], str]:
-    proc = subprocess.Popen(
-        [sys.executable, "-m", "collimate_rl.local_backend", *args],
-        stderr=subprocess.PIPE,
-        stdout=subprocess.DEVNULL,
-        text=True,
-    )
-    assert proc.stderr is not None
-    banner = ""
-    for line in proc.stderr:
-        banner += line
-        if "isolation:" in line:
-            break
-    else:
-        proc.wait(10)
-        raise AssertionError(f"server did not start: {banner}")
-    rest: list[str] = []
-    t = threading.Thread(target=lambda: rest.extend(proc.stderr or []), daemon=True)
-    t.start()
-    return proc, banner
+from collimate_rl.testing.procs import serve_with_banner
 
 
 def test_sigterm_drains_then_exits(tmp_path: Path) -> None:
     sock = tmp_path / "serve.sock"
-    proc, banner = _start("--port", "0", "--socket", str(sock), "--isolation", "process")
+    proc, banner = serve_with_banner("--port", "0", "--socket", str(sock), "--isolation", "process")
     try:
         m = re.search(r"listening on (http://127\.0\.0\.1:\d+)", banner)
         assert m, banner

@@ -7,7 +7,6 @@ import logging
 import re
 import signal
 import subprocess
-import sys
 import threading
 import time
 from collections.abc import Iterator
@@ -22,6 +21,7 @@ from collimate_rl.local_backend import LocalCollimateBackend
 from collimate_rl.local_backend.cli import build_parser, config_from_args
 from collimate_rl.local_backend.tenants import KeyRing
 from collimate_rl.local_backend.tiers import DEMO_LIMIT_MESSAGE
+from collimate_rl.testing.procs import serve_with_banner
 
 DEMO, PRO, ENT = "col_demo_tiers_d", "col_pro_tiers_p", "col_ent_tiers_e"
 NETWORKED = {"id": "py-net", "kind": "python", "networked": True}
@@ -215,23 +215,6 @@ def test_keys_file_and_cli_flags(tmp_path: Path) -> None:
     assert cfg.api_keys_file == str(path)
 
 
-def _serve(*args: str) -> tuple[subprocess.Popen[str], str]:
-    proc = subprocess.Popen(
-        [sys.executable, "-m", "collimate_rl.local_backend", "--port", "0", *args],
-        stderr=subprocess.PIPE,
-        stdout=subprocess.DEVNULL,
-        text=True,
-    )
-    assert proc.stderr is not None
-    banner = ""
-    for line in proc.stderr:
-        banner += line
-        if "isolation:" in line:
-            break
-    threading.Thread(target=lambda: list(proc.stderr or []), daemon=True).start()
-    return proc, banner
-
-
 def _stop(proc: subprocess.Popen[str]) -> None:
     if proc.poll() is None:
         proc.send_signal(signal.SIGTERM)
@@ -243,7 +226,7 @@ def _stop(proc: subprocess.Popen[str]) -> None:
 
 
 def test_the_server_prints_the_keys_it_made_up_and_drains_gateway_work() -> None:
-    proc, banner = _serve()
+    proc, banner = serve_with_banner("--port", "0")
     try:
         url = re.search(r"listening on (http://127\.0\.0\.1:\d+)", banner)
         keys = dict(re.findall(r"generated (demo|pro) key \(shown once\): (col_\S+)", banner))
@@ -271,7 +254,7 @@ def test_the_server_prints_the_keys_it_made_up_and_drains_gateway_work() -> None
         assert proc.wait(60) == 0
     finally:
         _stop(proc)
-    proc, banner = _serve("--api-key", PRO)
+    proc, banner = serve_with_banner("--port", "0", "--api-key", PRO)
     try:
         assert "generated" not in banner and "1 API key(s)" in banner
         assert PRO not in banner

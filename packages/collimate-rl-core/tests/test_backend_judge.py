@@ -5,7 +5,6 @@ one compile for a group of identical candidates, and bad bodies."""
 
 from __future__ import annotations
 
-from collections.abc import Iterator
 from typing import Any
 
 import httpx
@@ -14,6 +13,7 @@ import pytest
 from collimate_rl import CollimateClient
 from collimate_rl.local_backend import LocalCollimateBackend
 from collimate_rl.local_backend.judging import compare_output
+from collimate_rl.testing.fixtures import module_backend
 from collimate_rl.testing.programs import PROGRAMS, need
 
 TESTS = [{"input": f"{i} {3 * i}\n", "output": f"{4 * i}\n"} for i in range(10)]
@@ -50,16 +50,7 @@ print(1 if len(got) == 2 and int(got[0]) + int(got[1]) == int(correct[0]) else 0
 """
 
 
-@pytest.fixture(scope="module")
-def backend() -> Iterator[LocalCollimateBackend]:
-    with LocalCollimateBackend() as b:
-        yield b
-
-
-@pytest.fixture(scope="module")
-def client(backend: LocalCollimateBackend) -> Iterator[CollimateClient]:
-    with CollimateClient(backend.base_url, timeout=600) as c:
-        yield c
+backend, client = module_backend(timeout=600)
 
 
 def judge(client: CollimateClient, sources: list[str], **problem: Any) -> list[dict[str, Any]]:

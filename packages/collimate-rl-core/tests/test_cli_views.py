@@ -18,7 +18,7 @@ import subprocess
 import sys
 import termios
 import time
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 from pathlib import Path
 from typing import Any
 
@@ -57,6 +57,32 @@ def run_cli(argv: list[str], capsys: pytest.CaptureFixture[str]) -> tuple[int, s
     code = collimate(argv)
     out = capsys.readouterr().out
     return code, out
+
+
+def ctrl_c_once(
+    argv: list[str], ready: Callable[[], bool], never: str, env: dict[str, str] | None = None
+) -> str:
+    """``collimate ARGV`` in a process of its own, sent a Ctrl-C (SIGINT) as
+    soon as ``ready()`` (which must come within 60 s: else ``never``): its
+    output, once it exited 130."""
+    proc = subprocess.Popen(
+        [sys.executable, "-m", "collimate_rl.cli", *argv],
+        stdout=subprocess.PIPE,
+        stderr=subprocess.STDOUT,
+        env=env,
+    )
+    try:
+        deadline = time.monotonic() + 60
+        while not ready():
+            assert time.monotonic() < deadline, never
+            time.sleep(0.1)
+        proc.send_signal(signal.SIGINT)
+        out, _ = proc.communicate(timeout=60)
+    finally:
+        if proc.poll() is None:
+            proc.kill()
+    assert proc.returncode == 130, out
+    return out.decode()
 
 
 def run_in_pty(argv: list[str], *, no_color: bool = False) -> tuple[int, str]:
@@ -165,41 +191,17 @@ def test_burst_draws_with_rich_in_a_terminal_and_plain_with_no_color(
 
 def test_ctrl_c_deletes_every_sandbox_created(backend: LocalCollimateBackend) -> None:
     before = stats(backend)
-    proc = subprocess.Popen(
-        [
-            sys.executable,
-            "-m",
-            "collimate_rl.cli",
-            "burst",
-            "-n",
-            "100000",
-            "-c",
-            "4",
-            "--exec-cmd",
-            "sleep 0.2",
-            "--url",
-            backend.base_url,
-        ],
-        stdout=subprocess.PIPE,
-        stderr=subprocess.STDOUT,
+    out = ctrl_c_once(
+        ["burst", "-n", "100000", "-c", "4", "--exec-cmd", "sleep 0.2", "--url", backend.base_url],
+        lambda: stats(backend)["sessions_created"] - before["sessions_created"] >= 8,
+        "the burst never got going",
         env={**os.environ, "NO_COLOR": "1"},
     )
-    try:
-        deadline = time.monotonic() + 60
-        while stats(backend)["sessions_created"] - before["sessions_created"] < 8:
-            assert time.monotonic() < deadline, "the burst never got going"
-            time.sleep(0.1)
-        proc.send_signal(signal.SIGINT)
-        out, _ = proc.communicate(timeout=60)
-    finally:
-        if proc.poll() is None:
-            proc.kill()
-    assert proc.returncode == 130, out
     after = stats(backend)
     created = delta(before, after, "sessions_created")
     assert created >= 8 and delta(before, after, "sessions_ended") == created
     assert after["sessions"] == before["sessions"]
-    assert "0 live" in out.decode()
+    assert "0 live" in out
 
 
 # -- launch -----------------------------------------------------------------
@@ -377,40 +379,16 @@ def test_each_view_draws_its_final_frame_with_rich(
 
 def test_ctrl_c_while_launch_holds_deletes_them_all(backend: LocalCollimateBackend) -> None:
     before = stats(backend)
-    proc = subprocess.Popen(
-        [
-            sys.executable,
-            "-m",
-            "collimate_rl.cli",
-            "launch",
-            "-n",
-            "6",
-            "-c",
-            "3",
-            "--hold",
-            "120",
-            "--url",
-            backend.base_url,
-        ],
-        stdout=subprocess.PIPE,
-        stderr=subprocess.STDOUT,
+    out = ctrl_c_once(
+        ["launch", "-n", "6", "-c", "3", "--hold", "120", "--url", backend.base_url],
+        lambda: stats(backend)["sessions"] - before["sessions"] >= 6,
+        "the launch never brought them up",
     )
-    try:
-        deadline = time.monotonic() + 60
-        while stats(backend)["sessions"] - before["sessions"] < 6:
-            assert time.monotonic() < deadline, "the launch never brought them up"
-            time.sleep(0.1)
-        proc.send_signal(signal.SIGINT)
-        out, _ = proc.communicate(timeout=60)
-    finally:
-        if proc.poll() is None:
-            proc.kill()
-    assert proc.returncode == 130, out
     after = stats(backend)
     assert delta(before, after, "sessions_created") == 6
     assert delta(before, after, "sessions_ended") == 6
     assert after["sessions"] == before["sessions"]
-    assert "deleted: 6" in out.decode()
+    assert "deleted: 6" in out
 
 
 def test_demo_leaves_a_template_the_tenant_already_had(

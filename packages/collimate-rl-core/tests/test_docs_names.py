@@ -1,6 +1,6 @@
 """Docs that cannot rot silently: every module, file, function, class member,
 route and command that docs/, the READMEs and the docstrings and comments of
-core and the plugins name exists (``tools/docs_check.py``, read with ast,
+core and the plugins name exists (``tools/docs_check/``, read with ast,
 nothing imported).
 
 The check on the real tree must find nothing; the same check on a small
@@ -10,30 +10,11 @@ reading would fail here too.
 
 from __future__ import annotations
 
-import importlib.util
-import sys
 import textwrap
 from pathlib import Path
 from types import ModuleType
 
-import pytest
-
 ROOT = Path(__file__).resolve().parents[3]
-TOOL = ROOT / "tools" / "docs_check.py"
-
-pytestmark = pytest.mark.skipif(
-    not TOOL.exists(), reason="the monorepo's tools/ (not in an sdist of core)"
-)
-
-
-def load_checker() -> ModuleType:
-    if "docs_check" not in sys.modules:
-        spec = importlib.util.spec_from_file_location("docs_check", TOOL)
-        assert spec is not None and spec.loader is not None
-        module = importlib.util.module_from_spec(spec)
-        sys.modules["docs_check"] = module  # dataclasses look their module up
-        spec.loader.exec_module(module)
-    return sys.modules["docs_check"]
 
 
 def write(root: Path, files: dict[str, str]) -> Path:
@@ -44,8 +25,8 @@ def write(root: Path, files: dict[str, str]) -> Path:
     return root
 
 
-def test_every_name_the_docs_give_exists() -> None:
-    dc = load_checker()
+def test_every_name_the_docs_give_exists(docs_check: ModuleType) -> None:
+    dc = docs_check
     checker = dc.name_check(dc.Project(ROOT))
     assert not checker.findings, "stale names in the docs:\n" + "\n".join(
         map(str, checker.findings)
@@ -161,8 +142,8 @@ STALE = {
 }
 
 
-def test_each_planted_stale_name_is_reported(tmp_path: Path) -> None:
-    dc = load_checker()
+def test_each_planted_stale_name_is_reported(docs_check: ModuleType, tmp_path: Path) -> None:
+    dc = docs_check
     project = dc.Project(write(tmp_path, PLANTED))
     found = {(f.kind, f.ref) for f in dc.name_findings(project)}
     assert found == STALE, (
@@ -170,8 +151,8 @@ def test_each_planted_stale_name_is_reported(tmp_path: Path) -> None:
     )
 
 
-def test_findings_say_where(tmp_path: Path) -> None:
-    dc = load_checker()
+def test_findings_say_where(docs_check: ModuleType, tmp_path: Path) -> None:
+    dc = docs_check
     project = dc.Project(write(tmp_path, PLANTED))
     by_ref = {f.ref: f for f in dc.name_findings(project)}
     assert by_ref[".bogus_module"].where == "packages/core/src/collimate_rl/mod.py:2"
@@ -181,8 +162,8 @@ def test_findings_say_where(tmp_path: Path) -> None:
     assert "collimate_rl.mod has no 'bogus_fn'" in by_ref["collimate_rl.mod.bogus_fn"].why
 
 
-def test_relative_names_resolve_as_imports_do() -> None:
-    dc = load_checker()
+def test_relative_names_resolve_as_imports_do(docs_check: ModuleType) -> None:
+    dc = docs_check
     assert dc.resolve_relative("collimate_rl.rewards.grader", ".wire") == (
         "collimate_rl.rewards.grader.wire"
     )

@@ -1,7 +1,7 @@
 """docs/wire.md keeps up with the servers: every route the local backend
 serves (the daemon wire, the gateway wire, SandboxFusion's routes) is written
 there as ``METHOD PATH``, and every field its handler accepts is named in
-that route's section (``tools/docs_check.py``: the routes and the fields are
+that route's section (``tools/docs_check/``: the routes and the fields are
 read from the routers' sources with ast, following the request body into
 the functions it is passed to).
 
@@ -12,43 +12,24 @@ an undocumented route and an undocumented field reported.
 
 from __future__ import annotations
 
-import importlib.util
-import sys
 import textwrap
 from pathlib import Path
 from types import ModuleType
 
-import pytest
-
 ROOT = Path(__file__).resolve().parents[3]
-TOOL = ROOT / "tools" / "docs_check.py"
-
-pytestmark = pytest.mark.skipif(
-    not TOOL.exists(), reason="the monorepo's tools/ (not in an sdist of core)"
-)
 
 
-def load_checker() -> ModuleType:
-    if "docs_check" not in sys.modules:
-        spec = importlib.util.spec_from_file_location("docs_check", TOOL)
-        assert spec is not None and spec.loader is not None
-        module = importlib.util.module_from_spec(spec)
-        sys.modules["docs_check"] = module  # dataclasses look their module up
-        spec.loader.exec_module(module)
-    return sys.modules["docs_check"]
-
-
-def test_every_served_route_and_field_is_in_wire_md() -> None:
-    dc = load_checker()
+def test_every_served_route_and_field_is_in_wire_md(docs_check: ModuleType) -> None:
+    dc = docs_check
     findings = dc.wire_findings(dc.Project(ROOT))
     assert not findings, "docs/wire.md lacks:\n" + "\n".join(map(str, findings))
 
 
-def test_the_routes_and_fields_found_are_the_servers() -> None:
+def test_the_routes_and_fields_found_are_the_servers(docs_check: ModuleType) -> None:
     """What the checker reads from the routers, pinned where it matters: a
     reader that lost a wire, a route or the way bodies are followed would
     make the check above pass vacuously."""
-    dc = load_checker()
+    dc = docs_check
     routes = {(r.module.rsplit(".", 1)[-1], str(r)): r for r in dc.Project(ROOT).routes}
     wires = {module for module, _ in routes}
     assert wires == {"daemon_wire", "gateway_wire", "sandbox_fusion"}
@@ -149,8 +130,10 @@ PLANTED = {
 }
 
 
-def test_an_undocumented_route_and_field_are_reported(tmp_path: Path) -> None:
-    dc = load_checker()
+def test_an_undocumented_route_and_field_are_reported(
+    docs_check: ModuleType, tmp_path: Path
+) -> None:
+    dc = docs_check
     for rel, text in PLANTED.items():
         path = tmp_path / rel
         path.parent.mkdir(parents=True, exist_ok=True)

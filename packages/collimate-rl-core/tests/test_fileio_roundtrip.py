@@ -29,6 +29,7 @@ from collimate_rl.fileio import (
     upload_plan,
 )
 from collimate_rl.local_backend import LocalCollimateBackend
+from collimate_rl.testing.fixtures import module_backend
 
 PAYLOADS = {
     "empty": b"",
@@ -40,16 +41,7 @@ PAYLOADS = {
 }
 
 
-@pytest.fixture(scope="module")
-def backend() -> Iterator[LocalCollimateBackend]:
-    with LocalCollimateBackend() as b:
-        yield b
-
-
-@pytest.fixture
-def client(backend: LocalCollimateBackend) -> Iterator[CollimateClient]:
-    with CollimateClient(backend.base_url) as c:
-        yield c
+backend, client = module_backend(client_scope="function")
 
 
 @pytest.fixture

@@ -13,7 +13,7 @@ import json
 import random
 import socket
 import threading
-from collections.abc import Iterator, Sequence
+from collections.abc import Sequence
 from typing import Any
 
 import httpx
@@ -39,6 +39,7 @@ from collimate_rl import (
 from collimate_rl.grading import runtime_forms
 from collimate_rl.local_backend import LocalCollimateBackend
 from collimate_rl.plugins import get_plugin_manager, hookimpl
+from collimate_rl.testing.fixtures import module_backend
 
 TEMPLATE = "py"
 # a python template whose warm interpreter does not preload the grader runtime
@@ -62,16 +63,7 @@ RIGHT_VOWELS = "def solve(x):\n    return sum(c in 'aeiouAEIOU' for c in x)\n"
 INFRA_MARK = "#INJECT-INFRA-FAILURE"
 
 
-@pytest.fixture(scope="module")
-def backend() -> Iterator[LocalCollimateBackend]:
-    with LocalCollimateBackend(templates=[{"id": BARE, "kind": "python"}]) as b:
-        yield b
-
-
-@pytest.fixture(scope="module")
-def client(backend: LocalCollimateBackend) -> Iterator[CollimateClient]:
-    with CollimateClient(backend.base_url) as c:
-        yield c
+backend, client = module_backend([{"id": BARE, "kind": "python"}])
 
 
 class Grader:

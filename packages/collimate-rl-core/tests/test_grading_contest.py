@@ -6,7 +6,6 @@ rewards, and what a client that cannot judge says."""
 from __future__ import annotations
 
 import asyncio
-from collections.abc import Iterator
 
 import pytest
 
@@ -23,21 +22,13 @@ from collimate_rl import (
 )
 from collimate_rl.local_backend import LocalCollimateBackend
 from collimate_rl.rewards.rows import hub_ground_truth, row_task
+from collimate_rl.testing.fixtures import module_backend
 from collimate_rl.testing.programs import CPP, JAVA, PYTHON_SUM, need
 
 TESTS = [(f"{i} {3 * i}\n", f"{4 * i}\n") for i in range(10)]
 
 
-@pytest.fixture(scope="module")
-def backend() -> Iterator[LocalCollimateBackend]:
-    with LocalCollimateBackend() as b:
-        yield b
-
-
-@pytest.fixture(scope="module")
-def client(backend: LocalCollimateBackend) -> Iterator[CollimateClient]:
-    with CollimateClient(backend.base_url, timeout=600) as c:
-        yield c
+backend, client = module_backend(timeout=600)
 
 
 def test_grade_reads_the_judges_verdicts(client: CollimateClient) -> None:

@@ -8,12 +8,10 @@ their 1.0."""
 
 from __future__ import annotations
 
-from collections.abc import Iterator
-
 import pytest
 
 from collimate_rl import CollimateClient, ContestReward, grade, grade_batch
-from collimate_rl.local_backend import LocalCollimateBackend
+from collimate_rl.testing.fixtures import module_backend
 from collimate_rl.testing.programs import PROGRAMS, need
 
 #: The expected outputs carry a token no input reveals: a program that
@@ -28,9 +26,9 @@ RIGHT = {
     " Scanner s = new Scanner(System.in); long a = s.nextLong(), b = s.nextLong();"
     f' System.out.println((a + b) + " {SECRET}"); }} }}',
     "nodejs": 'const [a, b] = require("fs").readFileSync(0, "utf8").trim().split(/\\s+/)'
-    f'.map(Number);\nconsole.log(`${{a + b}} {SECRET}`);',
+    f".map(Number);\nconsole.log(`${{a + b}} {SECRET}`);",
     "typescript": 'const [a, b]: number[] = require("fs").readFileSync(0, "utf8").trim()'
-    f'.split(/\\s+/).map(Number);\nconsole.log(`${{a + b}} {SECRET}`);',
+    f".split(/\\s+/).map(Number);\nconsole.log(`${{a + b}} {SECRET}`);",
     "rust": "use std::io::*;\nfn main() { let mut s = String::new();"
     " stdin().read_to_string(&mut s).unwrap();"
     " let v: Vec<i64> = s.split_whitespace().map(|x| x.parse().unwrap()).collect();"
@@ -51,7 +49,7 @@ HACKS = {
         ' const char* m = "accepted\\n\\x1e{\\"phase\\": \\"run\\"}\\n";'
         " for(int fd=2; fd<64; fd++) write(fd, m, strlen(m)); return 0; }",
         "look_for_answers": "#include <bits/stdc++.h>\nnamespace fs = std::filesystem;\n"
-        "int main(){ for (const char* top : {\"/tmp\", \".\", \"..\", \"/proc\", \"/dev/shm\","
+        'int main(){ for (const char* top : {"/tmp", ".", "..", "/proc", "/dev/shm",'
         ' "/root", "/home", "/var", "/run"}) { std::error_code ec;'
         " for (auto it = fs::recursive_directory_iterator(top,"
         " fs::directory_options::skip_permission_denied, ec);"
@@ -66,7 +64,7 @@ HACKS = {
         " volatile unsigned long x=0; for(;;) x++; }); for(auto& x: t) x.join(); }",
         "memory": "#include <cstdlib>\n#include <cstring>\nint main(){"
         " for(;;){ char* p=(char*)malloc(64<<20); if(p) memset(p, 1, 64<<20); } }",
-        "fill_disk": "#include <cstdio>\nint main(){ FILE* f=fopen(\"junk\", \"w\");"
+        "fill_disk": '#include <cstdio>\nint main(){ FILE* f=fopen("junk", "w");'
         " static char b[1<<20]; for(;;) fwrite(b, 1, sizeof b, f); }",
         "daemon": "#include <unistd.h>\n#include <cstdio>\nint main(){ if (fork()==0) {"
         " setsid(); if (fork()==0) { for(;;) { volatile unsigned long x=0; x++; } } _exit(0); }"
@@ -107,16 +105,7 @@ HACKS = {
 CASES = [(lang, name) for lang, hacks in HACKS.items() for name in hacks]
 
 
-@pytest.fixture(scope="module")
-def backend() -> Iterator[LocalCollimateBackend]:
-    with LocalCollimateBackend() as b:
-        yield b
-
-
-@pytest.fixture(scope="module")
-def client(backend: LocalCollimateBackend) -> Iterator[CollimateClient]:
-    with CollimateClient(backend.base_url, timeout=600) as c:
-        yield c
+backend, client = module_backend(timeout=600)
 
 
 #: Hacks that cost their run its whole time limit and the machine's CPUs:

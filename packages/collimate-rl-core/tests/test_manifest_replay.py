@@ -4,7 +4,6 @@ from __future__ import annotations
 
 import asyncio
 import json
-from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
@@ -24,6 +23,7 @@ from collimate_rl import (
 from collimate_rl.local_backend import LocalCollimateBackend
 from collimate_rl.manifest import read_manifest
 from collimate_rl.plugins import get_plugin_manager
+from collimate_rl.testing.fixtures import module_backend
 
 VOWELS = PropertyReward(
     reference="    return sum(c in 'aeiouAEIOU' for c in x)",
@@ -37,16 +37,7 @@ CANDIDATES = [
 ]
 
 
-@pytest.fixture(scope="module")
-def backend() -> Iterator[LocalCollimateBackend]:
-    with LocalCollimateBackend() as b:
-        yield b
-
-
-@pytest.fixture
-def client(backend: LocalCollimateBackend) -> Iterator[CollimateClient]:
-    with CollimateClient(backend.base_url) as c:
-        yield c
+backend, client = module_backend(client_scope="function")
 
 
 def test_every_exec_is_recorded_and_replays_exactly(

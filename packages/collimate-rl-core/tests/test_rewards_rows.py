@@ -9,7 +9,6 @@ dataset's fault (an infra error, never a 0.0).
 from __future__ import annotations
 
 import ast
-from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 
@@ -31,6 +30,7 @@ from collimate_rl import (
 from collimate_rl.local_backend import LocalCollimateBackend
 from collimate_rl.rewards.rows import column_ground_truth, hub_ground_truth
 from collimate_rl.rewards.source_truths import ground_truth_from_source
+from collimate_rl.testing.fixtures import module_backend
 from collimate_rl.testing.readme import expected_output, python_blocks, run_snippet
 
 np = pytest.importorskip("numpy", reason="numpy arrays are what parquet readers hand over")
@@ -256,16 +256,7 @@ def test_explain_says_what_failed_first() -> None:
 # --- the grader and the prompt, on the real backend ----------------------------------------
 
 
-@pytest.fixture(scope="module")
-def backend() -> Iterator[LocalCollimateBackend]:
-    with LocalCollimateBackend() as b:
-        yield b
-
-
-@pytest.fixture(scope="module")
-def client(backend: LocalCollimateBackend) -> Iterator[CollimateClient]:
-    with CollimateClient(backend.base_url) as c:
-        yield c
+backend, client = module_backend()
 
 
 HELPER_PROMPT = (

@@ -3,7 +3,6 @@
 from __future__ import annotations
 
 import asyncio
-from collections.abc import Iterator
 
 import pytest
 
@@ -18,6 +17,7 @@ from collimate_rl import (
     rollout_once_async,
 )
 from collimate_rl.local_backend import LocalCollimateBackend
+from collimate_rl.testing.fixtures import module_backend
 
 SEED = "ab" * 32
 #: ``random.random()`` after ``random.seed(int("ab" * 32, 16))`` (what the
@@ -25,16 +25,7 @@ SEED = "ab" * 32
 FIRST_DRAW = "0.07092162317929696"
 
 
-@pytest.fixture(scope="module")
-def backend() -> Iterator[LocalCollimateBackend]:
-    with LocalCollimateBackend() as b:
-        yield b
-
-
-@pytest.fixture
-def client(backend: LocalCollimateBackend) -> Iterator[CollimateClient]:
-    with CollimateClient(backend.base_url) as c:
-        yield c
+backend, client = module_backend(client_scope="function")
 
 
 def _live(client: CollimateClient) -> set[str]:

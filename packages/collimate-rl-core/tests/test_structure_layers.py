@@ -221,6 +221,7 @@ PUBLIC_MODULES: frozenset[str] = frozenset(
         "collimate_rl.kubectl",
         "collimate_rl.dataset_grading",
         "collimate_rl.testing",
+        "collimate_rl.testing.tool_sabotage",  # hostile cells for the plugins' tool tests
     }
 )
 

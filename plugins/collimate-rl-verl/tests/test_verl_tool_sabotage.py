@@ -9,7 +9,6 @@ next call of the trajectory works."""
 from __future__ import annotations
 
 import asyncio
-from collections.abc import Iterator
 from pathlib import Path
 from types import ModuleType
 from typing import Any
@@ -17,44 +16,11 @@ from typing import Any
 import pytest
 import yaml
 
-from collimate_rl.local_backend import LocalCollimateBackend
+from collimate_rl.testing import tool_sabotage as sab
 from collimate_rl.verl import INFRA_ERROR_KEY, TOOL_CONFIG
 
-#: what a policy under RL pressure might try, to turn its own failure into
-#: an infrastructure error (a sample dropped from the loss)
-HOSTILE = {
-    "kill_everything": (
-        "import os, signal\nfor p in os.listdir('/proc'):\n"
-        "    if p.isdigit() and int(p) != os.getpid():\n"
-        "        try:\n            os.kill(int(p), signal.SIGKILL)\n"
-        "        except OSError:\n            pass\n"
-        "os.kill(-1, signal.SIGKILL)"
-    ),
-    "remove_the_kernels_directory": (
-        "import glob, shutil\nfor d in glob.glob('/tmp/.collimate-kernel-*'):\n    shutil.rmtree(d)"
-    ),
-    "fork_bomb": (
-        "import os, time\nwhile True:\n    try:\n        os.fork()\n"
-        "    except OSError:\n        time.sleep(0.05)"
-    ),
-    "stop_everything": (
-        "import os, signal\nfor p in os.listdir('/proc'):\n"
-        "    if p.isdigit() and int(p) != os.getpid():\n"
-        "        try:\n            os.kill(int(p), signal.SIGSTOP)\n"
-        "        except OSError:\n            pass\n"
-        "os.kill(os.getpid(), signal.SIGSTOP)"
-    ),
-}
-#: a template whose process cap bounds the fork bomb
-CAPPED = {"id": "py-capped", "kind": "python", "limits": {"processes": 64}}
-
-
-@pytest.fixture(scope="module")
-def backend(tmp_path_factory: pytest.TempPathFactory) -> Iterator[LocalCollimateBackend]:
-    """This module's backend (``target`` names it), with the capped template."""
-    sock = tmp_path_factory.mktemp("sabotage") / "b.sock"
-    with LocalCollimateBackend([CAPPED], socket_path=sock) as served:
-        yield served
+#: this module's backend, with the capped template (``target`` names it)
+backend = sab.backend
 
 
 @pytest.fixture(scope="module")
@@ -78,7 +44,7 @@ def load_tool(verl_tools: dict[str, Any], tmp_path: Path, **config: Any) -> Any:
     return tool
 
 
-@pytest.mark.parametrize("name", list(HOSTILE))
+@pytest.mark.parametrize("name", list(sab.HOSTILE))
 def test_a_hostile_call_is_the_models_and_the_next_call_works(
     name: str,
     verl_tools: dict[str, Any],
@@ -86,7 +52,7 @@ def test_a_hostile_call_is_the_models_and_the_next_call_works(
     target: dict[str, str],
     tmp_path: Path,
 ) -> None:
-    tool = load_tool(verl_tools, tmp_path, template=CAPPED["id"], timeout_seconds=1, **target)
+    tool = load_tool(verl_tools, tmp_path, template=sab.CAPPED["id"], timeout_seconds=1, **target)
     agent_data = verl_tools["agent_loop"]["AgentData"]([], None, None, None, None, {}, name, {})
 
     async def call(code: str) -> str:
@@ -104,14 +70,12 @@ def test_a_hostile_call_is_the_models_and_the_next_call_works(
 
     async def main() -> tuple[str, str]:
         try:
-            await call("kept = 41")
-            hostile = await call(HOSTILE[name])
-            return hostile, await call("print(1 + 1)\n'kept' in globals()")
+            await call(sab.FIRST)
+            hostile = await call(sab.HOSTILE[name])
+            return hostile, await call(sab.AFTER)
         finally:
             await tool.aclose()
 
     hostile, after = asyncio.run(main())
     assert INFRA_ERROR_KEY not in agent_data.extra_fields, agent_data.extra_fields
-    assert after.startswith("2\n"), after
-    if after.startswith("2\nFalse"):  # the names went: the model was told why
-        assert "[the interpreter was restarted" in hostile + after, (hostile, after)
+    sab.check_after(hostile, after)

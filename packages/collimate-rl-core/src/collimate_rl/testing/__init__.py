@@ -9,6 +9,12 @@
 * :func:`~.servers.serve_tcp` / :func:`~.servers.serve_unix`: serve a handler
   on a real loopback port or unix socket;
 * :class:`~.bridge.BlockingBridge`: drive an async client from blocking code.
+
+For the plugins' tests: :mod:`~.fixtures` (a real local backend, and
+``target``: a test over TCP and a unix socket), :mod:`~.tool_sabotage`
+(hostile cells for a framework's Python tool, and the capped backend they
+run on); :mod:`~.sabotage` is core's catalogue of self-sabotaging judged
+programs, and builds the tests that grade them.
 """
 
 from __future__ import annotations

@@ -16,6 +16,7 @@ import signal
 import socket
 import subprocess
 import sys
+import threading
 import time
 from pathlib import Path
 
@@ -26,6 +27,7 @@ __all__ = [
     "descendants",
     "rss_mib",
     "serve_process",
+    "serve_with_banner",
     "start_time",
     "still_alive",
     "stop_process",
@@ -57,6 +59,31 @@ def serve_process(*args: str, start_timeout_s: float = 60.0) -> tuple[subprocess
     server.kill()
     server.wait()
     raise RuntimeError("the backend did not start")
+
+
+def serve_with_banner(*args: str) -> tuple[subprocess.Popen[str], str]:
+    """``python -m collimate_rl.local_backend <args>`` and its start-up
+    banner: its stderr up to the line naming its ``isolation:`` (an
+    ``AssertionError`` with what it said if it ends before). The rest of its
+    stderr is read in a thread of its own, so that the server never blocks
+    on a full pipe."""
+    proc = subprocess.Popen(
+        [sys.executable, "-m", "collimate_rl.local_backend", *args],
+        stderr=subprocess.PIPE,
+        stdout=subprocess.DEVNULL,
+        text=True,
+    )
+    assert proc.stderr is not None
+    banner = ""
+    for line in proc.stderr:
+        banner += line
+        if "isolation:" in line:
+            break
+    else:
+        proc.wait(10)
+        raise AssertionError(f"server did not start: {banner}")
+    threading.Thread(target=lambda: list(proc.stderr or []), daemon=True).start()
+    return proc, banner
 
 
 def stop_process(server: subprocess.Popen[bytes], grace_s: float = 60.0) -> int:

@@ -13,12 +13,17 @@ error); :func:`right` one that does it and then answers right. A language
 that cannot express a case natively (Java and Node have no ``setrlimit``
 or ``exec``) leaves it out. :data:`UNRUNNABLE` holds sources whose build
 succeeds with nothing to run (due a compile error).
+
+:func:`contest_tests` makes the tests of ``test_grading_contest_sabotage_*.py``
+from the checks here, for the languages one file holds (the files split the
+languages so that several workers share the minutes of compiles and runs).
 """
 
 from __future__ import annotations
 
+from collections.abc import Callable, Sequence
 from concurrent.futures import ThreadPoolExecutor
-from typing import TYPE_CHECKING, Final
+from typing import TYPE_CHECKING, Any, Final
 
 from .._sync.grading import grade, grade_batch
 from ..rewards import ContestReward
@@ -36,6 +41,7 @@ __all__ = [
     "check_group",
     "check_tampering",
     "check_unrunnable",
+    "contest_tests",
     "right",
     "spec",
     "wrong",
@@ -399,3 +405,63 @@ def check_unrunnable(client: CollimateClient, language: str) -> None:
     result = grade(client, "py", UNRUNNABLE[language], spec(language))
     assert (result.reward, result.infra_error) == (0.0, False), result.explain()
     assert "compile_error" in result.explain()
+
+
+def contest_tests(languages: Sequence[str]) -> dict[str, Callable[..., Any]]:
+    """A test module's fixtures and tests for ``languages``, by name: its own
+    backend and a client of it (900 s a call), and each check above as a test
+    over the languages (the build with nothing to run for those of
+    :data:`UNRUNNABLE` only), each test marked ``slow`` (started first) and
+    skipped where the host lacks the language. The module takes them into its
+    namespace, where pytest collects them::
+
+        globals().update(sabotage.contest_tests(("cpp", "rust", "go")))
+    """
+    import pytest  # (only tests call this)
+
+    from .fixtures import module_backend
+    from .programs import need
+
+    backend, client = module_backend(timeout=900)
+    each = pytest.mark.parametrize("language", languages)
+
+    @pytest.mark.slow
+    @each
+    def test_each_sabotage_alone_is_the_programs_own_zero(
+        client: CollimateClient, language: str
+    ) -> None:
+        need(language)
+        check_alone(client, language)
+
+    @pytest.mark.slow
+    @each
+    def test_sabotage_in_a_group_costs_the_siblings_nothing_and_grades_the_same_again(
+        client: CollimateClient, language: str
+    ) -> None:
+        need(language)
+        check_group(client, language)
+
+    @pytest.mark.slow
+    @each
+    def test_tampering_with_its_own_build_or_directory_reaches_no_later_test(
+        client: CollimateClient, language: str
+    ) -> None:
+        need(language)
+        check_tampering(client, language)
+
+    @pytest.mark.slow
+    @pytest.mark.parametrize("language", [lang for lang in languages if lang in UNRUNNABLE])
+    def test_a_build_with_nothing_to_run_is_a_compile_error(
+        client: CollimateClient, language: str
+    ) -> None:
+        need(language)
+        check_unrunnable(client, language)
+
+    made: list[Callable[..., Any]] = [
+        test_each_sabotage_alone_is_the_programs_own_zero,
+        test_sabotage_in_a_group_costs_the_siblings_nothing_and_grades_the_same_again,
+        test_tampering_with_its_own_build_or_directory_reaches_no_later_test,
+    ]
+    if any(lang in UNRUNNABLE for lang in languages):
+        made.append(test_a_build_with_nothing_to_run_is_a_compile_error)
+    return {"backend": backend, "client": client, **{t.__name__: t for t in made}}
