@@ -77,8 +77,6 @@ LAYERS: tuple[dict[str, tuple[str, ...]], ...] = (
             "collimate_rl._blocking",
             "collimate_rl._percentile",
             "collimate_rl._terminal",
-            "collimate_rl._async",
-            "collimate_rl._sync",
             "collimate_rl.reports",
             "collimate_rl.reports.*",
         )
@@ -87,23 +85,17 @@ LAYERS: tuple[dict[str, tuple[str, ...]], ...] = (
     {"rewards": ("collimate_rl.rewards.*",)},
     {
         "transports": (
+            # (the send loops' pair: _transport/send/)
             "collimate_rl._transport",
             "collimate_rl._transport.*",
             "collimate_rl.client",
-            "collimate_rl._async.client",
-            "collimate_rl._sync.client",
-            "collimate_rl._async.send",
-            "collimate_rl._sync.send",
-            "collimate_rl._async.multi_node_client",
-            "collimate_rl._sync.multi_node_client",
+            "collimate_rl.client.*",
             "collimate_rl.gateway",
-            "collimate_rl._async.gateway",
-            "collimate_rl._sync.gateway",
+            "collimate_rl.gateway.*",
             "collimate_rl.nodes",
             "collimate_rl.nodes.*",
             "collimate_rl.transport",
-            "collimate_rl._async.session_client",
-            "collimate_rl._sync.session_client",
+            "collimate_rl.transport.*",
             "collimate_rl.builtin_transports",
             "collimate_rl.manifest",
             "collimate_rl.tunnel",
@@ -113,36 +105,22 @@ LAYERS: tuple[dict[str, tuple[str, ...]], ...] = (
     {
         "sandbox": (
             "collimate_rl.sandbox",
-            "collimate_rl._sandbox_state",
-            "collimate_rl._async.sandbox",
-            "collimate_rl._sync.sandbox",
+            "collimate_rl.sandbox.*",
             "collimate_rl.fileio",
             "collimate_rl.egress",
             # Sandbox.kernel(): the client, its shared state, the guest program
             "collimate_rl.kernel",
-            "collimate_rl._kernel_state",
+            "collimate_rl.kernel.*",
             "collimate_rl._kernel_program",
-            "collimate_rl._async.kernel",
-            "collimate_rl._sync.kernel",
             # the Python tool of one trajectory (kernel + sandbox), its text
             "collimate_rl.python_tool",
-            "collimate_rl._tool_text",
-            "collimate_rl._async.python_tool",
-            "collimate_rl._sync.python_tool",
+            "collimate_rl.python_tool.*",
         )
     },
     {
         "gateway flows": (
             "collimate_rl.gateway_flows",
             "collimate_rl.gateway_flows.*",
-            "collimate_rl._async.sessions",
-            "collimate_rl._sync.sessions",
-            "collimate_rl._async.templates",
-            "collimate_rl._sync.templates",
-            "collimate_rl._async.envs",
-            "collimate_rl._sync.envs",
-            "collimate_rl._async.fork_group",
-            "collimate_rl._sync.fork_group",
             "collimate_rl.template",
             "collimate_rl.fleetview",
             "collimate_rl.fleet",
@@ -154,10 +132,6 @@ LAYERS: tuple[dict[str, tuple[str, ...]], ...] = (
             "collimate_rl.pipeline",
             "collimate_rl.pipeline.*",
             "collimate_rl.grading",
-            "collimate_rl._async.grading",
-            "collimate_rl._async.admission",
-            "collimate_rl._sync.admission",
-            "collimate_rl._sync.grading",
             "collimate_rl.batch",
             "collimate_rl.packing",
             "collimate_rl.rewards",
@@ -187,8 +161,11 @@ TYPE_CHECKING_UP: dict[tuple[str, str], str] = {
     (client, flow): "GatewayClient.env() / .session() are typed with the classes of the "
     "gateway flows, which register themselves with gateway.register_flows() (docs/"
     "architecture.md: where a lower layer needs something from above)"
-    for client in ("collimate_rl._async.gateway", "collimate_rl._sync.gateway")
-    for flow in ("collimate_rl.gateway_flows.envs", "collimate_rl.gateway_flows.sessions")
+    for client, flows in (
+        ("collimate_rl.gateway._async", "collimate_rl.gateway_flows._async"),
+        ("collimate_rl.gateway._sync", "collimate_rl.gateway_flows._sync"),
+    )
+    for flow in (f"{flows}.envs", f"{flows}.sessions")
 }
 
 #: Core's public modules: all that the other distributions (plugins, the meta
@@ -912,7 +889,7 @@ def test_a_planted_private_import_fails_the_check(
     src = _fake_distribution(
         tmp_path,
         {
-            "a.py": "from collimate_rl._tool_text import DEFAULT_TOOL_TEXT_LIMIT\n",
+            "a.py": "from collimate_rl.python_tool._text import DEFAULT_TOOL_TEXT_LIMIT\n",
             # imported on use is an import all the same
             "b.py": "def f():\n    from collimate_rl.local_backend.cli import main\n",
         },
@@ -921,8 +898,8 @@ def test_a_planted_private_import_fails_the_check(
     assert len(found) == 2, found
     assert found[0].startswith("collimate-rl-fake/src/collimate_rl/fake/a.py:1: ")
     assert (
-        "collimate_rl.fake.a imports collimate_rl._tool_text (module import), which is not one "
-        "of core's public modules"
+        "collimate_rl.fake.a imports collimate_rl.python_tool._text (module import), which is not "
+        "one of core's public modules"
     ) in found[0]
     assert found[1].startswith("collimate-rl-fake/src/collimate_rl/fake/b.py:2: ")
     assert "imports collimate_rl.local_backend.cli (function import), which is not" in found[1]
@@ -1007,10 +984,10 @@ def test_a_stale_type_checking_exception_fails_the_check(core: Graph) -> None:
 
 def test_a_wrong_public_module_fails_the_check(core: Graph) -> None:
     _, found = public_api(
-        core, {"collimate_rl._tool_text", "collimate_rl.nowhere", "collimate_rl.pipeline"}
+        core, {"collimate_rl._aio", "collimate_rl.nowhere", "collimate_rl.pipeline"}
     )
     assert found == [
-        "PUBLIC_MODULES names collimate_rl._tool_text, a private module (a part starting with _)",
+        "PUBLIC_MODULES names collimate_rl._aio, a private module (a part starting with _)",
         "PUBLIC_MODULES names collimate_rl.nowhere, which is no module of core",
         "collimate_rl.pipeline is public but has no literal __all__",
     ]

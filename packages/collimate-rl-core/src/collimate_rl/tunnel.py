@@ -31,9 +31,9 @@ from collections.abc import Callable
 from types import TracebackType
 from urllib.parse import urlsplit
 
-from ._sync.send import SyncHTTP
 from ._transport import gateway_calls as routes
 from ._transport.pool import HttpSettings
+from ._transport.send._sync import SyncHTTP
 from ._websocket import (
     BINARY,
     CLOSE,

@@ -20,11 +20,11 @@ from __future__ import annotations
 from concurrent.futures import ThreadPoolExecutor
 from typing import TYPE_CHECKING, Final
 
-from .._sync.grading import grade, grade_batch
+from ..pipeline._sync.grading import grade, grade_batch
 from ..rewards import ContestReward
 
 if TYPE_CHECKING:
-    from .._sync.client import CollimateClient
+    from ..client._sync import CollimateClient
     from ..pipeline.result import GradeResult
 
 __all__ = [
