@@ -3,7 +3,7 @@ once, and the configuration and constructors of both (``DaemonClientBase``).
 
 The clients themselves are ``collimate_rl/client/_async.py`` (written) and
 ``collimate_rl/client/_sync.py`` (generated from it); the public module is
-``collimate_rl/client.py``.
+``collimate_rl.client``.
 """
 
 from __future__ import annotations

@@ -45,5 +45,5 @@ def open_env(client: Any, ref: str, **kwargs: Any) -> Env | AsyncEnv:
     return Env(client, ref, **kwargs)
 
 
-# ``client.env(...)`` builds these (the client is a layer below: see gateway.py)
+# ``client.env(...)`` builds these (the client is a layer below: see collimate_rl.gateway)
 register_flows(Env=Env, AsyncEnv=AsyncEnv)

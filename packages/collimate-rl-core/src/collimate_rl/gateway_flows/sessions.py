@@ -25,5 +25,5 @@ for _cls in (Session, AsyncSession):
     _cls.__module__ = __name__
 del _cls
 
-# ``client.session(...)`` builds these (the client is a layer below: see gateway.py)
+# ``client.session(...)`` builds these (the client is a layer below: see collimate_rl.gateway)
 register_flows(Session=Session, AsyncSession=AsyncSession)

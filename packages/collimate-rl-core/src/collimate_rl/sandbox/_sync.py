@@ -4,7 +4,7 @@
 One of a pair of twins: the async module is written by hand, its blocking
 twin generated from it by ``tools/unasync.py`` (edit the async one, then
 ``hatch run lint:unasync``). The public module is ``collimate_rl.sandbox``;
-what both twins share is ``collimate_rl._sandbox_state``.
+what both twins share is ``collimate_rl.sandbox._state``.
 """
 
 from __future__ import annotations
