@@ -129,6 +129,33 @@ def test_every_pair_lives_in_its_feature() -> None:
     assert not (PACKAGE / "_async").exists() and not (PACKAGE / "_sync").exists()
 
 
+def test_a_twin_reaches_other_pairs_through_their_twins() -> None:
+    """What a twin takes from another pair it imports from that pair's twin
+    (``..kernel._sync``), never through a public facade (``..kernel``): the
+    facades sit above the pairs, so importing one from below would tie the
+    features' folders in a knot (``tests/test_structure_layers.py``)."""
+    twins = {
+        twin: ast.parse((PACKAGE / twin).read_text(encoding="utf-8")) for _, twin in _tool().PAIRS
+    }
+    defined = {
+        node.name
+        for tree in twins.values()
+        for node in tree.body
+        if isinstance(node, (ast.ClassDef, ast.FunctionDef))
+    }
+    for twin, tree in twins.items():
+        package = ["collimate_rl", *Path(twin).parent.parts]
+        for node in ast.walk(tree):
+            if not isinstance(node, ast.ImportFrom) or not node.level:
+                continue
+            base = package[: len(package) - node.level + 1]
+            source = ".".join([*base, *([node.module] if node.module else [])])
+            if source.endswith("._sync") or "._sync." in source:
+                continue
+            through = [a.name for a in node.names if a.name in defined]
+            assert not through, f"{twin}:{node.lineno} imports {through} from {source}"
+
+
 def test_the_token_rules() -> None:
     rules = _tool().unasync_text
     source = (

@@ -18,7 +18,7 @@ from .._transport import daemon as routes
 from .._transport.calls import exec_call
 from .._transport.calls import segment as _seg
 from .._transport.daemon import DEFAULT_BASE_URL, Argvs, DaemonClientBase, Files
-from .._transport.send import SyncHTTP
+from .._transport.send._sync import SyncHTTP
 from ..errors import CollimateError
 from ..wire import DEFAULT_EXEC_TIMEOUT_S
 

@@ -21,7 +21,7 @@ from .._transport import gateway_calls as routes
 from .._transport.calls import Call, exec_call
 from .._transport.calls import segment as _seg
 from .._transport.gateway_base import Argvs, Files, GatewayClientBase, flow, log
-from .._transport.send import SyncHTTP
+from .._transport.send._sync import SyncHTTP
 from ..tunnel import PortForward, forward_with
 from ..wire import DEFAULT_EXEC_TIMEOUT_S, build_exec_request
 
