@@ -1,13 +1,20 @@
 """Generate the blocking twins of core's async clients (the unasync pattern).
 
-Each client behaviour is written once, as coroutines, in
-``collimate_rl/_async/<name>.py``; its blocking twin
-``collimate_rl/_sync/<name>.py`` is generated from it by the token rules
-below (as httpcore's unasync script does): ``async def`` is ``def``,
+Each client behaviour is written once, as coroutines, in the package of the
+feature it belongs to, and its blocking twin is generated beside it: a
+feature with one pair holds ``<feature>/_async.py`` and ``<feature>/_sync.py``
+(``collimate_rl/sandbox/``, ``kernel/``, ``python_tool/``, ``client/``,
+``gateway/``, ``transport/``, ``nodes/``, ``_transport/send/``), one with
+several pairs the subpackages ``<feature>/_async/`` and ``<feature>/_sync/``
+(``gateway_flows/``, ``pipeline/``); :data:`PAIRS` lists them all. A twin is
+generated from its source by the token rules below (as httpcore's unasync
+script does): ``async def`` is ``def``,
 ``await x`` is ``x``, ``async with`` / ``async for`` are ``with`` / ``for``,
 the async protocol names are the sync ones, ``await uncancellable(x)`` is
 ``x``, ``AsyncX`` is ``X``,
-``asyncio.sleep`` / ``anyio.sleep`` are ``time.sleep``, ``_async`` import paths are ``_sync``,
+``asyncio.sleep`` / ``anyio.sleep`` are ``time.sleep``, ``_async`` import paths
+are ``_sync`` (an async source imports the async sources of the features
+below it, so its twin imports their twins, never a public facade),
 and the names of :data:`NAMES` are swapped as listed; a definition under
 the comment ``# unasync: async only`` (``__await__``) is left out, and a
 comment ``# unasync: blocking only: <code>`` is ``<code>`` in the twin. The output carries a
@@ -34,23 +41,27 @@ from pathlib import Path
 ROOT = Path(__file__).resolve().parents[1]
 PACKAGE = ROOT / "packages" / "collimate-rl-core" / "src" / "collimate_rl"
 
-#: the async sources whose blocking twins are generated (``_async/<name>.py``
-#: -> ``_sync/<name>.py``)
-MODULES: tuple[str, ...] = (
-    "client",
-    "multi_node_client",
-    "sandbox",
-    "gateway",
-    "sessions",
-    "templates",
-    "envs",
-    "fork_group",
-    "send",
-    "session_client",
-    "grading",
-    "admission",
-    "kernel",
-    "python_tool",
+#: the (async source, generated blocking twin) of each pair, by feature,
+#: relative to the package (``collimate_rl/``)
+PAIRS: tuple[tuple[str, str], ...] = (
+    # transports
+    ("_transport/send/_async.py", "_transport/send/_sync.py"),
+    ("client/_async.py", "client/_sync.py"),
+    ("nodes/_async.py", "nodes/_sync.py"),
+    ("gateway/_async.py", "gateway/_sync.py"),
+    ("transport/_async.py", "transport/_sync.py"),
+    # sandbox
+    ("kernel/_async.py", "kernel/_sync.py"),
+    ("sandbox/_async.py", "sandbox/_sync.py"),
+    ("python_tool/_async.py", "python_tool/_sync.py"),
+    # gateway flows
+    ("gateway_flows/_async/templates.py", "gateway_flows/_sync/templates.py"),
+    ("gateway_flows/_async/fork_group.py", "gateway_flows/_sync/fork_group.py"),
+    ("gateway_flows/_async/sessions.py", "gateway_flows/_sync/sessions.py"),
+    ("gateway_flows/_async/envs.py", "gateway_flows/_sync/envs.py"),
+    # grading
+    ("pipeline/_async/admission.py", "pipeline/_sync/admission.py"),
+    ("pipeline/_async/grading.py", "pipeline/_sync/grading.py"),
 )
 
 #: names swapped as they are, whole words, before the general rules
@@ -176,10 +187,9 @@ def _through_ruff(text: str, filename: Path) -> str:
     ).stdout
 
 
-def generate(name: str) -> tuple[Path, str]:
-    """The path of ``name``'s blocking twin and the text it must hold."""
-    source = PACKAGE / "_async" / f"{name}.py"
-    target = PACKAGE / "_sync" / f"{name}.py"
+def generate(pair: tuple[str, str]) -> tuple[Path, str]:
+    """The path of a pair's blocking twin and the text it must hold."""
+    source, target = (PACKAGE / path for path in pair)
     header = HEADER.format(source=source.relative_to(PACKAGE.parent).as_posix())
     text = header + unasync_text(source.read_text(encoding="utf-8"))
     return target, _through_ruff(text, target)
@@ -190,8 +200,8 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--check", action="store_true", help="report drift, write nothing")
     args = parser.parse_args(argv)
     drifted = []
-    for name in MODULES:
-        target, text = generate(name)
+    for pair in PAIRS:
+        target, text = generate(pair)
         current = target.read_text(encoding="utf-8") if target.exists() else None
         if current == text:
             continue

@@ -115,13 +115,15 @@ def test_the_public_import_paths_still_work() -> None:
 
 def test_a_batch_goes_through_each_entry_point_once() -> None:
     """Followed through ``grade_batch_async`` (one thread: its loop), control
-    enters the module it is written in (``_async/grading.py``) once, the
+    enters the module it is written in (``pipeline/_async/grading.py``) once, the
     call itself, and never ``batch``, ``grading`` (their public homes) or
     ``packing``: the pipeline does not come back up into its entry points."""
     from collimate_rl import AsyncCollimateClient, UnitTestReward, grade_batch_async
     from collimate_rl.local_backend import LocalCollimateBackend
 
-    watched = {str(ROOT / f"{m}.py"): m for m in ("_async/grading", "batch", "grading", "packing")}
+    watched = {
+        str(ROOT / f"{m}.py"): m for m in ("pipeline/_async/grading", "batch", "grading", "packing")
+    }
     entries: dict[str, int] = dict.fromkeys(watched.values(), 0)
     seen: list[Any] = []  # (frames kept alive: a resumed coroutine is no new entry)
 
@@ -148,4 +150,4 @@ def test_a_batch_goes_through_each_entry_point_once() -> None:
 
     with LocalCollimateBackend() as backend:
         assert asyncio.run(run()) == [1.0] * 6
-    assert entries == {"_async/grading": 1, "batch": 0, "grading": 0, "packing": 0}
+    assert entries == {"pipeline/_async/grading": 1, "batch": 0, "grading": 0, "packing": 0}

@@ -31,6 +31,16 @@ module imports modules of its own layer and of lower levels only (layers side
 by side on one level do not import each other); a type-checking import up or
 sideways is listed in :data:`TYPE_CHECKING_UP`.
 
+And the folder tree is the layer diagram: the top-level entries of core (each
+subpackage ``collimate_rl/<pkg>/`` and each module ``collimate_rl/<mod>.py``)
+import each other without a cycle (:func:`folder_problems`). Every import
+counts there, in functions and under ``TYPE_CHECKING`` too, but for the
+type-checking ones listed in :data:`TYPE_CHECKING_UP`; the package facade
+``collimate_rl/__init__.py`` is outside the graph, and a re-export facade of
+:data:`FOLDER_FACADES` is a node of its own. Within one layer this is what
+keeps two features from knowing each other both ways (the kernel and the
+sandbox, the pipeline and its entry points).
+
 The other distributions (every ``plugins/*/src``, the meta distribution's
 ``packages/collimate-rl/src``, the example plugin of ``integration-tests/*/src``),
 read the same way (:func:`distribution_problems`):
@@ -78,8 +88,6 @@ LAYERS: tuple[dict[str, tuple[str, ...]], ...] = (
             "collimate_rl._blocking",
             "collimate_rl._percentile",
             "collimate_rl._terminal",
-            "collimate_rl._async",
-            "collimate_rl._sync",
             "collimate_rl.reports",
             "collimate_rl.reports.*",
         )
@@ -88,23 +96,17 @@ LAYERS: tuple[dict[str, tuple[str, ...]], ...] = (
     {"rewards": ("collimate_rl.rewards.*",)},
     {
         "transports": (
+            # (the send loops' pair: _transport/send/)
             "collimate_rl._transport",
             "collimate_rl._transport.*",
             "collimate_rl.client",
-            "collimate_rl._async.client",
-            "collimate_rl._sync.client",
-            "collimate_rl._async.send",
-            "collimate_rl._sync.send",
-            "collimate_rl._async.multi_node_client",
-            "collimate_rl._sync.multi_node_client",
+            "collimate_rl.client.*",
             "collimate_rl.gateway",
-            "collimate_rl._async.gateway",
-            "collimate_rl._sync.gateway",
+            "collimate_rl.gateway.*",
             "collimate_rl.nodes",
             "collimate_rl.nodes.*",
             "collimate_rl.transport",
-            "collimate_rl._async.session_client",
-            "collimate_rl._sync.session_client",
+            "collimate_rl.transport.*",
             "collimate_rl.builtin_transports",
             "collimate_rl.manifest",
             "collimate_rl.tunnel",
@@ -114,36 +116,22 @@ LAYERS: tuple[dict[str, tuple[str, ...]], ...] = (
     {
         "sandbox": (
             "collimate_rl.sandbox",
-            "collimate_rl._sandbox_state",
-            "collimate_rl._async.sandbox",
-            "collimate_rl._sync.sandbox",
+            "collimate_rl.sandbox.*",
             "collimate_rl.fileio",
             "collimate_rl.egress",
             # Sandbox.kernel(): the client, its shared state, the guest program
             "collimate_rl.kernel",
-            "collimate_rl._kernel_state",
+            "collimate_rl.kernel.*",
             "collimate_rl._kernel_program",
-            "collimate_rl._async.kernel",
-            "collimate_rl._sync.kernel",
             # the Python tool of one trajectory (kernel + sandbox), its text
             "collimate_rl.python_tool",
-            "collimate_rl._tool_text",
-            "collimate_rl._async.python_tool",
-            "collimate_rl._sync.python_tool",
+            "collimate_rl.python_tool.*",
         )
     },
     {
         "gateway flows": (
             "collimate_rl.gateway_flows",
             "collimate_rl.gateway_flows.*",
-            "collimate_rl._async.sessions",
-            "collimate_rl._sync.sessions",
-            "collimate_rl._async.templates",
-            "collimate_rl._sync.templates",
-            "collimate_rl._async.envs",
-            "collimate_rl._sync.envs",
-            "collimate_rl._async.fork_group",
-            "collimate_rl._sync.fork_group",
             "collimate_rl.template",
             "collimate_rl.fleetview",
             "collimate_rl.fleet",
@@ -155,10 +143,6 @@ LAYERS: tuple[dict[str, tuple[str, ...]], ...] = (
             "collimate_rl.pipeline",
             "collimate_rl.pipeline.*",
             "collimate_rl.grading",
-            "collimate_rl._async.grading",
-            "collimate_rl._async.admission",
-            "collimate_rl._sync.admission",
-            "collimate_rl._sync.grading",
             "collimate_rl.batch",
             "collimate_rl.packing",
             "collimate_rl.rewards",
@@ -188,8 +172,22 @@ TYPE_CHECKING_UP: dict[tuple[str, str], str] = {
     (client, flow): "GatewayClient.env() / .session() are typed with the classes of the "
     "gateway flows, which register themselves with gateway.register_flows() (docs/"
     "architecture.md: where a lower layer needs something from above)"
-    for client in ("collimate_rl._async.gateway", "collimate_rl._sync.gateway")
-    for flow in ("collimate_rl.gateway_flows.envs", "collimate_rl.gateway_flows.sessions")
+    for client, flows in (
+        ("collimate_rl.gateway._async", "collimate_rl.gateway_flows._async"),
+        ("collimate_rl.gateway._sync", "collimate_rl.gateway_flows._sync"),
+    )
+    for flow in (f"{flows}.envs", f"{flows}.sessions")
+}
+
+#: Re-export facades that are a node of their own in the folder graph, apart
+#: from the folder they open, each with why (every other package's
+#: ``__init__`` belongs to its folder). ``collimate_rl/__init__.py``, every
+#: public name, is outside the graph altogether: it sits above everything.
+FOLDER_FACADES: dict[str, str] = {
+    "collimate_rl.rewards": "the package's __init__ re-exports grade and friends (lazily, for "
+    "the earlier import path collimate_rl.rewards.grade) from grading, which sits above the "
+    "reward modules beside it: one folder, two layers (LAYERS puts the facade with grading); "
+    "only the applications import the facade",
 }
 
 #: Core's public modules: all that the other distributions (plugins, the meta
@@ -574,6 +572,56 @@ def problems(
     return found
 
 
+def folder_of(module: str, facades: Iterable[str] = FOLDER_FACADES) -> str | None:
+    """The top-level entry of core that ``module`` is part of (``sandbox``
+    for ``collimate_rl.sandbox._async``, ``errors`` for ``collimate_rl.errors``),
+    a listed re-export facade's own node (``rewards/__init__``), or None for
+    the package facade itself."""
+    if module in facades:
+        return module.partition(".")[2].replace(".", "/") + "/__init__"
+    parts = module.split(".")
+    return parts[1] if len(parts) > 1 else None
+
+
+def folder_edges(
+    graph: Graph,
+    typing_up: Mapping[tuple[str, str], str] = TYPE_CHECKING_UP,
+    facades: Iterable[str] = FOLDER_FACADES,
+) -> list[Edge]:
+    """The graph of core's top-level entries: one edge per ordered pair of
+    folders, standing for the first import that makes it (its ``where`` names
+    that import). Every import counts, in functions and under
+    ``TYPE_CHECKING`` too, but a type-checking one listed in ``typing_up``."""
+    facades = frozenset(facades)
+    first: dict[tuple[str, str], Edge] = {}
+    for e in graph.edges:
+        if e.kind == "type-checking" and (e.source, e.target) in typing_up:
+            continue
+        a, b = folder_of(e.source, facades), folder_of(e.target, facades)
+        if a is None or b is None or a == b:
+            continue
+        where = f"{e.where} {e.source} imports {e.target} ({e.kind} import)"
+        first.setdefault((a, b), Edge(a, b, where, e.kind))
+    return list(first.values())
+
+
+def folder_problems(
+    graph: Graph,
+    typing_up: Mapping[tuple[str, str], str] = TYPE_CHECKING_UP,
+    facades: Iterable[str] = FOLDER_FACADES,
+) -> list[str]:
+    """Each cycle between core's top-level entries, named with one import per
+    edge."""
+    found = []
+    for component, cycle in cycles(folder_edges(graph, typing_up, facades), type_checking=True):
+        line = "folder cycle: " + " -> ".join([cycle[0].source, *(e.target for e in cycle)])
+        line += "".join(f"\n  {e.source} -> {e.target}: {e.where}" for e in cycle)
+        if len(component) > len(cycle):
+            line += f"\n  ({len(component)} folders in cycles together: {', '.join(component)})"
+        found.append(line)
+    return found
+
+
 # --- core -------------------------------------------------------------------
 
 
@@ -604,6 +652,17 @@ def test_every_type_checking_import_of_core_up_the_layers_is_listed(core: Graph)
     found = typing_upward(core.edges, placed, TYPE_CHECKING_UP)
     assert not found, "\n".join(found)
     assert all(reason.strip() for reason in TYPE_CHECKING_UP.values())
+
+
+def test_the_folders_of_core_form_no_cycle(core: Graph) -> None:
+    found = folder_problems(core)
+    assert not found, "\n".join(found)
+    assert all(reason.strip() for reason in FOLDER_FACADES.values())
+    assert set(FOLDER_FACADES) <= set(core.modules)
+    # the tree is the diagram: the twins live in their features' packages
+    folders = {folder_of(name) for name in core.modules}
+    assert not {"_async", "_sync"} & folders
+    assert {"sandbox", "kernel", "python_tool", "client", "gateway", "transport"} <= folders
 
 
 def test_the_check_is_fast() -> None:
@@ -665,6 +724,58 @@ def test_a_planted_sideways_import_fails_the_check(copy_of_core: Path) -> None:
     assert len(found) == 1, found
     assert "(layer 'local backend', level 3) imports collimate_rl.client" in found[0]
     assert "(layer 'transports', level 3): sideways the layers" in found[0]
+
+
+def test_a_planted_folder_back_edge_fails_the_check(copy_of_core: Path) -> None:
+    # the kernel typed with the sandbox it lives in: annotations only, one
+    # layer, no module cycle, so the module rules let it pass; the folders
+    # kernel <-> sandbox are a cycle (the kernel declares AsyncKernelHost)
+    path = copy_of_core / "kernel" / "_async.py"
+    text = path.read_text(encoding="utf-8")
+    path.write_text(
+        text.replace(
+            "\n__all__ = ",
+            "\nfrom typing import TYPE_CHECKING\n"
+            "if TYPE_CHECKING:\n    from ..sandbox._async import AsyncSandbox\n\n__all__ = ",
+            1,
+        ),
+        encoding="utf-8",
+    )
+    graph = read_graph(copy_of_core)
+    assert problems(graph, LAYERS, TYPE_CHECKING_UP) == []
+    found = folder_problems(graph)
+    assert len(found) == 1, found
+    lines = found[0].splitlines()
+    assert lines[0] == "folder cycle: kernel -> sandbox -> kernel"
+    assert lines[1].startswith("  kernel -> sandbox: collimate_rl/kernel/_async.py:")
+    assert lines[1].endswith(
+        "collimate_rl.kernel._async imports collimate_rl.sandbox._async (type-checking import)"
+    )
+    assert lines[2].startswith("  sandbox -> kernel: collimate_rl/sandbox/")
+
+
+def test_a_planted_function_import_back_edge_fails_the_folder_check(copy_of_core: Path) -> None:
+    # fileio (below the sandbox's package, which uses it) reaching into it on use
+    _plant(
+        copy_of_core,
+        "fileio.py",
+        "def _planted():\n    from .sandbox._state import ExecResult\n    return ExecResult",
+    )
+    graph = read_graph(copy_of_core)
+    assert problems(graph, LAYERS, TYPE_CHECKING_UP) == []
+    found = folder_problems(graph)
+    assert len(found) == 1, found
+    assert found[0].startswith("folder cycle: fileio -> sandbox -> fileio\n")
+    assert "collimate_rl.fileio imports collimate_rl.sandbox._state (function import)" in found[0]
+
+
+def test_a_listed_facade_is_a_node_of_its_own(core: Graph) -> None:
+    # without the exception, the rewards folder (below grading) and its
+    # facade (above it) would be one node, and a cycle through grading
+    found = folder_problems(core, facades=())
+    assert len(found) == 1, found
+    assert "rewards" in found[0].splitlines()[0] and "grading" in found[0]
+    assert "collimate_rl.rewards imports collimate_rl.grading" in found[0]
 
 
 def test_a_new_module_must_be_given_a_layer(copy_of_core: Path) -> None:
@@ -1007,7 +1118,7 @@ def test_a_planted_private_import_fails_the_check(
     src = _fake_distribution(
         tmp_path,
         {
-            "a.py": "from collimate_rl._tool_text import DEFAULT_TOOL_TEXT_LIMIT\n",
+            "a.py": "from collimate_rl.python_tool._text import DEFAULT_TOOL_TEXT_LIMIT\n",
             # imported on use is an import all the same
             "b.py": "def f():\n    from collimate_rl.local_backend.cli import main\n",
         },
@@ -1016,8 +1127,8 @@ def test_a_planted_private_import_fails_the_check(
     assert len(found) == 2, found
     assert found[0].startswith("collimate-rl-fake/src/collimate_rl/fake/a.py:1: ")
     assert (
-        "collimate_rl.fake.a imports collimate_rl._tool_text (module import), which is not one "
-        "of core's public modules"
+        "collimate_rl.fake.a imports collimate_rl.python_tool._text (module import), which is not "
+        "one of core's public modules"
     ) in found[0]
     assert found[1].startswith("collimate-rl-fake/src/collimate_rl/fake/b.py:2: ")
     assert "imports collimate_rl.local_backend.cli (function import), which is not" in found[1]
@@ -1102,10 +1213,10 @@ def test_a_stale_type_checking_exception_fails_the_check(core: Graph) -> None:
 
 def test_a_wrong_public_module_fails_the_check(core: Graph) -> None:
     _, found = public_api(
-        core, {"collimate_rl._tool_text", "collimate_rl.nowhere", "collimate_rl.pipeline"}
+        core, {"collimate_rl._aio", "collimate_rl.nowhere", "collimate_rl.pipeline"}
     )
     assert found == [
-        "PUBLIC_MODULES names collimate_rl._tool_text, a private module (a part starting with _)",
+        "PUBLIC_MODULES names collimate_rl._aio, a private module (a part starting with _)",
         "PUBLIC_MODULES names collimate_rl.nowhere, which is no module of core",
         "collimate_rl.pipeline is public but has no literal __all__",
     ]

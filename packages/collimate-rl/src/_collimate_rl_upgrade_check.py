@@ -2,7 +2,7 @@
 single-package ``collimate-rl`` (0.5.0 to 0.8.0) left without core's files.
 
 Why it exists: those releases shipped ``collimate_rl/__init__.py``,
-``collimate_rl/client.py``, ..., ``collimate_rl/skyrl/__init__.py``, ... and
+``collimate_rl/errors.py``, ..., ``collimate_rl/skyrl/__init__.py``, ... and
 the ``collimate`` script, all listed in their RECORD. ``pip install -U
 "collimate-rl[trl]"`` over one of them installs dependencies first: it writes
 ``collimate-rl-core`` (and the plugins), then uninstalls the old

@@ -26,7 +26,7 @@ from .errors import (
     TemplateBakeFailed,
 )
 
-# --- transports (client.py, gateway.py, transport.py) ---
+# --- transports (client/, gateway/, nodes/, transport/) ---
 from .client import AsyncCollimateClient, CollimateClient
 from .gateway import AsyncGatewayClient, GatewayClient
 from .nodes import AsyncMultiNodeClient, MultiNodeClient
@@ -38,7 +38,7 @@ from .transport import SessionClient, connect, connect_async
 from .plugins import get_plugin_manager, hookimpl, hookspec
 # --- end plugins ---
 
-# --- grading and sandbox (seeds.py, rewards.py, sandbox.py, manifest) ---
+# --- grading and sandbox (seeds.py, rewards/, sandbox/, manifest) ---
 from .seeds import DET_SEED, fresh_seed, group_seeds, is_valid_seed, seed_from_key
 from .rewards import (
     AssertReward,

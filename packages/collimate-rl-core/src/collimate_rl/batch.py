@@ -10,8 +10,8 @@ the units, run the execs, read the verdicts.
 
 from __future__ import annotations
 
-from ._async.grading import grade_batch_async
-from ._sync.grading import grade_batch
+from .pipeline._async.grading import grade_batch_async
+from .pipeline._sync.grading import grade_batch
 from .pipeline.arguments import Specs
 from .pipeline.collect import ResultCallback
 

@@ -23,9 +23,9 @@ not quote the ground truth: :func:`sealed_lines` of the ground truth, then
 
 from __future__ import annotations
 
-from ._async.grading import grade_async
-from ._sync.grading import grade
 from .batch import grade_batch, grade_batch_async
+from .pipeline._async.grading import grade_async
+from .pipeline._sync.grading import grade
 from .pipeline.execs import PreparedGrade, prepare_grade
 from .pipeline.forms import runtime_forms
 from .pipeline.read import result_from_response

@@ -30,9 +30,9 @@ import time
 from collections.abc import Callable
 from urllib.parse import urlsplit
 
-from ._sync.send import SyncHTTP
 from ._transport import gateway_calls as routes
 from ._transport.pool import HttpSettings
+from ._transport.send._sync import SyncHTTP
 from ._websocket import (
     BINARY,
     CLOSE,

@@ -1,9 +1,9 @@
 """What the blocking and async daemon clients share: the routes, described
 once, and the configuration and constructors of both (``DaemonClientBase``).
 
-The clients themselves are ``collimate_rl/_async/client.py`` (written) and
-``collimate_rl/_sync/client.py`` (generated from it); the public module is
-``collimate_rl/client.py``.
+The clients themselves are ``collimate_rl/client/_async.py`` (written) and
+``collimate_rl/client/_sync.py`` (generated from it); the public module is
+``collimate_rl.client``.
 """
 
 from __future__ import annotations

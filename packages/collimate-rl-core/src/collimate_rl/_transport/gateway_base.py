@@ -2,7 +2,7 @@
 flows registered from the layer above (:func:`register_flows`), and the
 configuration of both (``GatewayClientBase``). The routes are
 ``gateway_calls.py``; ``AsyncGatewayClient`` is written in
-``collimate_rl/_async/gateway.py`` and ``GatewayClient`` generated from it;
+``collimate_rl/gateway/_async.py`` and ``GatewayClient`` generated from it;
 the public module is ``collimate_rl.gateway``.
 """
 

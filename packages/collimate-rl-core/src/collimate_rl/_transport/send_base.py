@@ -1,6 +1,6 @@
 """What the two send loops share: building a request, decoding an answer,
 the exec observer, which transport failures prove nothing was sent, and the
-retry log line. ``AsyncHTTP`` is written in ``collimate_rl/_async/send.py``,
+retry log line. ``AsyncHTTP`` is written in ``collimate_rl/_transport/send/_async.py``,
 ``SyncHTTP`` generated from it; the public (internal) module is
 ``collimate_rl._transport.send``.
 """

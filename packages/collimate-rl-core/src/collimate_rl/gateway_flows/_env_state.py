@@ -1,6 +1,6 @@
 """What both environment flavours share: reading the catalog for a ref,
 checking a width, and ``EnvState`` (what an environment holds).
-``AsyncEnv`` is written in ``collimate_rl/_async/envs.py``, ``Env``
+``AsyncEnv`` is written in ``collimate_rl/gateway_flows/_async/envs.py``, ``Env``
 generated from it; the public module is ``collimate_rl.gateway_flows.envs``.
 """
 

@@ -1,6 +1,6 @@
 """What both fork-group flavours share: planning the fork calls
 (:func:`plan_group`), reading their answers, and ``GroupBase`` (what a group
-holds). ``AsyncForkGroup`` is written in ``collimate_rl/_async/fork_group.py``,
+holds). ``AsyncForkGroup`` is written in ``collimate_rl/gateway_flows/_async/fork_group.py``,
 ``ForkGroup`` generated from it; the public module is
 ``collimate_rl.gateway_flows.fork_group``.
 """

@@ -1,6 +1,6 @@
 """What both sessions share: :func:`template_id_of` and ``SessionState``
 (what a session holds, how it reads a created sandbox and builds an exec).
-``AsyncSession`` is written in ``collimate_rl/_async/sessions.py``,
+``AsyncSession`` is written in ``collimate_rl/gateway_flows/_async/sessions.py``,
 ``Session`` generated from it; the public module is
 ``collimate_rl.gateway_flows.sessions``.
 """

@@ -1,7 +1,7 @@
 """What both template flavours share: reading a bake's progress
 (``reached``, ``raise_if_failed``, ...), checking a bake's arguments, and
 ``HandleFields`` (what a handle holds). ``AsyncTemplate`` and
-``AsyncTemplateHandle`` are written in ``collimate_rl/_async/templates.py``,
+``AsyncTemplateHandle`` are written in ``collimate_rl/gateway_flows/_async/templates.py``,
 ``Template`` and ``TemplateHandle`` generated from it; the public module is
 ``collimate_rl.gateway_flows.templates``.
 """

@@ -21,15 +21,15 @@ from __future__ import annotations
 
 from typing import Any
 
-from .._async.envs import AsyncEnv
-from .._sync.envs import Env
 from ..gateway import register_flows
+from ._async.envs import AsyncEnv
 from ._env_state import DEFAULT_READY_TIMEOUT as DEFAULT_READY_TIMEOUT
+from ._sync.envs import Env
 
 __all__ = ["AsyncEnv", "Env", "open_env"]
 
 # Their public home: reprs, docs and pickles name this module. (AsyncEnv is
-# written in collimate_rl/_async/envs.py; Env is generated from it by
+# written in collimate_rl/gateway_flows/_async/envs.py; Env is generated from it by
 # tools/unasync.py.)
 for _cls in (Env, AsyncEnv):
     _cls.__module__ = __name__
@@ -45,5 +45,5 @@ def open_env(client: Any, ref: str, **kwargs: Any) -> Env | AsyncEnv:
     return Env(client, ref, **kwargs)
 
 
-# ``client.env(...)`` builds these (the client is a layer below: see gateway.py)
+# ``client.env(...)`` builds these (the client is a layer below: see collimate_rl.gateway)
 register_flows(Env=Env, AsyncEnv=AsyncEnv)

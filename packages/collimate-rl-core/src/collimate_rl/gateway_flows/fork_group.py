@@ -20,17 +20,17 @@ closed does not outlive its parent.
 
 from __future__ import annotations
 
-from .._async.fork_group import AsyncForkGroup
-from .._sync.fork_group import ForkGroup
+from ._async.fork_group import AsyncForkGroup
 from ._group_state import DEFAULT_CONCURRENCY as DEFAULT_CONCURRENCY
 from ._group_state import Labels as Labels
 from ._group_state import OnInfraError as OnInfraError
 from ._group_state import plan_group
+from ._sync.fork_group import ForkGroup
 
 __all__ = ["AsyncForkGroup", "ForkGroup", "plan_group"]
 
 # Their public home: reprs, docs and pickles name this module. (AsyncForkGroup
-# is written in collimate_rl/_async/fork_group.py; ForkGroup is generated
+# is written in collimate_rl/gateway_flows/_async/fork_group.py; ForkGroup is generated
 # from it by tools/unasync.py.)
 for _cls in (ForkGroup, AsyncForkGroup):
     _cls.__module__ = __name__

@@ -11,19 +11,19 @@ meter; ``resume`` continues them. :class:`AsyncSession` is the coroutine twin.
 
 from __future__ import annotations
 
-from .._async.sessions import AsyncSession
-from .._sync.sessions import Session
 from ..gateway import register_flows
+from ._async.sessions import AsyncSession
 from ._session_state import template_id_of
+from ._sync.sessions import Session
 
 __all__ = ["AsyncSession", "Session", "template_id_of"]
 
 # Their public home: reprs, docs and pickles name this module. (AsyncSession
-# is written in collimate_rl/_async/sessions.py; Session is generated from
+# is written in collimate_rl/gateway_flows/_async/sessions.py; Session is generated from
 # it by tools/unasync.py.)
 for _cls in (Session, AsyncSession):
     _cls.__module__ = __name__
 del _cls
 
-# ``client.session(...)`` builds these (the client is a layer below: see gateway.py)
+# ``client.session(...)`` builds these (the client is a layer below: see collimate_rl.gateway)
 register_flows(Session=Session, AsyncSession=AsyncSession)

@@ -13,13 +13,13 @@ live view), and with ``fail_fast`` turns ``Failed`` into
 
 from __future__ import annotations
 
-from .._async.templates import AsyncTemplate, AsyncTemplateHandle
-from .._sync.templates import Template, TemplateHandle
+from ._async.templates import AsyncTemplate, AsyncTemplateHandle
+from ._sync.templates import Template, TemplateHandle
 
 __all__ = ["AsyncTemplate", "AsyncTemplateHandle", "Template", "TemplateHandle"]
 
 # Their public home: reprs, docs and pickles name this module. (The async
-# ones are written in collimate_rl/_async/templates.py; the blocking ones are
+# ones are written in collimate_rl/gateway_flows/_async/templates.py; the blocking ones are
 # generated from it by tools/unasync.py.)
 for _cls in (Template, TemplateHandle, AsyncTemplate, AsyncTemplateHandle):
     _cls.__module__ = __name__

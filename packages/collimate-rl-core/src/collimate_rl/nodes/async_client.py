@@ -4,10 +4,10 @@ with coroutines, over async clients (same routing, same rules: see
 
 from __future__ import annotations
 
-from .._async.multi_node_client import AsyncMultiNodeClient
+from ._async import AsyncMultiNodeClient
 
 __all__ = ["AsyncMultiNodeClient"]
 
 # Its public home: reprs, docs and pickles name this module. (The pool is
-# written in collimate_rl/_async/multi_node_client.py; MultiNodeClient is generated from it.)
+# written in collimate_rl/nodes/_async.py; MultiNodeClient is generated from it.)
 AsyncMultiNodeClient.__module__ = __name__

@@ -18,10 +18,10 @@ grading sizes its packs and its concurrency for the whole pool.
 
 from __future__ import annotations
 
-from .._sync.multi_node_client import MultiNodeClient
+from ._sync import MultiNodeClient
 
 __all__ = ["MultiNodeClient"]
 
 # Its public home: reprs, docs and pickles name this module. (The pool is
-# generated, by tools/unasync.py, from collimate_rl/_async/multi_node_client.py.)
+# generated, by tools/unasync.py, from collimate_rl/nodes/_async.py.)
 MultiNodeClient.__module__ = __name__

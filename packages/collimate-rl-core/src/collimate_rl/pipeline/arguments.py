@@ -1,6 +1,6 @@
 """The arguments of ``grade`` and ``grade_batch``, checked before any exec.
 
-Both flavours of each call (blocking and async, :mod:`collimate_rl._async.grading`)
+Both flavours of each call (blocking and async, :mod:`collimate_rl.pipeline._async.grading`)
 share these: a bad argument raises ``TypeError`` / ``ValueError`` at once,
 before anything is sent, so a typo never costs a round trip or half a batch.
 """

@@ -17,12 +17,12 @@ from collections.abc import Awaitable, Callable, Generator, Mapping
 from dataclasses import dataclass, field
 from typing import Any
 
-from .._async.admission import admitted_async
-from .._sync.admission import admitted
 from ..errors import CollimateError
 from ..rewards.contest import JudgedReward
 from ..rewards.program import build_runtime, runtime_built
 from ..rewards.spec import GuestReward
+from ._async.admission import admitted_async
+from ._sync.admission import admitted
 from .admission import gate_for
 from .client import GradingClient, JudgeCall, Judges
 from .execs import prepare_grade, prepare_pack

@@ -52,7 +52,7 @@ def check_plugin(plugin: object, name: str | None = None) -> PluginAnnouncement 
     if "collimate_rl_local_templates" in implemented:
         local_templates(pm)
     if "collimate_rl_cli_commands" in implemented:
-        from ..cli import build_parser
+        from .parser import build_parser
 
         build_parser(pm)
     return announcement

@@ -25,11 +25,11 @@ from collections.abc import Callable, Sequence
 from concurrent.futures import ThreadPoolExecutor
 from typing import TYPE_CHECKING, Any, Final
 
-from .._sync.grading import grade, grade_batch
+from ..pipeline._sync.grading import grade, grade_batch
 from ..rewards import ContestReward
 
 if TYPE_CHECKING:
-    from .._sync.client import CollimateClient
+    from ..client._sync import CollimateClient
     from ..pipeline.result import GradeResult
 
 __all__ = [

@@ -1,0 +1,83 @@
+"""The send loop ``AsyncHTTP``.
+
+One of a pair of twins: the async module is written by hand, its blocking
+twin generated from it by ``tools/unasync.py`` (edit the async one, then
+``hatch run lint:unasync``). Each loop sends a call, turns the answer into a
+value or a typed error and asks the retry policy whether to go again; what
+both share is ``collimate_rl._transport.send_base``.
+"""
+
+from __future__ import annotations
+
+import asyncio
+from collections.abc import Awaitable, Callable
+from typing import Any, TypeVar
+
+import httpx
+
+from ...errors import CollimateError
+from ...retry import RetryPolicy
+from ..calls import Call
+from ..pool import AsyncPool, HttpSettings
+from ..send_base import SendBase, Wire, log_retry, nothing_was_sent, transport_failure
+
+__all__ = ["AsyncHTTP"]
+
+T = TypeVar("T")
+
+
+class AsyncHTTP(SendBase):
+    """Sends over one pooled ``httpx.AsyncClient``: a call, its answer
+    decoded, and the retry policy asked after each failure."""
+
+    def __init__(
+        self,
+        settings: HttpSettings,
+        policy: RetryPolicy,
+        wire: Wire,
+        sleep: Callable[[float], Awaitable[None]] = asyncio.sleep,
+    ) -> None:
+        super().__init__(settings, policy, wire)
+        self.sleep = sleep
+        self.pool = AsyncPool(settings)
+
+    async def send(self, call: Call) -> Any:
+        """Send ``call`` (again, as the retry policy says): its answer's value."""
+        state = self.policy.start(idempotent=call.idempotent)
+        while True:
+            try:
+                response = await self.pool.send(self._request(call))
+            except httpx.TransportError as exc:
+                delay = state.after_transport_error(nothing_sent=nothing_was_sent(exc))
+                if delay is None:
+                    raise transport_failure(call, self.settings, exc) from exc
+                why: object = exc
+            else:
+                try:
+                    return self._decode(call, response)
+                except CollimateError as err:
+                    delay = state.after_error(err)
+                    if delay is None:
+                        raise
+                    why = err
+            log_retry(call, why, delay, state.attempt, self.policy.retries)
+            await self.sleep(delay)
+
+    async def observed(
+        self, run: Callable[[], Awaitable[T]], *, target: str, one_shot: bool, request: Any
+    ) -> T:
+        """``run()`` wrapped in the exec observer hooks."""
+        observation = self._observe(target=target, one_shot=one_shot, request=request)
+        if observation is None:
+            return await run()
+        try:
+            result = await run()
+        except BaseException as exc:
+            observation.failed(exc)
+            raise
+        observation.succeeded(result)
+        return result
+
+    async def aclose(self) -> None:
+        """Close the pooled connections."""
+        await self.pool.aclose()
