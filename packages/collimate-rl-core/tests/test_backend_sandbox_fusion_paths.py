@@ -23,9 +23,9 @@ from typing import Any
 import httpx
 import pytest
 
+from collimate_rl.guest import language_runner as lr
+from collimate_rl.guest import sandbox_fusion_runner as sfr
 from collimate_rl.local_backend import LocalCollimateBackend
-from collimate_rl.local_backend import language_runner as lr
-from collimate_rl.local_backend import sandbox_fusion_runner as sfr
 from collimate_rl.local_backend.language_runs import runner_source as lr_source
 from collimate_rl.local_backend.sandbox_fusion import (
     exec_code,

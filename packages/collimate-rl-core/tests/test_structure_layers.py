@@ -81,7 +81,10 @@ LAYERS: tuple[dict[str, tuple[str, ...]], ...] = (
             "collimate_rl._sync",
             "collimate_rl.reports",
             "collimate_rl.reports.*",
-        )
+        ),
+        # code that runs in a sandbox, not in the SDK's process: it imports
+        # nothing of core (tests/test_guest_code.py: the standard library only)
+        "guest": ("collimate_rl.guest", "collimate_rl.guest.*"),
     },
     {"hooks": ("collimate_rl.plugins", "collimate_rl.plugins.*", "collimate_rl.cli")},
     {"rewards": ("collimate_rl.rewards.*",)},
@@ -118,10 +121,10 @@ LAYERS: tuple[dict[str, tuple[str, ...]], ...] = (
             "collimate_rl._sync.sandbox",
             "collimate_rl.fileio",
             "collimate_rl.egress",
-            # Sandbox.kernel(): the client, its shared state, the guest program
+            # Sandbox.kernel(): the client, its shared state (the guest program
+            # it starts is guest/kernel_program.py)
             "collimate_rl.kernel",
             "collimate_rl._kernel_state",
-            "collimate_rl._kernel_program",
             "collimate_rl._async.kernel",
             "collimate_rl._sync.kernel",
             # the Python tool of one trajectory (kernel + sandbox), its text

@@ -3,7 +3,7 @@ guest commands a kernel sends, and reading the runner's answer.
 
 ``AsyncKernel`` is written in ``collimate_rl/_async/kernel.py``, ``Kernel``
 generated from it; the public module is ``collimate_rl.kernel``; the program
-that runs in the guest is ``collimate_rl/_kernel_program.py``.
+that runs in the guest is ``collimate_rl/guest/kernel_program.py``.
 """
 
 from __future__ import annotations
@@ -22,7 +22,7 @@ from .errors import CollimateError
 __all__ = ["PROBE_MARK", "CellError", "CellResult", "KernelPlan", "LostKernel", "probe_answer"]
 
 #: the guest program, copied into the sandbox once per kernel
-PROGRAM = (Path(__file__).parent / "_kernel_program.py").read_bytes()
+PROGRAM = (Path(__file__).parent / "guest" / "kernel_program.py").read_bytes()
 #: the line the runner prints its answer on (the exec's output is merged)
 RESULT_PREFIX = "@@collimate-kernel-result@@ "
 #: what a runner answers when the kernel's program cannot be loaded (a cell

@@ -2,7 +2,7 @@
 
 Both steps are execs of the language template (``lang``: a warm
 interpreter whose clones also see the toolchains, see
-``builtin_templates``) running :mod:`.language_runner`, so compilers and
+``builtin_templates``) running :mod:`..guest.language_runner`, so compilers and
 programs are confined exactly as Python code is. Builds go through the
 server's :class:`~.compile_cache.CompileCache`: one compile per distinct
 program, whatever the number of requests or tests.
@@ -121,8 +121,8 @@ _RUNNER_STOPPED: Final = {
 #: The runner's program: these files, joined in this order (the runner
 #: confines its runs with the graders' separation, see ``language_runner``).
 _RUNNER_PARTS: Final = (
-    Path(__file__).parent.parent / "rewards" / "grader" / "separation.py",
-    Path(__file__).with_name("language_runner.py"),
+    Path(__file__).parent.parent / "guest" / "separation.py",
+    Path(__file__).parent.parent / "guest" / "language_runner.py",
 )
 
 

@@ -10,7 +10,7 @@ reads ``status`` (``Success`` / ``Failed`` / ``SandboxError``),
 the backend's isolation and warm forks with no other change.
 
 Python runs (the ``python`` template's warm interpreter, one isolated
-one-shot exec per request, see ``sandbox_fusion_runner.py``). A language
+one-shot exec per request, see ``guest/sandbox_fusion_runner.py``). A language
 SandboxFusion knows but this backend cannot run is answered as SandboxFusion
 answers a run the sandbox itself failed: HTTP 200, ``"SandboxError"``. A
 body SandboxFusion would reject gets its validation answer: HTTP 422 with a
@@ -63,6 +63,8 @@ __all__ = [
     "validate_run_code",
 ]
 
+#: Where the runner's source is (``collimate_rl/guest``: code that runs in a sandbox).
+_GUEST: Final = Path(__file__).parent.parent / "guest"
 #: Every value SandboxFusion's ``language`` field accepts.
 LANGUAGES: Final = (
     "python", "cpp", "nodejs", "go", "go_test", "java", "php", "csharp", "bash",
@@ -87,8 +89,8 @@ RUNNER_MODULE: Final = "collimate_sandbox_fusion_runner"
 
 @lru_cache(maxsize=1)
 def runner_source() -> str:
-    """The runner program's source (read once; see ``sandbox_fusion_runner.py``)."""
-    return Path(__file__).with_name("sandbox_fusion_runner.py").read_text(encoding="utf-8")
+    """The runner program's source (read once; see ``guest/sandbox_fusion_runner.py``)."""
+    return (_GUEST / "sandbox_fusion_runner.py").read_text(encoding="utf-8")
 
 
 @lru_cache(maxsize=1)

@@ -50,7 +50,7 @@ class CandidateError(Exception):
 
 
 # How a fresh interpreter takes its program (the protocol of the local
-# backend's clean twin too, ``local_backend/engine/guest/twin.py``): on fd 3,
+# backend's clean twin too, ``guest/zygote/twin.py``): on fd 3,
 # a 4-byte big-endian length, a kind byte (``s``: source, ``m``: a code
 # object's marshal), the payload.
 _BOOTSTRAP = (
@@ -84,13 +84,14 @@ def _worker_program() -> bytes:
 
 def _worker_source() -> str:
     """The worker's program: joined into the runtime by ``program.py`` as
-    ``_WORKER_SOURCE``; read from the file next to this one otherwise."""
+    ``_WORKER_SOURCE``; read from the files of the guest package otherwise."""
     text = globals().get("_WORKER_SOURCE")
     if text:
         return str(text)
-    here = os.path.dirname(os.path.abspath(__file__))
+    here = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))  # collimate_rl/guest
     text = ""
-    for part in ("separation", "spawning", "worker"):  # (``WORKER_PARTS``, less their imports)
+    # (``WORKER_PARTS``, less their imports)
+    for part in ("separation", "grader/spawning", "grader/worker"):
         with open(os.path.join(here, part + ".py")) as fh:
             text += "".join(line for line in fh if not line.startswith("from ."))
     return text + '\nif __name__ != "__collimate_preload__":\n    _worker_main()\n'

@@ -1,5 +1,6 @@
 """The program that compiles and runs code in one language, in one exec of
-the local backend's language template (see :mod:`.language_runs`).
+the local backend's language template (see
+:mod:`collimate_rl.local_backend.language_runs`).
 
 Never imported by the server: its source is sent as the exec's code, with
 one call ``_lr_main("<base64 of the request's JSON>")`` appended. It runs in
@@ -15,7 +16,7 @@ a warm interpreter inside the clone's isolation and does one of two things:
   record per run.
 
 Each process a step starts is kept apart from the runner (``_confine``,
-with :mod:`..rewards.grader.separation`'s domain and filter, which this
+with :mod:`.separation`'s domain and filter, which this
 file is shipped with): it cannot signal, stop or trace the runner, nor
 lower its own priority. What a run does to what it was given (its binary,
 its directory, the disk) reaches no later run: each is laid out anew, and
@@ -74,7 +75,7 @@ import time
 
 # Shipped joined after separation.py (``language_runs.runner_source``): these
 # lines are left out then, and its names are this module's.
-from ..rewards.grader.separation import (
+from .separation import (
     _W_LANDLOCK_CREATE,
     _W_LANDLOCK_MIN_ABI,
     _W_LANDLOCK_VERSION,

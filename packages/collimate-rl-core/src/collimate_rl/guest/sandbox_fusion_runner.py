@@ -1,5 +1,6 @@
 """The program one SandboxFusion ``/run_code`` request runs as, in one
-python exec of the local backend (see :mod:`.sandbox_fusion`).
+python exec of the local backend (see
+:mod:`collimate_rl.local_backend.sandbox_fusion`).
 
 Never imported by the server: its source is sent as the exec's code, with
 one call ``_sf_main("<base64 of the request's JSON>")`` appended. It runs in

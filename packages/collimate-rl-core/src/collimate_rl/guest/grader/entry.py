@@ -13,7 +13,7 @@ Order matters, and is the same for one candidate and for a pack:
    kind's grader runs (:mod:`.kinds`), its verdict is framed with its own
    nonce. In a pack, the guest is swept between two candidates
    (:mod:`.sweep`). Each candidate's process is confined
-   (:mod:`.separation`): it cannot kill or stop the spawner or the grader.
+   (:mod:`..separation`): it cannot kill or stop the spawner or the grader.
    Should the spawner die all the same, that candidate scores 0.0 and a
    new spawner takes the rest, once what it left is killed and removed.
 

@@ -14,7 +14,7 @@ run the program on an input. Only plain builtin data crosses: anything else
 stays here and the grader gets a handle to it.
 
 Messages on every socket are a 4-byte big-endian length and a marshal dump.
-It is shipped on its own, with :mod:`.separation` and :mod:`.spawning`
+It is shipped on its own, with :mod:`..separation` and :mod:`.spawning`
 only (``WORKER_PARTS``).
 """
 
@@ -29,7 +29,7 @@ import sys
 from time import monotonic as _w_monotonic
 from time import sleep as _w_sleep
 
-from .separation import _w_separator
+from ..separation import _w_separator
 from .spawning import _w_raw_fork, _WSeeds
 
 TYPE_CHECKING = False

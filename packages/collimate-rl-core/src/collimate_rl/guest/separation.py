@@ -86,9 +86,7 @@ _W_OOM_WORST = b"1000"
 
 
 def _w_insn(code: int, jt: int, jf: int, k: int) -> bytes:
-    return (
-        code.to_bytes(2, "little") + bytes((jt, jf)) + (k & 0xFFFFFFFF).to_bytes(4, "little")
-    )
+    return code.to_bytes(2, "little") + bytes((jt, jf)) + (k & 0xFFFFFFFF).to_bytes(4, "little")
 
 
 def _w_filter() -> bytes:
