@@ -77,6 +77,8 @@ LAYERS: tuple[dict[str, tuple[str, ...]], ...] = (
             "collimate_rl._blocking",
             "collimate_rl._percentile",
             "collimate_rl._terminal",
+            # reading guest/ as the text a sandbox is sent (it never imports it)
+            "collimate_rl._guest_source",
             "collimate_rl._async",
             "collimate_rl._sync",
             "collimate_rl.reports",
