@@ -143,3 +143,63 @@ def test_a_planted_import_fails_the_check(
     assert len(problems) == 1, problems
     assert problems[0].startswith(f"collimate_rl/guest/{file}:")
     assert problems[0].endswith(expected)
+
+
+def _shipped() -> dict[str, str]:
+    from collimate_rl._kernel_state import PROGRAM
+    from collimate_rl.local_backend import language_runs, sandbox_fusion
+    from collimate_rl.rewards import program
+
+    return {
+        "kernel_program": PROGRAM.decode("utf-8"),
+        "language_runner": language_runs.runner_source(),
+        "sandbox_fusion_runner": sandbox_fusion.runner_source(),
+        "grader's worker": program.worker_source(),
+    }
+
+
+def test_each_program_is_shipped_as_one_module_with_what_it_imports() -> None:
+    """The pieces guest programs share are written once in the package
+    (``separation.py``, ``request_paths.py``, ``zygote/exit_code.py``) and
+    joined into each program that imports them: once each, with no import
+    of the guest package left."""
+    shipped = _shipped()
+    carried = {
+        "kernel_program": ["_w_filter"],
+        "language_runner": ["_w_separator", "_place"],
+        "sandbox_fusion_runner": ["_place", "exit_code_of"],
+        "grader's worker": ["_w_separator"],
+    }
+    for name, source in shipped.items():
+        tree = ast.parse(source)
+        assert not [n for n in ast.walk(tree) if isinstance(n, ast.ImportFrom) and n.level]
+        assert "collimate_rl" not in {
+            alias.name.partition(".")[0]
+            for n in ast.walk(tree)
+            if isinstance(n, ast.Import | ast.ImportFrom)
+            for alias in n.names
+        } | {n.module for n in ast.walk(tree) if isinstance(n, ast.ImportFrom)}
+        defined = [n.name for n in tree.body if isinstance(n, ast.FunctionDef)]
+        for function in carried[name]:
+            assert defined.count(function) == 1, (name, function)
+    # ... and written once in the package (the grader's candidates' filter
+    # table is the kernel's too)
+    guest = SOURCE / "collimate_rl" / "guest"
+    tables = [p for p in guest.rglob("*.py") if "(302, 0, None)" in p.read_text(encoding="utf-8")]
+    assert [p.name for p in tables] == ["separation.py"]
+
+
+def test_a_name_two_joined_modules_define_is_refused(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    from collimate_rl import _guest_source
+
+    (tmp_path / "shared.py").write_text('"""x"""\nfrom __future__ import annotations\nA = 1\n')
+    (tmp_path / "main.py").write_text("from .shared import A as B\nA = 2\n")
+    (tmp_path / "fine.py").write_text('"""doc"""\nfrom .shared import A as B\nC = B\n')
+    monkeypatch.setattr(_guest_source, "GUEST_DIR", tmp_path)
+    assert _guest_source.joined_source.__wrapped__("fine") == (
+        "from __future__ import annotations\n" + '"""doc"""\nA = 1\nB = A\nC = B'
+    )
+    with pytest.raises(ValueError, match="A is defined by both"):
+        _guest_source.joined_source.__wrapped__("main")

@@ -24,7 +24,7 @@ GUEST_DIR: Final = Path(__file__).parent / "guest"
 
 def guest_file(name: str) -> Path:
     """The file of the guest module ``name``, a path below the package
-    without ``.py`` (``"kernel_program"``, ``"grader/worker"``)."""
+    without ``.py`` (``"kernel_program"``, ``"grader/spawner"``)."""
     return GUEST_DIR / f"{name}.py"
 
 
@@ -64,8 +64,8 @@ def _inlined(
             if first != path:
                 raise ValueError(f"{defined_name} is defined by both {first} and {path}")
         body.append(node)
-    for node in ast.walk(ast.Module(body=body, type_ignores=[])):
-        if isinstance(node, ast.ImportFrom) and node.level:
+    for inner in ast.walk(ast.Module(body=body, type_ignores=[])):
+        if isinstance(inner, ast.ImportFrom) and inner.level:
             raise ValueError(f"{path}: a relative import below the top level cannot be joined")
     return body
 

@@ -42,9 +42,9 @@ import os
 import sys
 from collections.abc import Mapping
 from functools import lru_cache
-from pathlib import Path
 from typing import Any, Final
 
+from .._guest_source import joined_source
 from ..wire import MAX_EXEC_TIMEOUT_S
 from .compile_cache import Build
 from .language_runs import LanguageInfraError, LanguageRuns, LanguageUnavailable, RunRecord
@@ -63,8 +63,6 @@ __all__ = [
     "validate_run_code",
 ]
 
-#: Where the runner's source is (``collimate_rl/guest``: code that runs in a sandbox).
-_GUEST: Final = Path(__file__).parent.parent / "guest"
 #: Every value SandboxFusion's ``language`` field accepts.
 LANGUAGES: Final = (
     "python", "cpp", "nodejs", "go", "go_test", "java", "php", "csharp", "bash",
@@ -87,10 +85,10 @@ _OUTPUT_CAP: Final = 5 * 1024 * 1024
 RUNNER_MODULE: Final = "collimate_sandbox_fusion_runner"
 
 
-@lru_cache(maxsize=1)
 def runner_source() -> str:
-    """The runner program's source (read once; see ``guest/sandbox_fusion_runner.py``)."""
-    return (_GUEST / "sandbox_fusion_runner.py").read_text(encoding="utf-8")
+    """The runner program's source: ``guest/sandbox_fusion_runner.py`` with
+    the guest modules it imports joined in (made once)."""
+    return joined_source("sandbox_fusion_runner")
 
 
 @lru_cache(maxsize=1)
