@@ -111,7 +111,7 @@ def planted(tmp_path: Path) -> Path:
     [
         ("separation.py", "import httpx", "imports httpx, not of the standard library"),
         (
-            "grader/worker.py",
+            "grader/candidate.py",
             "    from collimate_rl import Sandbox",
             "imports the SDK around the guest package (collimate_rl)",
         ),

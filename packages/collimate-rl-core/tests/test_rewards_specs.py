@@ -588,7 +588,7 @@ def test_a_standard_module_the_guest_cannot_read_is_an_environment_fault(
 ) -> None:
     """What the candidate's process (the worker) claims about an import that
     failed; the grader believes it only when it sees the same (next test)."""
-    from collimate_rl.guest.grader import worker
+    from collimate_rl.guest.grader import candidate as worker
 
     missing = ModuleNotFoundError("No module named 'heapq'", name="heapq")
     assert worker._w_fault(missing)[0] == "error"  # this machine reads its stdlib

@@ -48,6 +48,7 @@ from collections.abc import Mapping
 from pathlib import Path
 from typing import Any, Final, Literal
 
+from .._guest_source import guest_file
 from ..guest.grader import PARTS, WORKER_PARTS
 
 __all__ = [
@@ -67,7 +68,6 @@ __all__ = [
     "source_only_program",
 ]
 
-_GUEST_DIR = Path(__file__).parent.parent / "guest"
 _DEFS = (ast.FunctionDef, ast.AsyncFunctionDef, ast.ClassDef)
 
 #: The module a template may preload so that graders skip loading a runtime.
@@ -196,8 +196,9 @@ _RUN_WORKER: Final = '\nif __name__ != "__collimate_preload__":\n    _worker_mai
 
 @functools.cache
 def worker_source() -> str:
-    """The candidate's side (:mod:`..guest.grader.worker`), shrunk, with its call:
-    what the grader starts in a fresh interpreter."""
+    """The candidates' side (:mod:`..guest.grader.spawner`,
+    :mod:`..guest.grader.candidate`), shrunk, with its call: what the grader
+    starts in a fresh interpreter."""
     tree = ast.Module(body=_shrunk_parts(WORKER_PARTS), type_ignores=[])
     return ast.unparse(ast.fix_missing_locations(tree)) + _RUN_WORKER
 
@@ -206,7 +207,7 @@ def _shrunk_parts(parts: tuple[str, ...]) -> list[ast.stmt]:
     body: list[ast.stmt] = []
     seen: set[str] = set()
     for part in parts:
-        text = (_GUEST_DIR / f"{part}.py").read_text(encoding="utf-8")
+        text = guest_file(part).read_text(encoding="utf-8")
         for node in _Shrink().visit(ast.parse(text)).body:
             if isinstance(node, ast.Pass) or _for_type_checkers(node):
                 continue

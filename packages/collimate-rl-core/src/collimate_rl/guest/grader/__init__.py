@@ -29,7 +29,7 @@ Why it looks the way it does:
   the candidate runs, fds 0/1/2 point at ``/dev/null``: its prints can neither
   fill the 16 MiB output cap before the verdict nor forge a frame line.
 * **The candidate runs in a process of its own** (:mod:`.remote` starts
-  and talks to it, :mod:`.worker` is its side), forked from a clean
+  and talks to it, :mod:`.candidate` is its side, forked by :mod:`.spawner`), forked from a clean
   interpreter that never held the grader's memory, without the verdict's
   fd, and sends the grader each check's raw result; the grader compares.
   The sealed data (expected outputs, references, tests) stays in the
@@ -78,6 +78,7 @@ PARTS = (
     "grader/entry",
 )
 
-#: The candidate's side, shipped on its own (see :mod:`.worker`), in this
-#: order: the confinement it shares with the other guest programs first.
-WORKER_PARTS = ("separation", "grader/spawning", "grader/worker")
+#: The worker's program: the candidates' side, shipped on its own (the
+#: spawner, :mod:`.spawner`, and each candidate's process, :mod:`.candidate`),
+#: in this order: the confinement it shares with other guest programs first.
+WORKER_PARTS = ("separation", "grader/spawning", "grader/candidate", "grader/spawner")

@@ -2,7 +2,7 @@
 fork a candidate's process, and talk to it.
 
 The candidate runs in a process forked from a clean interpreter (the
-guest's clean twin, else a fresh one; :mod:`.worker` runs there), never
+guest's clean twin, else a fresh one; :mod:`.spawner` runs there), never
 from the grader: the grader's memory (the sealed tests, expected outputs,
 references, the verdict's fd) was never copied into it. What the tests
 that are code hold of it is in :mod:`.stand_ins`.
@@ -91,9 +91,9 @@ def _worker_source() -> str:
     here = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))  # collimate_rl/guest
     text = ""
     # (``WORKER_PARTS``, less their imports)
-    for part in ("separation", "grader/spawning", "grader/worker"):
+    for part in ("separation", "grader/spawning", "grader/candidate", "grader/spawner"):
         with open(os.path.join(here, part + ".py")) as fh:
-            text += "".join(line for line in fh if not line.startswith("from ."))
+            text += "".join(line for line in fh if not line.startswith(("from .", "from __f")))
     return text + '\nif __name__ != "__collimate_preload__":\n    _worker_main()\n'
 
 
