@@ -14,24 +14,30 @@ there, is written here, and only here:
 * ``zygote/``: the warm interpreter of a local-backend template, its clones
   and exec children (loaded by ``local_backend/engine/_zygote.py`` in a
   ``python -I -S`` that never imports ``collimate_rl``);
-* ``separation.py``: keeping one process of a sandbox apart from the
-  others (Landlock, seccomp), shared by the grader's candidates, the
-  language runner's runs and the kernel.
+* what several programs share, each a module named for its one job:
+  ``separation.py`` (keeping one process of a sandbox apart from the
+  others: Landlock, seccomp, ``oom_score_adj``; the grader's candidates,
+  the language runner's runs, the kernel), ``request_paths.py`` (where a
+  request's paths are, and writing and reading files there; the language
+  and SandboxFusion runners), ``zygote/exit_code.py`` (a ``SystemExit``'s
+  exit status; the exec child and the SandboxFusion runner).
 
 The naming rule: a program is named for what it is in the sandbox, as a
 module when it is one file and as a subpackage when it is several
 (``grader``, ``kernel_program``, ``language_runner``,
 ``sandbox_fusion_runner``, ``zygote``); a module two programs share is a
-module of this package named for its one job (``separation``), and each
-program that needs it imports it relatively, as any module would. What is
-shipped as one file is joined at shipping time (the SDK reads these files
-as text: a relative import of a module of this package is the place that
-module's code goes), so each piece exists once here however many programs
-carry it. Where a file is shipped, and how, is said by the module that
-ships it, never by a second copy.
+module of this package named for its one job (``separation``,
+``request_paths``), and each program that needs it imports it relatively,
+as any module would. What is shipped as one file is joined at shipping time
+(:func:`collimate_rl._guest_source.joined_source` reads these files as
+text: a relative import of a module of this package is the place that
+module's code goes, once), so each piece exists once here however many
+programs carry it. A shared module the zygote needs lives in ``zygote/``
+(``exit_code``): that package is loaded on its own, without this one, and
+imports nothing outside itself.
 
 Rules that follow from running elsewhere (``tests/test_guest_code.py``
-checks the first two): every module imports only the standard library and
+checks the first): every module imports only the standard library and
 modules of this package, never the SDK around it (the sandbox may have
 neither ``collimate_rl`` nor its dependencies, or the wrong version of
 them); this file holds no code (the zygote never executes it, nor
