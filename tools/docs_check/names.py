@@ -51,7 +51,7 @@ _TICKED = re.compile(
     r"(?P<role>:[\w:]+:)?(?P<ticks>``?)(?P<body>[^`\n]|[^`\n][^\n]*?[^`\n])(?P=ticks)(?!`)"
 )
 _CLASS_MEMBER = re.compile(r"^(?P<cls>[A-Z]\w*)\.(?P<member>[A-Za-z_]\w*)(?:\(.*\))?$")
-_DIR = re.compile(r"^(?:[\w][\w.-]*/)+$")  # rewards/grader/, gateway_flows/
+_DIR = re.compile(r"^(?:[\w][\w.-]*/)+$")  # guest/grader/, gateway_flows/
 _RELATIVE = re.compile(r"^~?(?P<ref>\.{1,3}[A-Za-z_]\w*(?:\.[A-Za-z_]\w*)*)(?:\(\))?$")
 _FILE = re.compile(
     r"(?<![\w/.<>{}$*-])(?P<path>(?:\.?[\w*{}<>-]+/)*[\w*-]+\.(?:py|md|toml|ini))"

@@ -23,9 +23,8 @@ from typing import Any
 import httpx
 import pytest
 
+from collimate_rl.guest import request_paths as rp
 from collimate_rl.local_backend import LocalCollimateBackend
-from collimate_rl.local_backend import language_runner as lr
-from collimate_rl.local_backend import sandbox_fusion_runner as sfr
 from collimate_rl.local_backend.language_runs import runner_source as lr_source
 from collimate_rl.local_backend.sandbox_fusion import (
     exec_code,
@@ -344,7 +343,7 @@ NAMES = [
 def test_server_and_runners_place_paths_alike(
     name: str, monkeypatch: pytest.MonkeyPatch, tmp_path: Path
 ) -> None:
-    for runner in (lr, sfr):
+    for runner in (rp,):
         monkeypatch.setattr(runner, "own_root", lambda: True)
         try:
             runner._place(str(tmp_path), name)
@@ -354,7 +353,7 @@ def test_server_and_runners_place_paths_alike(
         assert refused == (path_problem(name) is not None), (runner.__name__, name)
 
 
-@pytest.mark.parametrize("runner", [lr, sfr])
+@pytest.mark.parametrize("runner", [rp])
 def test_runner_writes_and_reads_without_following_symlinks(runner: Any, tmp_path: Path) -> None:
     root = tmp_path / "run"
     root.mkdir()
@@ -375,7 +374,7 @@ def test_runner_writes_and_reads_without_following_symlinks(runner: Any, tmp_pat
     assert runner.fetch_file(str(root), "a/x/../b/c.txt", 100) == b"hello"
 
 
-@pytest.mark.parametrize("runner", [lr, sfr])
+@pytest.mark.parametrize("runner", [rp])
 def test_runner_refuses_absolute_paths_where_root_is_not_its_own(
     runner: Any, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:

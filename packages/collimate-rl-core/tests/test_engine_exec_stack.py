@@ -1,5 +1,5 @@
 """What an exec's code inherits of the exec child's Python call stack
-(``guest/exec_child.py``): its code runs straight from ``exec_child``, and
+(``guest/zygote/exec_child.py``): its code runs straight from ``exec_child``, and
 so does the clean twin's program, from ``start_clean_twin``. Each frame
 between them would be one level of recursion less for the code (and for
 a grader's candidates, forked from the twin), so the exec child's steps

@@ -1,4 +1,4 @@
-"""The fds an exec's code finds open (``guest/exec_child.py``'s slots), in
+"""The fds an exec's code finds open (``guest/zygote/exec_child.py``'s slots), in
 both isolation modes: 0-2, and at the top of the fd table the exec child's
 own (the report pipes, the "twins wanted" byte, the twin's socket once one
 is wanted), where the code's own files never land; nothing else of the
@@ -12,8 +12,8 @@ import resource
 
 import pytest
 
+from collimate_rl.guest.zygote import exec_child
 from collimate_rl.local_backend.engine import ExecJob, ForkEngine, TemplateSpec
-from collimate_rl.local_backend.engine.guest import exec_child
 from collimate_rl.testing.engine import run_with_engine
 
 PY = TemplateSpec(id="py", kind="python")

@@ -24,8 +24,8 @@ from typing import Any
 import httpx
 import pytest
 
+from collimate_rl.guest.zygote.seccomp import REFUSED_X86_64, build_filter
 from collimate_rl.local_backend import LocalCollimateBackend
-from collimate_rl.local_backend.engine.guest.seccomp import REFUSED_X86_64, build_filter
 from collimate_rl.testing.engine import namespaced_backend
 
 pytestmark = pytest.mark.namespaces

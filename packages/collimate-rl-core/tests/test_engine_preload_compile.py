@@ -1,5 +1,5 @@
 """A zygote's file preload (``name=/path/file.py``) is compiled by a
-throwaway child (``guest/zygote.py``: ``compiled_in_child``), so the
+throwaway child (``guest/zygote/zygote.py``: ``compiled_in_child``), so the
 parser's memory never stays in the process every clone, exec and packed
 candidate is forked from. Shown here: the code is the same as compiling in
 place, a syntax error still reaches the caller as itself, and the parser's
@@ -14,7 +14,7 @@ from pathlib import Path
 
 import pytest
 
-from collimate_rl.local_backend.engine.guest.zygote import compiled_in_child
+from collimate_rl.guest.zygote.zygote import compiled_in_child
 
 
 def test_the_code_is_what_compiling_here_would_give(tmp_path: Path) -> None:
@@ -48,7 +48,7 @@ def test_a_missing_file_is_an_error_not_an_empty_module(tmp_path: Path) -> None:
 MEASURE = textwrap.dedent(
     """
     import sys
-    from collimate_rl.local_backend.engine.guest.zygote import compiled_in_child
+    from collimate_rl.guest.zygote.zygote import compiled_in_child
 
     def anonymous_kb():
         with open("/proc/self/smaps_rollup") as fh:

@@ -1,4 +1,4 @@
-"""The clean twin of a python exec (``guest/twin.py``), on the real backend.
+"""The clean twin of a python exec (``guest/zygote/twin.py``), on the real backend.
 
 A standby exec child forks its twin before any job exists, so the twin
 never held a job's code or files; a grade uses it as the clean process its
@@ -62,7 +62,7 @@ os.write(3, b'found %d' % found)
 """
 
 
-# what the SDK's grader does to ask for twins (see guest/twin.py)
+# what the SDK's grader does to ask for twins (see guest/zygote/twin.py)
 WANT = "import os\nos.pwrite(int(os.environ['COLLIMATE_CLEAN_TWIN_WANTED']), b'\\x01', 0)\n"
 
 

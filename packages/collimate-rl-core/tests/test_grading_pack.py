@@ -257,7 +257,7 @@ def test_a_candidate_that_kills_the_pack_only_costs_it_its_speed(
 ) -> None:
     """Killing the spawner (its parent) or the grader (the spawner's
     parent) is refused (each candidate's process is in a Landlock domain of
-    its own, see ``rewards/grader/separation.py``): the killer's call fails,
+    its own, see ``guest/separation.py``): the killer's call fails,
     which costs it its reward, and the pack goes on in the same exec. Every
     reward is the lone grade's."""
     killer = (

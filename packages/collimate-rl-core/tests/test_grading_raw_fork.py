@@ -1,4 +1,4 @@
-"""The spawner's fork (``rewards/grader/spawning.py``: ``_w_raw_fork``) on its
+"""The spawner's fork (``guest/grader/spawning.py``: ``_w_raw_fork``) on its
 own, in fresh interpreters of this machine: where libc's ``fork`` stands in
 for ``os.fork``, and that a process it forked is a whole Python process;
 and the seeds each candidate's process starts from (``_WSeeds``) with
@@ -136,7 +136,7 @@ def test_each_seed_sets_the_environment_and_random_state_a_lone_exec_has(
     import random
     import types
 
-    from collimate_rl.rewards.grader.spawning import _WSeeds
+    from collimate_rl.guest.grader.spawning import _WSeeds
 
     monkeypatch.setenv("COLLIMATE_SEED", "own")
     set_in_spawner: list[object] = []
@@ -171,7 +171,7 @@ def test_a_seed_the_spawner_cannot_read_ends_only_its_candidates_process(
     the next candidate as usual."""
     import time
 
-    from collimate_rl.rewards.grader import budget, kinds, remote
+    from collimate_rl.guest.grader import budget, kinds, remote
 
     # (the runtime the SDK ships sets this; imported as a package, it is unset)
     monkeypatch.setattr(remote, "_WORKER_SOURCE", worker_source(), raising=False)

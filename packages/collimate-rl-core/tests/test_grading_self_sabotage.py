@@ -655,7 +655,7 @@ def test_the_oom_killer_takes_a_candidate_before_its_grader(client: CollimateCli
 
 # -- a pack whose spawner is gone --------------------------------------------
 
-GRADER = Path(__file__).resolve().parents[1] / "src" / "collimate_rl" / "rewards" / "grader"
+GUEST = Path(__file__).resolve().parents[1] / "src" / "collimate_rl" / "guest"
 
 #: As a grader of a pack whose spawner is gone (under a uid of its own):
 #: the spawner, confined, had forked a candidate's process, confined in a
@@ -664,7 +664,7 @@ GRADER = Path(__file__).resolve().parents[1] / "src" / "collimate_rl" / "rewards
 #: the grader kills it before it starts one.
 STRAYS = """
 import ctypes, json, os, sys, time  # (all imported as root: the uid below cannot read them)
-sys.path.insert(0, sys.argv[1])
+sys.path[:0] = [sys.argv[1], sys.argv[1] + "/grader"]
 import separation, sweep
 uid = int(sys.argv[2])
 os.setgroups([])
@@ -706,7 +706,7 @@ def test_what_a_gone_spawner_left_is_killed_before_a_new_one_starts() -> None:
     the processes the last candidate left are gone.)"""
     uid = 61000 + secrets.randbelow(3000)  # (a uid nothing else on the machine runs as)
     done = subprocess.run(
-        [sys.executable, "-c", STRAYS, str(GRADER), str(uid)],
+        [sys.executable, "-c", STRAYS, str(GUEST), str(uid)],
         capture_output=True,
         text=True,
         timeout=60,

@@ -1,4 +1,4 @@
-"""The candidates' confinement (``rewards/grader/separation.py``) on its
+"""The candidates' confinement (``guest/separation.py``) on its
 own, in real processes of this machine: what a confined process can still
 do to itself and cannot do to the process that confined it, and the reason
 given where it cannot be done. (End to end, through packs of a real
@@ -16,7 +16,7 @@ from pathlib import Path
 
 import pytest
 
-GRADER = Path(__file__).resolve().parents[1] / "src" / "collimate_rl" / "rewards" / "grader"
+GUEST = Path(__file__).resolve().parents[1] / "src" / "collimate_rl" / "guest"
 
 SPAWNER_AND_CANDIDATE = """
 import errno, json, os, resource, signal, sys
@@ -65,7 +65,7 @@ print(os.read(r, 1 << 16).decode())
 
 def run(script: str, *args: str) -> dict[str, object]:
     done = subprocess.run(
-        [sys.executable, "-c", script, str(GRADER), *args],
+        [sys.executable, "-c", script, str(GUEST), *args],
         capture_output=True,
         text=True,
         timeout=60,
@@ -113,7 +113,7 @@ def test_where_candidates_cannot_be_kept_apart_it_says_why() -> None:
         "print(json.dumps(separation._w_separator()[1]))\n"
     )
     done = subprocess.run(
-        [sys.executable, "-c", script, str(GRADER)],
+        [sys.executable, "-c", script, str(GUEST)],
         capture_output=True,
         text=True,
         timeout=60,

@@ -489,10 +489,10 @@ def test_the_grader_parts_join_without_shadowing() -> None:
     silently replace the other's."""
     import ast
 
-    from collimate_rl.rewards import grader
+    from collimate_rl.guest import grader
 
     seen: dict[str, str] = {}
-    folder = Path(grader.__file__).parent
+    folder = Path(grader.__file__).parent.parent
     for part in grader.PARTS:
         tree = ast.parse((folder / f"{part}.py").read_text(encoding="utf-8"))
         for node in tree.body:
@@ -588,7 +588,7 @@ def test_a_standard_module_the_guest_cannot_read_is_an_environment_fault(
 ) -> None:
     """What the candidate's process (the worker) claims about an import that
     failed; the grader believes it only when it sees the same (next test)."""
-    from collimate_rl.rewards.grader import worker
+    from collimate_rl.guest.grader import candidate as worker
 
     missing = ModuleNotFoundError("No module named 'heapq'", name="heapq")
     assert worker._w_fault(missing)[0] == "error"  # this machine reads its stdlib

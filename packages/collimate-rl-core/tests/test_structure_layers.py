@@ -88,9 +88,14 @@ LAYERS: tuple[dict[str, tuple[str, ...]], ...] = (
             "collimate_rl._blocking",
             "collimate_rl._percentile",
             "collimate_rl._terminal",
+            # reading guest/ as the text a sandbox is sent (it never imports it)
+            "collimate_rl._guest_source",
             "collimate_rl.reports",
             "collimate_rl.reports.*",
-        )
+        ),
+        # code that runs in a sandbox, not in the SDK's process: it imports
+        # nothing of core (tests/test_guest_code.py: the standard library only)
+        "guest": ("collimate_rl.guest", "collimate_rl.guest.*"),
     },
     {"hooks": ("collimate_rl.plugins", "collimate_rl.plugins.*", "collimate_rl.cli")},
     {"rewards": ("collimate_rl.rewards.*",)},
@@ -119,10 +124,10 @@ LAYERS: tuple[dict[str, tuple[str, ...]], ...] = (
             "collimate_rl.sandbox.*",
             "collimate_rl.fileio",
             "collimate_rl.egress",
-            # Sandbox.kernel(): the client, its shared state, the guest program
+            # Sandbox.kernel(): the client, its shared state (the guest program
+            # it starts is guest/kernel_program.py)
             "collimate_rl.kernel",
             "collimate_rl.kernel.*",
-            "collimate_rl._kernel_program",
             # the Python tool of one trajectory (kernel + sandbox), its text
             "collimate_rl.python_tool",
             "collimate_rl.python_tool.*",

@@ -3,10 +3,10 @@ of its pieces, which now live in the grading pipeline).
 
 A lone grade pays for a whole exec: a request, a clone wiped and forked, a
 grader started. A pack sends many candidates in one exec instead, across
-prompts; the in-guest grader (:func:`.rewards.grader.entry.main`, given a
+prompts; the in-guest grader (:func:`.guest.grader.entry.main`, given a
 pack) grades them one after another, each exactly as it would be graded alone (its own exec
 seed, time budget and process), and sweeps the guest between two (see
-:mod:`.rewards.grader.sweep`).
+:mod:`.guest.grader.sweep`).
 
 The rule that keeps packing safe is on the SDK side: **a candidate's
 reward is taken from a pack only if the pack wrote that candidate's

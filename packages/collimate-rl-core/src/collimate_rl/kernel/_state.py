@@ -3,7 +3,8 @@ guest commands a kernel sends, and reading the runner's answer.
 
 ``AsyncKernel`` is written in ``collimate_rl/kernel/_async.py``, ``Kernel``
 generated from it (``kernel/_sync.py``); the public module is ``collimate_rl.kernel``; the program
-that runs in the guest is ``collimate_rl/_kernel_program.py``.
+that runs in the guest is ``collimate_rl/guest/kernel_program.py``, shipped
+as one file (:func:`collimate_rl._guest_source.joined_source`).
 """
 
 from __future__ import annotations
@@ -14,15 +15,16 @@ import math
 import secrets
 import shlex
 from dataclasses import dataclass, field, replace
-from pathlib import Path
 from typing import Any
 
+from .._guest_source import joined_source
 from ..errors import CollimateError
 
 __all__ = ["PROBE_MARK", "CellError", "CellResult", "KernelPlan", "LostKernel", "probe_answer"]
 
-#: the guest program, copied into the sandbox once per kernel
-PROGRAM = (Path(__file__).parents[1] / "_kernel_program.py").read_bytes()
+#: the guest program (with the guest modules it imports joined in), copied
+#: into the sandbox once per kernel
+PROGRAM = joined_source("kernel_program").encode("utf-8")
 #: the line the runner prints its answer on (the exec's output is merged)
 RESULT_PREFIX = "@@collimate-kernel-result@@ "
 #: what a runner answers when the kernel's program cannot be loaded (a cell

@@ -20,7 +20,7 @@ from collections.abc import Iterable
 
 __all__ = ["KERNEL_COMM", "kernel_pids", "kill_kernels"]
 
-#: the ``comm`` the guest program gives a kernel process (``_kernel_program``)
+#: the ``comm`` the guest program gives a kernel process (``guest/kernel_program.py``)
 KERNEL_COMM = "collimate-kern"
 
 

@@ -2,7 +2,7 @@
 
 Both steps are execs of the language template (``lang``: a warm
 interpreter whose clones also see the toolchains, see
-``builtin_templates``) running :mod:`.language_runner`, so compilers and
+``builtin_templates``) running :mod:`..guest.language_runner`, so compilers and
 programs are confined exactly as Python code is. Builds go through the
 server's :class:`~.compile_cache.CompileCache`: one compile per distinct
 program, whatever the number of requests or tests.
@@ -15,7 +15,6 @@ again, and if it starves every time the caller gets
 
 from __future__ import annotations
 
-import ast
 import asyncio
 import base64
 import contextlib
@@ -27,9 +26,9 @@ import threading
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field, replace
 from functools import lru_cache
-from pathlib import Path
 from typing import Any, Final, Protocol
 
+from .._guest_source import joined_source
 from .compile_cache import Build, CompileCache, cache_key
 from .go_cache import ensure_go_seed
 from .precompiled import ensure_pch
@@ -136,26 +135,11 @@ _RUNNER_STOPPED: Final = {
 }
 
 
-#: The runner's program: these files, joined in this order (the runner
-#: confines its runs with the graders' separation, see ``language_runner``).
-_RUNNER_PARTS: Final = (
-    Path(__file__).parent.parent / "rewards" / "grader" / "separation.py",
-    Path(__file__).with_name("language_runner.py"),
-)
-
-
-@lru_cache(maxsize=1)
 def runner_source() -> str:
-    """``_RUNNER_PARTS`` as one module: one ``__future__`` import first,
-    the parts' imports of each other left out (joined, they share one
-    namespace)."""
-    body: list[ast.stmt] = []
-    for part in _RUNNER_PARTS:
-        for node in ast.parse(part.read_text(encoding="utf-8")).body:
-            if isinstance(node, ast.ImportFrom) and (node.level or node.module == "__future__"):
-                continue
-            body.append(node)
-    return "from __future__ import annotations\n" + ast.unparse(ast.Module(body, []))
+    """The runner's program: ``guest/language_runner.py`` with the guest
+    modules it imports joined in (the graders' separation confines its
+    runs; see ``language_runner``)."""
+    return joined_source("language_runner")
 
 
 @lru_cache(maxsize=1)

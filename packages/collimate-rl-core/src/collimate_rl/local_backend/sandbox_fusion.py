@@ -10,7 +10,7 @@ reads ``status`` (``Success`` / ``Failed`` / ``SandboxError``),
 the backend's isolation and warm forks with no other change.
 
 Python runs (the ``python`` template's warm interpreter, one isolated
-one-shot exec per request, see ``sandbox_fusion_runner.py``). A language
+one-shot exec per request, see ``guest/sandbox_fusion_runner.py``). A language
 SandboxFusion knows but this backend cannot run is answered as SandboxFusion
 answers a run the sandbox itself failed: HTTP 200, ``"SandboxError"``. A
 body SandboxFusion would reject gets its validation answer: HTTP 422 with a
@@ -42,9 +42,9 @@ import os
 import sys
 from collections.abc import Mapping
 from functools import lru_cache
-from pathlib import Path
 from typing import Any, Final
 
+from .._guest_source import joined_source
 from ..wire import MAX_EXEC_TIMEOUT_S
 from .compile_cache import Build
 from .language_runs import LanguageInfraError, LanguageRuns, LanguageUnavailable, RunRecord
@@ -85,10 +85,10 @@ _OUTPUT_CAP: Final = 5 * 1024 * 1024
 RUNNER_MODULE: Final = "collimate_sandbox_fusion_runner"
 
 
-@lru_cache(maxsize=1)
 def runner_source() -> str:
-    """The runner program's source (read once; see ``sandbox_fusion_runner.py``)."""
-    return Path(__file__).with_name("sandbox_fusion_runner.py").read_text(encoding="utf-8")
+    """The runner program's source: ``guest/sandbox_fusion_runner.py`` with
+    the guest modules it imports joined in (made once)."""
+    return joined_source("sandbox_fusion_runner")
 
 
 @lru_cache(maxsize=1)

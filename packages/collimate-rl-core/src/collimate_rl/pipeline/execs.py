@@ -36,7 +36,7 @@ __all__ = [
 MAX_PACK_SECONDS: Final = 3600
 #: A pack's exec timeout, in candidate timeouts. A candidate that uses its
 #: whole budget ends its pack (in the guest), and none can stop the grader
-#: (see ``rewards/grader/separation.py``), so this only bounds a pack of
+#: (see ``guest/separation.py``), so this only bounds a pack of
 #: candidates that are all slow, or a guest that is: whoever has no verdict
 #: when it expires is planned again (see :func:`.plan.follow_up`).
 PACK_BUDGETS: Final = 4

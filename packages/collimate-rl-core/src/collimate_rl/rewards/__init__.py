@@ -5,7 +5,7 @@ the earlier single-module release; the parts live in small modules:
 
 * :mod:`.spec` -- the RewardSpec contract and the built-in base;
 * :mod:`.kinds` -- UnitTestReward, PropertyReward, StdioReward;
-* :mod:`.grader` / :mod:`.program` -- the grader that runs in the guest;
+* :mod:`..guest.grader` / :mod:`.program` -- the grader that runs in the guest;
 * :mod:`.verdict` -- reading what a grader printed;
 * :mod:`.extract` -- extract_code, candidate_program, prompt_code;
 * :mod:`.normalize` -- dataset values (Arrow's None-filled keys, numpy) as plain data;

@@ -1,6 +1,6 @@
 """Assembling the in-guest grader program: config + runtime + boot.
 
-The runtime (the modules of :mod:`.grader`, joined in the order of
+The runtime (the modules of :mod:`..guest.grader`, joined in the order of
 ``grader.PARTS``) is read once as text and shrunk: docstrings, annotations,
 ``__future__`` imports and the modules' imports of each other are dropped (a
 locked-down guest may be unable to import anything its warm interpreter
@@ -48,7 +48,8 @@ from collections.abc import Mapping
 from pathlib import Path
 from typing import Any, Final, Literal
 
-from .grader import PARTS, WORKER_PARTS
+from .._guest_source import guest_file
+from ..guest.grader import PARTS, WORKER_PARTS
 
 __all__ = [
     "FORM_FOR_HOW",
@@ -67,7 +68,6 @@ __all__ = [
     "source_only_program",
 ]
 
-_GRADER_DIR = Path(__file__).with_name("grader")
 _DEFS = (ast.FunctionDef, ast.AsyncFunctionDef, ast.ClassDef)
 
 #: The module a template may preload so that graders skip loading a runtime.
@@ -172,7 +172,7 @@ def runtime_source(kind: str | None = None, packed: bool = False) -> str:
 
 
 def _joined() -> ast.Module:
-    """Every part of :mod:`.grader`, shrunk, as one module: each import once,
+    """Every part of :mod:`..guest.grader`, shrunk, as one module: each import once,
     and without what only type checkers read (``TYPE_CHECKING``); the
     worker's own program (:func:`worker_source`) rides along as the string
     ``_WORKER_SOURCE``, with its bytecode (``_WORKER_BYTECODE``, for a
@@ -196,8 +196,9 @@ _RUN_WORKER: Final = '\nif __name__ != "__collimate_preload__":\n    _worker_mai
 
 @functools.cache
 def worker_source() -> str:
-    """The candidate's side (:mod:`.grader.worker`), shrunk, with its call:
-    what the grader starts in a fresh interpreter."""
+    """The candidates' side (:mod:`..guest.grader.spawner`,
+    :mod:`..guest.grader.candidate`), shrunk, with its call: what the grader
+    starts in a fresh interpreter."""
     tree = ast.Module(body=_shrunk_parts(WORKER_PARTS), type_ignores=[])
     return ast.unparse(ast.fix_missing_locations(tree)) + _RUN_WORKER
 
@@ -206,7 +207,7 @@ def _shrunk_parts(parts: tuple[str, ...]) -> list[ast.stmt]:
     body: list[ast.stmt] = []
     seen: set[str] = set()
     for part in parts:
-        text = (_GRADER_DIR / f"{part}.py").read_text(encoding="utf-8")
+        text = guest_file(part).read_text(encoding="utf-8")
         for node in _Shrink().visit(ast.parse(text)).body:
             if isinstance(node, ast.Pass) or _for_type_checkers(node):
                 continue

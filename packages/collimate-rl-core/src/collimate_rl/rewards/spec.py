@@ -19,7 +19,7 @@ from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any, Final, Literal
 
-from .grader.wire import checksum
+from ..guest.grader.wire import checksum
 from .program import RuntimeForm, guest_program, py_literal
 from .verdict import (
     VERDICT_MARKER,
@@ -159,7 +159,7 @@ class RewardSpec(abc.ABC):
 
 
 class GuestReward(RewardSpec):
-    """Base of the built-in graders: they run :mod:`.grader`.
+    """Base of the built-in graders: they run :mod:`..guest.grader`.
 
     Subclasses name their ``kind`` and return their data from
     :meth:`guest_config`; this class adds the framing, the delivery check and

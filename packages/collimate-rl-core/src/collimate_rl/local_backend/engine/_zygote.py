@@ -1,7 +1,8 @@
 """Entry point of a warm interpreter: ``python -I -S _zygote.py CONFIG``.
 
-Loads the ``guest`` package (the zygote, clone and exec-child code) without
-importing ``collimate_rl`` or any package around it, and runs the zygote. The
+Loads the package ``collimate_rl/guest/zygote`` (the zygote, clone and
+exec-child code) without importing ``collimate_rl`` or any package around
+it, and runs the zygote. The
 package is registered under its real name so its modules import each other
 as usual; only its own modules are ever executed.
 """
@@ -10,12 +11,13 @@ import os
 import sys
 import types
 
-GUEST = "collimate_rl.local_backend.engine.guest"
+GUEST = "collimate_rl.guest.zygote"
 
 
 def load_guest() -> types.ModuleType:
     package = types.ModuleType(GUEST)
-    package.__path__ = [os.path.join(os.path.dirname(os.path.abspath(__file__)), "guest")]
+    here = os.path.dirname(os.path.abspath(__file__))  # collimate_rl/local_backend/engine
+    package.__path__ = [os.path.normpath(os.path.join(here, "..", "..", "guest", "zygote"))]
     package.__package__ = GUEST
     sys.modules[GUEST] = package
     # (a fromlist, so that the top-level package is not imported as well)

@@ -353,7 +353,7 @@ class ForkEngine:
             # a ready clone runs execs at the server's priority (the zygote is niced)
             "nice": os.getpriority(os.PRIO_PROCESS, 0) if BACKGROUND_NICE else None,
             "limits": _limits_dict(template.limits),
-            # python execs get a clean twin (see guest/twin.py): graders use it
+            # python execs get a clean twin (see guest/zygote/twin.py): graders use it
             "clean_twin": template.kind == "python",
             "env": dict(template.env),
         }

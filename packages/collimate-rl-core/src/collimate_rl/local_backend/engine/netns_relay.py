@@ -24,7 +24,7 @@ import socket
 import threading
 from collections.abc import Callable
 
-from .guest.kernel import CLONE_NEWNET, setns
+from ...guest.zygote.kernel import CLONE_NEWNET, setns
 
 __all__ = ["NetnsRelay", "socket_in_netns"]
 

@@ -1,5 +1,6 @@
 """The program one SandboxFusion ``/run_code`` request runs as, in one
-python exec of the local backend (see :mod:`.sandbox_fusion`).
+python exec of the local backend (see
+:mod:`collimate_rl.local_backend.sandbox_fusion`).
 
 Never imported by the server: its source is sent as the exec's code, with
 one call ``_sf_main("<base64 of the request's JSON>")`` appended. It runs in
@@ -9,8 +10,8 @@ the part of SandboxFusion's ``python <file>``:
 * the request's ``files`` (base64) and code are written into a fresh
   directory, the code as ``tmp<hex>.py``, which is the working directory;
   a file's absolute name is that path as the code sees it, only where ``/``
-  is the clone's own (see ``_place``: the same rules as the language
-  runner's); a file that cannot be written is a ``refused`` line instead
+  is the clone's own (``request_paths.py``: the language runner's rules
+  too); a file that cannot be written is a ``refused`` line instead
   of ``started``;
 * the code runs in a process forked from this one, as ``__main__`` of that
   file, with ``stdin`` on fd 0 and stdout and stderr apart (each to a file,
@@ -37,11 +38,17 @@ import json
 import os
 import select
 import signal
-import stat
 import sys
 import time
 import traceback
 import types
+
+# How a request's paths are placed: the language runner's rules (shared,
+# joined in here when shipped).
+from .request_paths import _PathRefused, fetch_file, write_file
+
+# (the exit status of a ``SystemExit``, as the local backend's python execs)
+from .zygote.exit_code import exit_code_of
 
 MARK = "\x1ecollimate-sandbox-fusion "
 #: At most this much of each of stdout and stderr is returned (16 MiB of
@@ -53,128 +60,6 @@ def _emit(record: dict[str, object]) -> None:
     os.write(1, (MARK + json.dumps(record) + "\n").encode())
 
 
-class _PathRefused(Exception):
-    """A request's path this run will not write or read (the message says why)."""
-
-
-# How a request's paths are placed: the same rules as ``language_runner``'s
-# (``_place``, ``write_file``, ``fetch_file``): keep the two alike.
-#: Trees of the kernel, never a request's files (but the clone's /dev/shm).
-_KERNEL_TREES = ("/proc", "/sys", "/dev")
-_OWN_DEV = "/dev/shm/"
-_DIR_FLAGS = os.O_PATH | os.O_DIRECTORY | os.O_NOFOLLOW | os.O_CLOEXEC
-
-
-def own_root() -> bool:
-    """Whether ``/`` is this run's own: a namespaced clone's private root
-    belongs to the clone's unprivileged uid, which this process runs as.
-    Anywhere else (process isolation: ``/`` is the host's) an absolute path
-    would be the host's own file, and is refused."""
-    uid = os.getuid()
-    try:
-        return uid != 0 and os.stat("/").st_uid == uid
-    except OSError:
-        return False
-
-
-def _place(root: str, name: str) -> tuple[str, list[str]]:
-    """Where a request's ``name`` is: the directory to start from and the
-    components below it (``..`` taken away lexically, as the kernel would:
-    no symlink is followed). Relative: inside ``root``, the code's working
-    directory. Absolute: that path as the code sees it, only where ``/`` is
-    the run's own, never under /proc, /sys or /dev (but /dev/shm)."""
-    if not name or "\0" in name:
-        raise _PathRefused(f"{name!r}: not a path")
-    if name.startswith("/"):
-        norm = "/" + os.path.normpath(name).lstrip("/")
-        if norm == "/":
-            raise _PathRefused(f"{name!r}: not a file")
-        for tree in _KERNEL_TREES:
-            if (norm == tree or norm.startswith(tree + "/")) and not norm.startswith(_OWN_DEV):
-                raise _PathRefused(f"{name!r}: {tree} is the kernel's, not the sandbox's")
-        if not own_root():
-            raise _PathRefused(
-                f"{name!r}: an absolute path needs a root of the sandbox's own "
-                "(namespaces isolation); here / is the host's"
-            )
-        return "/", norm[1:].split("/")
-    norm = os.path.normpath(name)
-    if norm in (".", "..") or norm.startswith("../"):
-        raise _PathRefused(f"{name!r}: a relative path must stay inside the run's directory")
-    return root, norm.split("/")
-
-
-def _open_dir(start: str, parts: list[str], make: bool) -> int:
-    """An ``O_PATH`` handle on ``start/parts...``, made where missing when
-    ``make``; a symlink on the way is refused, never followed."""
-    fd = os.open(start, os.O_PATH | os.O_DIRECTORY | os.O_CLOEXEC)
-    try:
-        for part in parts:
-            try:
-                nxt = os.open(part, _DIR_FLAGS, dir_fd=fd)
-            except FileNotFoundError:
-                if not make:
-                    raise
-                with contextlib.suppress(FileExistsError):
-                    os.mkdir(part, 0o755, dir_fd=fd)
-                nxt = os.open(part, _DIR_FLAGS, dir_fd=fd)
-            os.close(fd)
-            fd = nxt
-    except BaseException:
-        os.close(fd)
-        raise
-    return fd
-
-
-def write_file(root: str, name: str, data: bytes) -> None:
-    """``data`` at the request's ``name``, its missing directories made;
-    never through a symlink, only as a regular file."""
-    start, parts = _place(root, name)
-    try:
-        dfd = _open_dir(start, parts[:-1], True)
-        try:
-            flags = os.O_WRONLY | os.O_CREAT | os.O_TRUNC | os.O_NOFOLLOW | os.O_NONBLOCK
-            fd = os.open(parts[-1], flags | os.O_CLOEXEC, 0o644, dir_fd=dfd)
-        finally:
-            os.close(dfd)
-        try:
-            if not stat.S_ISREG(os.fstat(fd).st_mode):
-                raise _PathRefused(f"{name!r}: not a regular file")
-            view = memoryview(data)
-            while view:
-                view = view[os.write(fd, view) :]
-        finally:
-            os.close(fd)
-    except OSError as exc:
-        raise _PathRefused(f"cannot write {name!r}: {exc.strerror or exc}") from None
-
-
-def fetch_file(root: str, name: str, cap: int) -> bytes | None:
-    """At most ``cap`` bytes of the regular file at the request's ``name``,
-    or None (missing, not a regular file, a symlink on the way, refused)."""
-    try:
-        start, parts = _place(root, name)
-        dfd = _open_dir(start, parts[:-1], False)
-        try:
-            if not stat.S_ISREG(os.stat(parts[-1], dir_fd=dfd, follow_symlinks=False).st_mode):
-                return None
-            flags = os.O_RDONLY | os.O_NOFOLLOW | os.O_NONBLOCK | os.O_CLOEXEC
-            fd = os.open(parts[-1], flags, dir_fd=dfd)
-        finally:
-            os.close(dfd)
-    except (OSError, _PathRefused):
-        return None
-    try:
-        if not stat.S_ISREG(os.fstat(fd).st_mode):
-            return None
-        with os.fdopen(os.dup(fd), "rb") as fh:
-            return fh.read(cap)
-    except OSError:
-        return None
-    finally:
-        os.close(fd)
-
-
 def _read_capped(path: str) -> str:
     try:
         with open(path, "rb") as fh:
@@ -182,16 +67,6 @@ def _read_capped(path: str) -> str:
     except OSError:
         data = b""
     return base64.b64encode(data).decode()
-
-
-def _exit_code(exc: SystemExit) -> int:
-    if exc.code is None:
-        return 0
-    if isinstance(exc.code, int):
-        return exc.code & 0xFF
-    with contextlib.suppress(BaseException):
-        sys.stderr.write(f"{exc.code}\n")
-    return 1
 
 
 def _run_code(root: str, path: str, source: str, io_paths: list[str], memory_mb: int) -> None:
@@ -233,7 +108,7 @@ def _run_code(root: str, path: str, source: str, io_paths: list[str], memory_mb:
         try:
             exec(compile(source, path, "exec"), main.__dict__)
         except SystemExit as exc:
-            code = _exit_code(exc)
+            code = exit_code_of(exc)
         except BaseException as exc:
             tb = exc.__traceback__
             traceback.print_exception(type(exc), exc, tb.tb_next if tb is not None else None)
@@ -243,7 +118,7 @@ def _run_code(root: str, path: str, source: str, io_paths: list[str], memory_mb:
 
             atexit._run_exitfuncs()
         except SystemExit as exc:
-            code = _exit_code(exc)
+            code = exit_code_of(exc)
     finally:
         for stream in (sys.stdout, sys.stderr):
             with contextlib.suppress(BaseException):

@@ -37,6 +37,12 @@ removes whatever it wrote there and in the other writable places.
 All of it needs Linux with Landlock ABI 6 (kernel 6.12) and x86_64 for the
 filter; :func:`_w_separator` says why not elsewhere, and a pack then does
 not run (its candidates are graded alone, each in an exec of its own).
+
+The same pieces keep other guest programs' processes apart, each program
+carrying this module joined into it (it imports it relatively): the
+language runner's runs (its own filter stacked on :func:`_w_filter`'s
+calls) and the stateful kernel (``kernel_program.py``: the same filter,
+but for the calls refused outright, and the same ``oom_score_adj``).
 """
 
 # The guest may run Python 3.8 with nothing imported beyond its preload:
@@ -50,6 +56,7 @@ import sys
 TYPE_CHECKING = False
 if TYPE_CHECKING:  # pragma: no cover - typing only, never imported in the guest
     from collections.abc import Callable
+    from typing import Any
 
 _W_LANDLOCK_CREATE = 444  # landlock_create_ruleset (one number on every architecture)
 _W_LANDLOCK_RESTRICT = 446  # landlock_restrict_self
@@ -86,14 +93,14 @@ _W_OOM_WORST = b"1000"
 
 
 def _w_insn(code: int, jt: int, jf: int, k: int) -> bytes:
-    return (
-        code.to_bytes(2, "little") + bytes((jt, jf)) + (k & 0xFFFFFFFF).to_bytes(4, "little")
-    )
+    return code.to_bytes(2, "little") + bytes((jt, jf)) + (k & 0xFFFFFFFF).to_bytes(4, "little")
 
 
-def _w_filter() -> bytes:
+def _w_filter(refused: tuple[int, ...] = _W_REFUSED) -> bytes:
     """The classic BPF program of the candidates' filter (see the module
-    docstring)."""
+    docstring): the calls of :data:`_W_OWN_PROCESS_ONLY` refused unless they
+    name the caller as 0, those of ``refused`` refused outright, another
+    system-call ABI than x86_64's killed (its numbers mean other calls)."""
     ld, jeq, jge, ret = 0x20, 0x15, 0x35, 0x06
     out = [
         _w_insn(ld, 0, 0, 4),  # arch
@@ -103,7 +110,7 @@ def _w_filter() -> bytes:
         _w_insn(jge, 0, 1, _W_X32_BIT),
         _w_insn(ret, 0, 0, _W_RET_KILL),
     ]
-    for nr in _W_REFUSED:
+    for nr in refused:
         out.append(_w_insn(jeq, 0, 1, nr))
         out.append(_w_insn(ret, 0, 0, _W_RET_EPERM))
     for nr, arg, before in _W_OWN_PROCESS_ONLY:
@@ -119,6 +126,31 @@ def _w_filter() -> bytes:
         out.extend(block)
     out.append(_w_insn(ret, 0, 0, _W_RET_ALLOW))
     return b"".join(out)
+
+
+def _w_seccomp(syscall: Any, program: bytes) -> bool:
+    """Install the classic BPF ``program`` as a seccomp filter of this
+    process (and of all it starts), through libc's ``syscall``: whether it
+    took (it needs no_new_privs; ``ctypes.get_errno()`` says why not)."""
+    import ctypes
+
+    class _Prog(ctypes.Structure):
+        _fields_ = [("len", ctypes.c_ushort), ("filter", ctypes.c_char_p)]
+
+    return bool(syscall(_W_SECCOMP, 1, 0, ctypes.byref(_Prog(len(program) // 8, program))) == 0)
+
+
+def _w_first_to_go() -> None:
+    """Make this process (and what it starts) the first the OOM killer
+    picks (best effort: before it is undumpable, its /proc is its own)."""
+    try:
+        fd = os.open("/proc/self/oom_score_adj", os.O_WRONLY)
+        try:
+            os.write(fd, _W_OOM_WORST)
+        finally:
+            os.close(fd)
+    except OSError:
+        pass
 
 
 def _w_separator() -> tuple[Callable[[], bool] | None, str | None]:
@@ -164,20 +196,9 @@ def _w_separator() -> tuple[Callable[[], bool] | None, str | None]:
     if syscall(_W_LANDLOCK_RESTRICT, ruleset, 0) != 0:
         return None, "landlock_restrict_self failed (errno %d)" % ctypes.get_errno()
 
-    class _Prog(ctypes.Structure):
-        _fields_ = [("len", ctypes.c_ushort), ("filter", ctypes.c_char_p)]
-
-    program = _w_filter()
-    if syscall(_W_SECCOMP, 1, 0, ctypes.byref(_Prog(len(program) // 8, program))) != 0:
+    if not _w_seccomp(syscall, _w_filter()):
         return None, "cannot install a seccomp filter (errno %d)" % ctypes.get_errno()
-    try:  # (before it is undumpable: then its /proc files are root's, this one too)
-        fd = os.open("/proc/self/oom_score_adj", os.O_WRONLY)
-        try:
-            os.write(fd, _W_OOM_WORST)
-        finally:
-            os.close(fd)
-    except OSError:
-        pass
+    _w_first_to_go()  # (before it is undumpable: then its /proc files are root's, this one too)
     prctl(4, 0, 0, 0, 0)  # PR_SET_DUMPABLE 0: its /proc, and its candidates', is root's
 
     def confine() -> bool:

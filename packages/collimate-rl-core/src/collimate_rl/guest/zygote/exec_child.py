@@ -29,6 +29,7 @@ import traceback
 import types
 
 from .child_setup import child_env, enter_private_root, prepare_child
+from .exit_code import exit_code_of
 from .kernel import make_undumpable, set_process_name
 from .messages import recv
 from .twin import ENV as TWIN_ENV
@@ -339,13 +340,3 @@ def run_python(msg: Msg, reports: Reports) -> int:
     except SystemExit as exc:
         code = exit_code_of(exc)
     return code
-
-
-def exit_code_of(exc: SystemExit) -> int:
-    if exc.code is None:
-        return 0
-    if isinstance(exc.code, int):
-        return exc.code & 0xFF
-    with contextlib.suppress(BaseException):
-        sys.stderr.write(f"{exc.code}\n")
-    return 1

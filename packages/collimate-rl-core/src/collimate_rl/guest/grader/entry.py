@@ -7,13 +7,13 @@ Order matters, and is the same for one candidate and for a pack:
 2. every candidate and every spec's sealed data is read, checked and
    unlinked before any candidate runs (none can read another's, or the
    tests, from disk);
-3. the clean spawner starts (a fresh interpreter, :mod:`.worker`), with
+3. the clean spawner starts (a fresh interpreter, :mod:`.spawner`), with
    the candidates' code only;
 4. each candidate in turn: its process is forked from the spawner, its
    kind's grader runs (:mod:`.kinds`), its verdict is framed with its own
    nonce. In a pack, the guest is swept between two candidates
    (:mod:`.sweep`). Each candidate's process is confined
-   (:mod:`.separation`): it cannot kill or stop the spawner or the grader.
+   (:mod:`..separation`): it cannot kill or stop the spawner or the grader.
    Should the spawner die all the same, that candidate scores 0.0 and a
    new spawner takes the rest, once what it left is killed and removed.
 
@@ -317,7 +317,7 @@ _WORKER_READY = None
 
 def __collimate_warm__() -> None:
     """Called once by a local backend's zygote after it preloaded this
-    runtime: load the candidates' worker (``worker.py``) here and run its
+    runtime: load the worker's program (``WORKER_PARTS``) here and run its
     code path a few dozen times, so that every exec forked from the zygote,
     and its clean twin, has it loaded and specialised already (a pack's
     spawner then starts without sending, loading or warming it: about 3 ms

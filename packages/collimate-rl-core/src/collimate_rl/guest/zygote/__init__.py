@@ -7,10 +7,10 @@ plane forks a warm VM.
   (``private_root``); wiped and reused between users.
 * ``exec_child``: one exec, in the private root, as an unprivileged uid.
 
-Never imported by the server. ``../_zygote.py`` loads this package in a
-``python -I -S`` interpreter without importing ``collimate_rl`` itself (it
-would pull in an HTTP client, and every page of the zygote is copied on
-write into every clone and exec): these modules stay standard-library only
+Never imported by the server. ``local_backend/engine/_zygote.py`` loads this
+package in a ``python -I -S`` interpreter without importing ``collimate_rl``
+itself (it would pull in an HTTP client, and every page of the zygote is
+copied on write into every clone and exec): these modules stay standard-library only
 and import nothing from outside this package. This file is not executed
 there either, so it must stay empty of code.
 """

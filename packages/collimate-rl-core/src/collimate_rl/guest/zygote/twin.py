@@ -18,7 +18,7 @@ socket, and the twin's pid). On that socket it sends one program: a 4-byte
 big-endian length, a kind byte (``s``: UTF-8 source; ``m``: the marshal of
 a code object, for this same interpreter), the payload; the twin runs it
 with the socket on fd 3 (the SDK's grader sends its worker,
-``collimate_rl/rewards/grader/worker.py``). The twin dies with its exec
+``collimate_rl/guest/grader/spawner.py``). The twin dies with its exec
 child, used or not.
 """
 

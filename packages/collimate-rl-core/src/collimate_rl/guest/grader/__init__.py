@@ -1,9 +1,9 @@
 """The grader that runs INSIDE the guest (its source is shipped as exec ``code``).
 
-One module per job, joined into ONE program to be shipped: :mod:`..program`
+One module per job, joined into ONE program to be shipped: :mod:`...rewards.program`
 reads the modules in the order of :data:`PARTS`, drops their imports of
 each other (in the guest they share one namespace) and appends ``main(<config
-literal>)``; :mod:`..guest_runtime` is that program as a module (what a
+literal>)``; :mod:`...rewards.guest_runtime` is that program as a module (what a
 template preloads). The modules are real ones so that they are linted,
 type-checked and unit-tested like everything else; importing them has no
 side effects, and they are meant to run joined (the grader finds a kind's
@@ -14,7 +14,7 @@ follow from where it runs:
   has already imported (``os``, ``sys``, ``time``, ``signal``, ``io``,
   ``random``, ``math``): a fork pays for every import, and a locked-down
   guest may not be able to import anything else at all. Annotations and the
-  ``__future__`` import are stripped before shipping (:mod:`..program`);
+  ``__future__`` import are stripped before shipping (:mod:`...rewards.program`);
 * no ``json`` import in the guest: the config arrives as a Python literal,
   and the verdict leaves as JSON (``json`` when the warm interpreter has
   it, else :func:`.wire.to_json`).
@@ -29,7 +29,7 @@ Why it looks the way it does:
   the candidate runs, fds 0/1/2 point at ``/dev/null``: its prints can neither
   fill the 16 MiB output cap before the verdict nor forge a frame line.
 * **The candidate runs in a process of its own** (:mod:`.remote` starts
-  and talks to it, :mod:`.worker` is its side), forked from a clean
+  and talks to it, :mod:`.candidate` is its side, forked by :mod:`.spawner`), forked from a clean
   interpreter that never held the grader's memory, without the verdict's
   fd, and sends the grader each check's raw result; the grader compares.
   The sealed data (expected outputs, references, tests) stays in the
@@ -63,19 +63,22 @@ from __future__ import annotations
 
 __all__ = ["PARTS", "WORKER_PARTS"]
 
-#: The modules of the shipped program, in the order they are joined.
+#: The modules of the shipped program, in the order they are joined (paths
+#: below ``collimate_rl/guest``, without ``.py``).
 PARTS = (
-    "wire",
-    "budget",
-    "compare",
-    "remote",
-    "stand_ins",
-    "code_tests",
-    "kinds",
-    "pytest_shim",
-    "sweep",
-    "entry",
+    "grader/wire",
+    "grader/budget",
+    "grader/compare",
+    "grader/remote",
+    "grader/stand_ins",
+    "grader/code_tests",
+    "grader/kinds",
+    "grader/pytest_shim",
+    "grader/sweep",
+    "grader/entry",
 )
 
-#: The candidate's side, shipped on its own (see :mod:`.worker`), in this order.
-WORKER_PARTS = ("separation", "spawning", "worker")
+#: The worker's program: the candidates' side, shipped on its own (the
+#: spawner, :mod:`.spawner`, and each candidate's process, :mod:`.candidate`),
+#: in this order: the confinement it shares with other guest programs first.
+WORKER_PARTS = ("separation", "grader/spawning", "grader/candidate", "grader/spawner")

@@ -2,7 +2,7 @@
 fork a candidate's process, and talk to it.
 
 The candidate runs in a process forked from a clean interpreter (the
-guest's clean twin, else a fresh one; :mod:`.worker` runs there), never
+guest's clean twin, else a fresh one; :mod:`.spawner` runs there), never
 from the grader: the grader's memory (the sealed tests, expected outputs,
 references, the verdict's fd) was never copied into it. What the tests
 that are code hold of it is in :mod:`.stand_ins`.
@@ -50,7 +50,7 @@ class CandidateError(Exception):
 
 
 # How a fresh interpreter takes its program (the protocol of the local
-# backend's clean twin too, ``local_backend/engine/guest/twin.py``): on fd 3,
+# backend's clean twin too, ``guest/zygote/twin.py``): on fd 3,
 # a 4-byte big-endian length, a kind byte (``s``: source, ``m``: a code
 # object's marshal), the payload.
 _BOOTSTRAP = (
@@ -84,15 +84,16 @@ def _worker_program() -> bytes:
 
 def _worker_source() -> str:
     """The worker's program: joined into the runtime by ``program.py`` as
-    ``_WORKER_SOURCE``; read from the file next to this one otherwise."""
+    ``_WORKER_SOURCE``; read from the files of the guest package otherwise."""
     text = globals().get("_WORKER_SOURCE")
     if text:
         return str(text)
-    here = os.path.dirname(os.path.abspath(__file__))
+    here = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))  # collimate_rl/guest
     text = ""
-    for part in ("separation", "spawning", "worker"):  # (``WORKER_PARTS``, less their imports)
+    # (``WORKER_PARTS``, less their imports)
+    for part in ("separation", "grader/spawning", "grader/candidate", "grader/spawner"):
         with open(os.path.join(here, part + ".py")) as fh:
-            text += "".join(line for line in fh if not line.startswith("from ."))
+            text += "".join(line for line in fh if not line.startswith(("from .", "from __f")))
     return text + '\nif __name__ != "__collimate_preload__":\n    _worker_main()\n'
 
 

@@ -1,5 +1,6 @@
 """The program that compiles and runs code in one language, in one exec of
-the local backend's language template (see :mod:`.language_runs`).
+the local backend's language template (see
+:mod:`collimate_rl.local_backend.language_runs`).
 
 Never imported by the server: its source is sent as the exec's code, with
 one call ``_lr_main("<base64 of the request's JSON>")`` appended. It runs in
@@ -15,7 +16,7 @@ a warm interpreter inside the clone's isolation and does one of two things:
   record per run.
 
 Each process a step starts is kept apart from the runner (``_confine``,
-with :mod:`..rewards.grader.separation`'s domain and filter, which this
+with :mod:`.separation`'s domain and filter, which this
 file is shipped with): it cannot signal, stop or trace the runner, nor
 lower its own priority. What a run does to what it was given (its binary,
 its directory, the disk) reaches no later run: each is laid out anew, and
@@ -72,9 +73,12 @@ import signal
 import sys
 import time
 
-# Shipped joined after separation.py (``language_runs.runner_source``): these
-# lines are left out then, and its names are this module's.
-from ..rewards.grader.separation import (
+# (how a request's paths are placed, shared with the SandboxFusion runner)
+from .request_paths import _FMT, _REG, _PathRefused, _place, fetch_file, write_file
+
+# Shipped as one module: these imports are where the imported modules' code
+# goes (``collimate_rl._guest_source.joined_source``), once each.
+from .separation import (
     _W_LANDLOCK_CREATE,
     _W_LANDLOCK_MIN_ABI,
     _W_LANDLOCK_VERSION,
@@ -124,145 +128,6 @@ def _prctl(option: int, value: int) -> None:
         ctypes.CDLL(None, use_errno=True).prctl(option, value, 0, 0, 0)
     except (OSError, AttributeError, ImportError):
         pass
-
-
-class _PathRefused(Exception):
-    """A request's path this run will not write or read (the message says why)."""
-
-
-#: Trees of the kernel, never a request's files: writing there could reach
-#: devices or this process's own state, reading could return it.
-_KERNEL_TREES = ("/proc", "/sys", "/dev")
-#: ... except the clone's own shared-memory tmpfs.
-_OWN_DEV = "/dev/shm/"
-_DIR_FLAGS = os.O_PATH | os.O_DIRECTORY | os.O_NOFOLLOW | os.O_CLOEXEC
-_REG = 0o100000
-_FMT = 0o170000
-
-
-def own_root() -> bool:
-    """Whether ``/`` is this run's own: a namespaced clone's private root
-    belongs to the clone's unprivileged uid, which this process runs as.
-    Anywhere else (process isolation: ``/`` is the host's) an absolute path
-    would be the host's own file, and is refused."""
-    uid = os.getuid()
-    try:
-        return uid != 0 and os.stat("/").st_uid == uid
-    except OSError:
-        return False
-
-
-def _place(root: str, name: str) -> tuple[str, list[str]]:
-    """Where a request's ``name`` is: the directory to start from and the
-    components below it (normalized: ``..`` taken away lexically, which is
-    what the kernel does too, as no symlink is ever followed). A relative
-    name is inside ``root`` (the run's working directory); an absolute one
-    is that path as the program sees it, only where ``/`` is the run's own
-    (``own_root``), and never under /proc, /sys or /dev (but /dev/shm)."""
-    if not name or "\0" in name:
-        raise _PathRefused("%r: not a path" % (name,))
-    if name.startswith("/"):
-        norm = "/" + os.path.normpath(name).lstrip("/")
-        if norm == "/":
-            raise _PathRefused("%r: not a file" % (name,))
-        for tree in _KERNEL_TREES:
-            if (norm == tree or norm.startswith(tree + "/")) and not norm.startswith(_OWN_DEV):
-                raise _PathRefused("%r: %s is the kernel's, not the sandbox's" % (name, tree))
-        if not own_root():
-            raise _PathRefused(
-                "%r: an absolute path needs a root of the sandbox's own (namespaces "
-                "isolation); here / is the host's" % (name,)
-            )
-        return "/", norm[1:].split("/")
-    norm = os.path.normpath(name)
-    if norm in (".", "..") or norm.startswith("../"):
-        raise _PathRefused("%r: a relative path must stay inside the run's directory" % (name,))
-    return root, norm.split("/")
-
-
-def _open_dir(start: str, parts: list[str], make: bool) -> int:
-    """An ``O_PATH`` handle on ``start/parts...``, made (0755) where missing
-    when ``make``; a symlink on the way is refused (``ENOTDIR``), never
-    followed, so a path cannot be led out of where it was checked to be."""
-    fd = os.open(start, os.O_PATH | os.O_DIRECTORY | os.O_CLOEXEC)
-    try:
-        for part in parts:
-            try:
-                nxt = os.open(part, _DIR_FLAGS, dir_fd=fd)
-            except FileNotFoundError:
-                if not make:
-                    raise
-                try:
-                    os.mkdir(part, 0o755, dir_fd=fd)
-                except FileExistsError:
-                    pass
-                nxt = os.open(part, _DIR_FLAGS, dir_fd=fd)
-            os.close(fd)
-            fd = nxt
-    except BaseException:
-        os.close(fd)
-        raise
-    return fd
-
-
-def write_file(root: str, name: str, data: bytes, mode: int = 0o644) -> None:
-    """``data`` at the request's ``name`` (see ``_place``), its missing
-    directories made; never through a symlink, and only as a regular file.
-    Raises ``_PathRefused`` saying why not."""
-    start, parts = _place(root, name)
-    try:
-        dfd = _open_dir(start, parts[:-1], True)
-        try:
-            flags = os.O_WRONLY | os.O_CREAT | os.O_TRUNC | os.O_NOFOLLOW | os.O_NONBLOCK
-            fd = os.open(parts[-1], flags | os.O_CLOEXEC, mode, dir_fd=dfd)
-        finally:
-            os.close(dfd)
-        try:
-            if os.fstat(fd).st_mode & _FMT != _REG:
-                raise _PathRefused("%r: not a regular file" % (name,))
-            view = memoryview(data)
-            while view:
-                view = view[os.write(fd, view) :]
-            os.fchmod(fd, mode)
-        finally:
-            os.close(fd)
-    except OSError as exc:
-        raise _PathRefused("cannot write %r: %s" % (name, exc.strerror or exc)) from None
-
-
-def fetch_file(root: str, name: str, cap: int) -> bytes | None:
-    """At most ``cap`` bytes of the regular file at the request's ``name``
-    (see ``_place``), or None: missing, not a regular file, a symlink on the
-    way, or refused (a path SandboxFusion cannot find is left out too)."""
-    try:
-        start, parts = _place(root, name)
-        dfd = _open_dir(start, parts[:-1], False)
-        try:
-            if os.stat(parts[-1], dir_fd=dfd, follow_symlinks=False).st_mode & _FMT != _REG:
-                return None
-            fd = os.open(
-                parts[-1], os.O_RDONLY | os.O_NOFOLLOW | os.O_NONBLOCK | os.O_CLOEXEC, dir_fd=dfd
-            )
-        finally:
-            os.close(dfd)
-    except (OSError, _PathRefused):
-        return None
-    try:
-        if os.fstat(fd).st_mode & _FMT != _REG:
-            return None
-        chunks = []
-        left = cap
-        while left > 0:
-            chunk = os.read(fd, min(left, 1 << 20))
-            if not chunk:
-                break
-            chunks.append(chunk)
-            left -= len(chunk)
-        return b"".join(chunks)
-    except OSError:
-        return None
-    finally:
-        os.close(fd)
 
 
 def _write_files(root: str, files: dict[str, Any]) -> None:
@@ -897,7 +762,7 @@ def _run(req: dict[str, Any], root: str, confined: bool) -> None:
             _lay_out(here, shared)
             _lay_out(paths["build"], build)
             if req.get("source") is not None:
-                write_file(here, tc["source"], req["source"].encode("utf-8"))
+                write_file(here, tc["source"], req["source"].encode("utf-8"), 0o644)
             _lay_out(here, _decoded(item.get("files") or {}))
             io = _open_io(root, ".run-%d" % i, base64.b64decode(item["stdin"]))
         except (OSError, _PathRefused) as exc:

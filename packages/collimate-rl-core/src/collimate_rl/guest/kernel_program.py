@@ -15,7 +15,7 @@ the guest's ``python3``. One file plays three parts, by its first argument:
 ``restart DIR`` / ``stop DIR`` what they say; ``ping DIR`` whether the
                 kernel answers (a runner of the template's own interpreter can reach it);
 ``fork DIR REQUEST`` have the kernel fork copies of itself (see ``fork_kernels``);
-``reinstall`` (not a command: ``REINSTALLER`` of ``_kernel_state`` calls
+``reinstall`` (not a command: ``REINSTALLER`` of ``kernel._state`` calls
                 ``reinstall`` with the program's text) a kernel made anew in
                 its directory, whatever is left of the old one.
 
@@ -97,6 +97,18 @@ if __name__ == "__main__":
     # kernel's framing, capture or answers. Every function below is made
     # after this line, and keeps this dictionary as its builtins.
     globals()["__builtins__"] = dict(vars(builtins))
+
+# Keeping the kernel apart from the sandbox's other processes, as the
+# grader keeps its candidates (Landlock, seccomp, oom_score_adj): shipped
+# as one file, with separation.py joined in here (``_guest_source``).
+from .separation import (  # noqa: E402
+    _W_LANDLOCK_CREATE,
+    _W_LANDLOCK_MIN_ABI,
+    _W_LANDLOCK_RESTRICT,
+    _w_filter,
+    _w_first_to_go,
+    _w_seccomp,
+)
 
 RESULT_PREFIX = "@@collimate-kernel-result@@ "
 KERNEL_FILE = os.path.abspath(__file__)
@@ -618,13 +630,12 @@ def read_json(path: str) -> dict[str, Any] | None:
 # --- forks ------------------------------------------------------------------
 
 # Landlock (Linux 5.13+; scoping of signals and abstract sockets 6.12+, ABI 6)
-SYS_CREATE_RULESET, SYS_ADD_RULE, SYS_RESTRICT_SELF = 444, 445, 446
+SYS_ADD_RULE = 445  # landlock_add_rule (creating and entering: separation.py)
 FS_ALL = (1 << 16) - 1  # every filesystem right up to ABI 5
 FS_READ = 1 | 4 | 8  # execute, read file, read dir
 FS_FILE = 1 | 2 | 4 | (1 << 14) | (1 << 15)  # the rights a rule on a file may hold
 NET_TCP = 1 | 2  # bind, connect
 SCOPES = 1 | 2  # abstract unix sockets, signals
-LANDLOCK_ABI_NEEDED = 6
 #: what a fork may read of the system (every top-level dir but these)
 NOT_SHARED = ("tmp", "proc", "dev", "run", "var", "home", "root", "mnt", "media", "srv")
 DEVICES = ("/dev/null", "/dev/zero", "/dev/full", "/dev/random", "/dev/urandom")
@@ -801,13 +812,13 @@ def confine(directory: str) -> str:
     import ctypes
 
     try:
-        abi = landlock_call(SYS_CREATE_RULESET, None, 0, 1)
+        abi = landlock_call(_W_LANDLOCK_CREATE, None, 0, 1)
     except OSError as exc:
         return f"none: Landlock unavailable ({exc.strerror})"
-    if abi < LANDLOCK_ABI_NEEDED:
-        return f"none: Landlock ABI {abi} lacks signal scoping (needs {LANDLOCK_ABI_NEEDED})"
+    if abi < _W_LANDLOCK_MIN_ABI:
+        return f"none: Landlock ABI {abi} lacks signal scoping (needs {_W_LANDLOCK_MIN_ABI})"
     attr = struct.pack("QQQ", FS_ALL, NET_TCP, SCOPES)
-    ruleset = landlock_call(SYS_CREATE_RULESET, ctypes.create_string_buffer(attr, len(attr)), 24, 0)
+    ruleset = landlock_call(_W_LANDLOCK_CREATE, ctypes.create_string_buffer(attr, len(attr)), 24, 0)
     try:
         paths = [("/" + e, FS_READ) for e in sorted(os.listdir("/")) if e not in NOT_SHARED]
         paths += [(d, FS_READ | 2) for d in DEVICES] + [(directory, FS_ALL)]
@@ -826,29 +837,13 @@ def confine(directory: str) -> str:
                 os.close(fd)
         if libc().prctl(PR_SET_NO_NEW_PRIVS, 1, 0, 0, 0) != 0:
             raise OSError(ctypes.get_errno(), "prctl(NO_NEW_PRIVS)")
-        landlock_call(SYS_RESTRICT_SELF, ruleset, 0)
+        landlock_call(_W_LANDLOCK_RESTRICT, ruleset, 0)
     finally:
         os.close(ruleset)
     return f"landlock (ABI {abi}): own directory, system read-only, no TCP, scoped signals"
 
 
 SCOPE_SIGNAL = 2  # Landlock: signals to processes outside the domain refused
-SYS_SECCOMP = 317  # x86_64
-AUDIT_ARCH_X86_64 = 0xC000003E
-#: calls one process may make on another of its uid with no ptrace check:
-#: (number, the argument naming the process, what the argument before it
-#: must be, or None). prlimit64, sched_setparam, sched_setscheduler,
-#: sched_setaffinity, sched_setattr; setpriority and ioprio_set only with
-#: PRIO_PROCESS / IOPRIO_WHO_PROCESS (the others name a group or a uid).
-OWN_PROCESS_ONLY = (
-    (302, 0, None),
-    (142, 0, None),
-    (144, 0, None),
-    (203, 0, None),
-    (314, 0, None),
-    (141, 1, 0),
-    (251, 1, 1),
-)
 
 
 def guard() -> str:
@@ -864,15 +859,15 @@ def guard() -> str:
     itself. Says what it applied, and why not the rest."""
     parts = []
     try:
-        abi = landlock_call(SYS_CREATE_RULESET, None, 0, 1)
+        abi = landlock_call(_W_LANDLOCK_CREATE, None, 0, 1)
     except OSError as exc:
         parts.append(f"no Landlock ({exc.strerror}): cells can signal the sandbox's processes")
         abi = 0
-    if abi and abi < LANDLOCK_ABI_NEEDED:
+    if abi and abi < _W_LANDLOCK_MIN_ABI:
         parts.append(f"Landlock ABI {abi} cannot scope signals: cells can signal others")
     try:
         no_new_privs()
-        if abi >= LANDLOCK_ABI_NEEDED:
+        if abi >= _W_LANDLOCK_MIN_ABI:
             scope_signals()
             parts.append("signals scoped (Landlock)")
         parts.append(own_process_filter())
@@ -894,60 +889,23 @@ def scope_signals() -> None:
     import ctypes
 
     attr = struct.pack("QQQ", 0, 0, SCOPE_SIGNAL)
-    ruleset = landlock_call(SYS_CREATE_RULESET, ctypes.create_string_buffer(attr, len(attr)), 24, 0)
+    ruleset = landlock_call(_W_LANDLOCK_CREATE, ctypes.create_string_buffer(attr, len(attr)), 24, 0)
     try:
-        landlock_call(SYS_RESTRICT_SELF, ruleset, 0)
+        landlock_call(_W_LANDLOCK_RESTRICT, ruleset, 0)
     finally:
         os.close(ruleset)
 
 
-def bpf(code: int, jt: int, jf: int, k: int) -> bytes:
-    return struct.pack("<HBBI", code, jt, jf, k & 0xFFFFFFFF)
-
-
-def own_process_program() -> bytes:
-    """The classic BPF program of :data:`OWN_PROCESS_ONLY`: such a call is
-    refused (EPERM) unless it names the caller as 0; a call through another
-    system-call ABI than x86_64's kills the process (its numbers mean other
-    calls)."""
-    ld, jeq, jge, ret = 0x20, 0x15, 0x35, 0x06
-    kill, eperm, allow = 0x80000000, 0x00050001, 0x7FFF0000
-    out = [
-        bpf(ld, 0, 0, 4),  # arch
-        bpf(jeq, 1, 0, AUDIT_ARCH_X86_64),
-        bpf(ret, 0, 0, kill),
-        bpf(ld, 0, 0, 0),  # nr
-        bpf(jge, 0, 1, 0x40000000),  # x32
-        bpf(ret, 0, 0, kill),
-    ]
-    for nr, arg, before in OWN_PROCESS_ONLY:
-        block = []
-        if before is not None:
-            block.append(bpf(ld, 0, 0, 16 + 8 * (arg - 1)))
-            block.append(bpf(jeq, 0, 2, before))  # else refused
-        block.append(bpf(ld, 0, 0, 16 + 8 * arg))
-        block.append(bpf(jeq, 1, 0, 0))
-        block.append(bpf(ret, 0, 0, eperm))
-        block.append(bpf(ret, 0, 0, allow))
-        out.append(bpf(jeq, 0, len(block), nr))  # else over the block
-        out.extend(block)
-    out.append(bpf(ret, 0, 0, allow))
-    return b"".join(out)
-
-
 def own_process_filter() -> str:
-    """Install :func:`own_process_program` (needs no_new_privs)."""
+    """Install the candidates' filter of the calls on another process of
+    the uid (``separation._w_filter``: refused unless they name the caller
+    as 0, another system-call ABI killed), without the calls it refuses
+    outright (needs no_new_privs)."""
     import ctypes
 
     if os.uname().machine != "x86_64":
         return f"no seccomp filter for {os.uname().machine}: cells can limit others"
-
-    class Program(ctypes.Structure):
-        _fields_ = [("len", ctypes.c_ushort), ("filter", ctypes.c_char_p)]
-
-    program = own_process_program()
-    call = libc().syscall
-    if call(SYS_SECCOMP, 1, 0, ctypes.byref(Program(len(program) // 8, program))) != 0:
+    if not _w_seccomp(libc().syscall, _w_filter(())):
         raise OSError(ctypes.get_errno(), "seccomp")
     return "calls on other processes refused (seccomp)"
 
@@ -956,8 +914,7 @@ def first_to_go() -> None:
     """Make the kernel the sandbox's first victim when memory runs out: it
     holds what the cells allocate, and the runner, the keeper and the
     sandbox's exec processes must outlive it to say what happened."""
-    with contextlib.suppress(OSError), open("/proc/self/oom_score_adj", "w") as handle:
-        handle.write("1000")
+    _w_first_to_go()
 
 
 def write_file(path: str, text: str) -> None:
