@@ -33,6 +33,10 @@ from .zygote_process import background
 SeedAck = Literal["verified", "off", "no-ack"]
 # how long a clone may take to confirm a kill before it is destroyed outright
 KILL_GRACE_S = 5.0
+# after SIGKILL, how long close() still waits for the process to be gone (a
+# loaded machine can take seconds to tear a namespace down; close() returning
+# means the clone's processes are gone)
+KILLED_WAIT_S = 30.0
 # after the exec exited, how long to wait for stray holders of its output pipe
 PIPE_GRACE_S = 0.2
 
@@ -261,11 +265,13 @@ class ForkClone:
                     self._channel.send({"op": "close"})
                 if not await self._wait_exit(KILL_GRACE_S):
                     self._sigkill()
-                    await self._wait_exit(KILL_GRACE_S)
+                    await self._wait_exit(KILLED_WAIT_S)
             else:
                 # pid 1 of its namespace: the kernel takes every process in it along
                 self._sigkill()
                 self.exited_cleanly = await self._wait_exit(KILL_GRACE_S)
+                if not self.exited_cleanly:
+                    await self._wait_exit(KILLED_WAIT_S)
         finally:
             self._channel.close()
             self._jobs.close()
