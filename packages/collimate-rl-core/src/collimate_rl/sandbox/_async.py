@@ -10,7 +10,6 @@ from __future__ import annotations
 
 import contextlib
 from collections.abc import Mapping, Sequence
-from types import TracebackType
 from typing import TYPE_CHECKING, Any
 
 from .._transport.gateway_calls import CDP_PORT
@@ -109,13 +108,8 @@ class AsyncSandbox(SandboxState):
     async def __aenter__(self) -> AsyncSandbox:
         return await self.start()
 
-    async def __aexit__(
-        self,
-        exc_type: type[BaseException] | None,
-        exc: BaseException | None,
-        tb: TracebackType | None,
-    ) -> None:
-        if exc_type is not None and self.keep_on_error:
+    async def __aexit__(self, *exc_info: object) -> None:
+        if exc_info[0] is not None and self.keep_on_error:
             return
         await self.close()
 

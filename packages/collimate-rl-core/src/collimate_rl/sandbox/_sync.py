@@ -11,7 +11,6 @@ from __future__ import annotations
 
 import contextlib
 from collections.abc import Mapping, Sequence
-from types import TracebackType
 from typing import TYPE_CHECKING, Any
 
 from .._transport.gateway_calls import CDP_PORT
@@ -108,13 +107,8 @@ class Sandbox(SandboxState):
     def __enter__(self) -> Sandbox:
         return self.start()
 
-    def __exit__(
-        self,
-        exc_type: type[BaseException] | None,
-        exc: BaseException | None,
-        tb: TracebackType | None,
-    ) -> None:
-        if exc_type is not None and self.keep_on_error:
+    def __exit__(self, *exc_info: object) -> None:
+        if exc_info[0] is not None and self.keep_on_error:
             return
         self.close()
 

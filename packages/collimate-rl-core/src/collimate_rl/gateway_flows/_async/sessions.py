@@ -10,7 +10,6 @@ both twins share is ``collimate_rl.gateway_flows._session_state``.
 from __future__ import annotations
 
 from collections.abc import Generator, Mapping, Sequence
-from types import TracebackType
 from typing import TYPE_CHECKING, Any
 
 from ..._aio import uncancellable
@@ -20,7 +19,7 @@ from ...wire import DEFAULT_EXEC_TIMEOUT_S
 from .._group_state import Labels
 from .._session_state import SessionState, log
 from ..status import fork_cap
-from .fork_group import AsyncForkGroup
+from .fork_group import AsyncForkGroup, _ClosedOnExit
 
 if TYPE_CHECKING:
     from ...gateway._async import AsyncGatewayClient
@@ -28,10 +27,13 @@ if TYPE_CHECKING:
 __all__ = ["AsyncSession"]
 
 
-class AsyncSession(SessionState):
+class AsyncSession(SessionState, _ClosedOnExit):
     """One sandbox of ``template`` on a :class:`~collimate_rl.AsyncGatewayClient`,
     created on entering its ``async with`` block (or on first use) and
     deleted on leaving it."""
+
+    _teardown_what = "session"
+    _teardown_log = log
 
     def __init__(
         self,
@@ -170,19 +172,3 @@ class AsyncSession(SessionState):
         sandbox_id, self.id = self.id, None
         if sandbox_id is not None:
             await uncancellable(self.client.delete_sandbox(sandbox_id))
-
-    async def __aenter__(self) -> AsyncSession:
-        return await self.open()
-
-    async def __aexit__(
-        self,
-        exc_type: type[BaseException] | None,
-        exc: BaseException | None,
-        tb: TracebackType | None,
-    ) -> None:
-        try:
-            await self.close()
-        except Exception:
-            if exc_type is None:
-                raise
-            log.warning("session teardown failed while %s propagated", exc_type.__name__)
