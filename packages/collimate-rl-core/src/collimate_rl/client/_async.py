@@ -14,17 +14,16 @@ from collections.abc import Awaitable, Callable, Mapping, Sequence
 from typing import Any
 
 from .._transport import daemon as routes
-from .._transport.calls import exec_call
 from .._transport.calls import segment as _seg
 from .._transport.daemon import DEFAULT_BASE_URL, Argvs, DaemonClientBase, Files
-from .._transport.send._async import AsyncHTTP
+from .._transport.send._async import AsyncHTTP, AsyncHTTPClient
 from ..errors import CollimateError
 from ..wire import DEFAULT_EXEC_TIMEOUT_S
 
 __all__ = ["AsyncCollimateClient"]
 
 
-class AsyncCollimateClient(DaemonClientBase):
+class AsyncCollimateClient(DaemonClientBase, AsyncHTTPClient):
     """Client of a node-local ``serve`` daemon.
 
     ``AsyncCollimateClient("http://127.0.0.1:8080")`` over TCP, or
@@ -67,12 +66,6 @@ class AsyncCollimateClient(DaemonClientBase):
     async def aclose(self) -> None:
         """Close pooled connections (the client reconnects if used again)."""
         await self._http.aclose()
-
-    async def __aenter__(self) -> AsyncCollimateClient:
-        return self
-
-    async def __aexit__(self, *exc: object) -> None:
-        await self.aclose()
 
     # discovery
     async def health(self) -> dict[str, Any]:
@@ -163,11 +156,8 @@ class AsyncCollimateClient(DaemonClientBase):
             timeout_seconds=timeout_seconds,
             seed=seed,
         )
-        call = exec_call(f"/v1/sessions/{_seg(session_id)}/exec", body, self.timeout)
-        result: dict[str, Any] = await self._http.observed(
-            lambda: self._http.send(call), target=session_id, one_shot=False, request=body
-        )
-        return result
+        path = f"/v1/sessions/{_seg(session_id)}/exec"
+        return await self._exec(path, body, target=session_id, one_shot=False)
 
     async def exec_once(
         self,
@@ -193,8 +183,4 @@ class AsyncCollimateClient(DaemonClientBase):
             seed=seed,
             egress=egress,
         )
-        call = exec_call("/v1/exec", body, self.timeout)
-        result: dict[str, Any] = await self._http.observed(
-            lambda: self._http.send(call), target=template_id, one_shot=True, request=body
-        )
-        return result
+        return await self._exec("/v1/exec", body, target=template_id, one_shot=True)

@@ -15,17 +15,16 @@ from collections.abc import Callable, Mapping, Sequence
 from typing import Any
 
 from .._transport import daemon as routes
-from .._transport.calls import exec_call
 from .._transport.calls import segment as _seg
 from .._transport.daemon import DEFAULT_BASE_URL, Argvs, DaemonClientBase, Files
-from .._transport.send._sync import SyncHTTP
+from .._transport.send._sync import HTTPClient, SyncHTTP
 from ..errors import CollimateError
 from ..wire import DEFAULT_EXEC_TIMEOUT_S
 
 __all__ = ["CollimateClient"]
 
 
-class CollimateClient(DaemonClientBase):
+class CollimateClient(DaemonClientBase, HTTPClient):
     """Client of a node-local ``serve`` daemon.
 
     ``CollimateClient("http://127.0.0.1:8080")`` over TCP, or
@@ -68,12 +67,6 @@ class CollimateClient(DaemonClientBase):
     def close(self) -> None:
         """Close pooled connections (the client reconnects if used again)."""
         self._http.close()
-
-    def __enter__(self) -> CollimateClient:
-        return self
-
-    def __exit__(self, *exc: object) -> None:
-        self.close()
 
     # discovery
     def health(self) -> dict[str, Any]:
@@ -164,11 +157,8 @@ class CollimateClient(DaemonClientBase):
             timeout_seconds=timeout_seconds,
             seed=seed,
         )
-        call = exec_call(f"/v1/sessions/{_seg(session_id)}/exec", body, self.timeout)
-        result: dict[str, Any] = self._http.observed(
-            lambda: self._http.send(call), target=session_id, one_shot=False, request=body
-        )
-        return result
+        path = f"/v1/sessions/{_seg(session_id)}/exec"
+        return self._exec(path, body, target=session_id, one_shot=False)
 
     def exec_once(
         self,
@@ -194,8 +184,4 @@ class CollimateClient(DaemonClientBase):
             seed=seed,
             egress=egress,
         )
-        call = exec_call("/v1/exec", body, self.timeout)
-        result: dict[str, Any] = self._http.observed(
-            lambda: self._http.send(call), target=template_id, one_shot=True, request=body
-        )
-        return result
+        return self._exec("/v1/exec", body, target=template_id, one_shot=True)

@@ -18,10 +18,10 @@ from typing import TYPE_CHECKING, Any
 from .._aio import uncancellable
 from .._transport import daemon as daemon_routes
 from .._transport import gateway_calls as routes
-from .._transport.calls import Call, exec_call
+from .._transport.calls import exec_call
 from .._transport.calls import segment as _seg
 from .._transport.gateway_base import Argvs, Files, GatewayClientBase, flow, log
-from .._transport.send._async import AsyncHTTP
+from .._transport.send._async import AsyncHTTP, AsyncHTTPClient
 from ..tunnel import PortForward, forward_with
 from ..wire import DEFAULT_EXEC_TIMEOUT_S, build_exec_request
 
@@ -32,7 +32,7 @@ if TYPE_CHECKING:
 __all__ = ["AsyncGatewayClient"]
 
 
-class AsyncGatewayClient(GatewayClientBase):
+class AsyncGatewayClient(GatewayClientBase, AsyncHTTPClient):
     """Client of the managed gateway.
 
     ``AsyncGatewayClient()`` reads ``$COLLIMATE_API_KEY`` (and
@@ -67,15 +67,6 @@ class AsyncGatewayClient(GatewayClientBase):
     async def aclose(self) -> None:
         """Close pooled connections (the client reconnects if used again)."""
         await self._http.aclose()
-
-    async def __aenter__(self) -> AsyncGatewayClient:
-        return self
-
-    async def __aexit__(self, *exc: object) -> None:
-        await self.aclose()
-
-    async def _send(self, call: Call) -> Any:
-        return await self._http.send(call)
 
     async def health(self) -> dict[str, Any]:
         """The gateway's health (the one call that carries no key)."""
@@ -182,11 +173,8 @@ class AsyncGatewayClient(GatewayClientBase):
             timeout_seconds=timeout_seconds,
             seed=seed,
         )
-        call = exec_call(f"/v1/sandboxes/{_seg(sandbox_id)}/exec", body, self.timeout)
-        result: dict[str, Any] = await self._http.observed(
-            lambda: self._send(call), target=sandbox_id, one_shot=False, request=body
-        )
-        return result
+        path = f"/v1/sandboxes/{_seg(sandbox_id)}/exec"
+        return await self._exec(path, body, target=sandbox_id, one_shot=False)
 
     async def fork(self, sandbox_id: str, *, count: int = 1, labels: Any = None) -> dict[str, Any]:
         """Live copy-on-write children: ``{parent, children: [{id, endpoints?}]}``."""

@@ -18,10 +18,10 @@ from typing import TYPE_CHECKING, Any
 
 from .._transport import daemon as daemon_routes
 from .._transport import gateway_calls as routes
-from .._transport.calls import Call, exec_call
+from .._transport.calls import exec_call
 from .._transport.calls import segment as _seg
 from .._transport.gateway_base import Argvs, Files, GatewayClientBase, flow, log
-from .._transport.send._sync import SyncHTTP
+from .._transport.send._sync import HTTPClient, SyncHTTP
 from ..tunnel import PortForward, forward_with
 from ..wire import DEFAULT_EXEC_TIMEOUT_S, build_exec_request
 
@@ -32,7 +32,7 @@ if TYPE_CHECKING:
 __all__ = ["GatewayClient"]
 
 
-class GatewayClient(GatewayClientBase):
+class GatewayClient(GatewayClientBase, HTTPClient):
     """Client of the managed gateway.
 
     ``GatewayClient()`` reads ``$COLLIMATE_API_KEY`` (and
@@ -67,15 +67,6 @@ class GatewayClient(GatewayClientBase):
     def close(self) -> None:
         """Close pooled connections (the client reconnects if used again)."""
         self._http.close()
-
-    def __enter__(self) -> GatewayClient:
-        return self
-
-    def __exit__(self, *exc: object) -> None:
-        self.close()
-
-    def _send(self, call: Call) -> Any:
-        return self._http.send(call)
 
     def health(self) -> dict[str, Any]:
         """The gateway's health (the one call that carries no key)."""
@@ -180,11 +171,8 @@ class GatewayClient(GatewayClientBase):
             timeout_seconds=timeout_seconds,
             seed=seed,
         )
-        call = exec_call(f"/v1/sandboxes/{_seg(sandbox_id)}/exec", body, self.timeout)
-        result: dict[str, Any] = self._http.observed(
-            lambda: self._send(call), target=sandbox_id, one_shot=False, request=body
-        )
-        return result
+        path = f"/v1/sandboxes/{_seg(sandbox_id)}/exec"
+        return self._exec(path, body, target=sandbox_id, one_shot=False)
 
     def fork(self, sandbox_id: str, *, count: int = 1, labels: Any = None) -> dict[str, Any]:
         """Live copy-on-write children: ``{parent, children: [{id, endpoints?}]}``."""
