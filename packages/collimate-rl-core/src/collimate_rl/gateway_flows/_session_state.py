@@ -13,7 +13,7 @@ from typing import Any
 
 from ..egress import egress_policy
 from ..errors import GatewayError
-from ..seeds import check_seed
+from ..sandbox._state import exec_kwargs
 
 __all__ = ["SessionState", "log", "template_id_of"]
 
@@ -80,17 +80,9 @@ class SessionState:
         timeout_seconds: int | None,
         seed: str | None,
     ) -> dict[str, Any]:
-        if code is None and command is None and commands is None:
-            raise ValueError("exec needs one of code, command= or commands=")
-        check_seed(seed)
-        return {
-            "code": code,
-            "command": command,
-            "commands": commands,
-            "files": files,
-            "timeout_seconds": self.default_timeout if timeout_seconds is None else timeout_seconds,
-            "seed": seed,
-        }
+        return exec_kwargs(
+            code, command, commands, files, timeout_seconds, seed, self.default_timeout
+        )
 
     def __repr__(self) -> str:
         return f"{type(self).__name__}({self.template!r}, sandbox={self.id or 'not open'})"
