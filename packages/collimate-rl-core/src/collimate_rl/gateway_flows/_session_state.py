@@ -8,12 +8,11 @@
 from __future__ import annotations
 
 import logging
-from collections.abc import Mapping, Sequence
+from collections.abc import Mapping
 from typing import Any
 
 from ..egress import egress_policy
 from ..errors import GatewayError
-from ..sandbox._state import exec_kwargs
 
 __all__ = ["SessionState", "log", "template_id_of"]
 
@@ -70,19 +69,6 @@ class SessionState:
         if self.id is None:
             raise RuntimeError(f"cannot {verb} a session that is not open (use it in a with block)")
         return self.id
-
-    def _exec_body(
-        self,
-        code: str | None,
-        command: str | None,
-        commands: Sequence[Sequence[str]] | None,
-        files: Sequence[Mapping[str, str]] | None,
-        timeout_seconds: int | None,
-        seed: str | None,
-    ) -> dict[str, Any]:
-        return exec_kwargs(
-            code, command, commands, files, timeout_seconds, seed, self.default_timeout
-        )
 
     def __repr__(self) -> str:
         return f"{type(self).__name__}({self.template!r}, sandbox={self.id or 'not open'})"

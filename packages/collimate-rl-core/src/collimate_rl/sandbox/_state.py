@@ -157,20 +157,6 @@ class SandboxState:
             )
         return client
 
-    def _exec_kwargs(
-        self,
-        code: str | None,
-        command: str | None,
-        commands: Sequence[Sequence[str]] | None,
-        files: Sequence[Mapping[str, str]] | None,
-        timeout_seconds: int | None,
-        seed: str | None,
-    ) -> dict[str, Any]:
-        seed = seed if seed is not None else self.default_seed
-        return exec_kwargs(
-            code, command, commands, files, timeout_seconds, seed, self.default_timeout
-        )
-
     def _adopted(self, session_id: str) -> None:
         self.session_id = session_id
         self.fork_time_ms = None

@@ -14,7 +14,7 @@ from typing import TYPE_CHECKING, Any
 
 from ..._aio import uncancellable
 from ..._transport.gateway_calls import CDP_PORT
-from ...sandbox._state import ExecResult
+from ...sandbox._state import ExecResult, exec_kwargs
 from ...wire import DEFAULT_EXEC_TIMEOUT_S
 from .._group_state import Labels
 from .._session_state import SessionState, log
@@ -77,7 +77,9 @@ class AsyncSession(SessionState, _ClosedOnExit):
     ) -> ExecResult:
         """Run in the sandbox (opened on first use). A demo key over its limit
         raises :class:`~collimate_rl.DemoTierLimit` with the server's words."""
-        body = self._exec_body(code, command, commands, files, timeout_seconds, seed)
+        body = exec_kwargs(
+            code, command, commands, files, timeout_seconds, seed, self.default_timeout
+        )
         await self.open()
         assert self.id is not None
         return ExecResult.from_response(await self.client.exec(self.id, **body))

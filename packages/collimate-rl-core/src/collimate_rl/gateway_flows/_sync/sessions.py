@@ -14,7 +14,7 @@ from collections.abc import Mapping, Sequence
 from typing import TYPE_CHECKING, Any
 
 from ..._transport.gateway_calls import CDP_PORT
-from ...sandbox._state import ExecResult
+from ...sandbox._state import ExecResult, exec_kwargs
 from ...wire import DEFAULT_EXEC_TIMEOUT_S
 from .._group_state import Labels
 from .._session_state import SessionState, log
@@ -72,7 +72,9 @@ class Session(SessionState, _ClosedOnExit):
     ) -> ExecResult:
         """Run in the sandbox (opened on first use). A demo key over its limit
         raises :class:`~collimate_rl.DemoTierLimit` with the server's words."""
-        body = self._exec_body(code, command, commands, files, timeout_seconds, seed)
+        body = exec_kwargs(
+            code, command, commands, files, timeout_seconds, seed, self.default_timeout
+        )
         self.open()
         assert self.id is not None
         return ExecResult.from_response(self.client.exec(self.id, **body))
