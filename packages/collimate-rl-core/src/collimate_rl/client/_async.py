@@ -18,7 +18,7 @@ from .._transport.calls import segment as _seg
 from .._transport.daemon import DEFAULT_BASE_URL, Argvs, DaemonClientBase, Files
 from .._transport.send._async import AsyncHTTP, AsyncHTTPClient
 from ..errors import CollimateError
-from ..wire import DEFAULT_EXEC_TIMEOUT_S
+from ..wire import DEFAULT_EXEC_TIMEOUT_S, build_exec_request
 
 __all__ = ["AsyncCollimateClient"]
 
@@ -148,7 +148,7 @@ class AsyncCollimateClient(DaemonClientBase, AsyncHTTPClient):
     ) -> dict[str, Any]:
         """Run in a live session: the ExecResponse (merged ``stdout``,
         ``exit_code``, ``seed``, timings)."""
-        body = self._exec_body(
+        body = build_exec_request(
             command=command,
             code=code,
             commands=commands,
@@ -173,7 +173,7 @@ class AsyncCollimateClient(DaemonClientBase, AsyncHTTPClient):
     ) -> dict[str, Any]:
         """Run once in an ephemeral clone of ``template_id`` (forked, run,
         discarded by the daemon in one request)."""
-        body = self._exec_body(
+        body = build_exec_request(
             template_id=template_id,
             command=command,
             code=code,
