@@ -70,8 +70,7 @@ class AsyncCollimateClient(DaemonClientBase, AsyncHTTPClient):
     # discovery
     async def health(self) -> dict[str, Any]:
         """``{status, sessions, running, max_inflight, queued, templates, version}``."""
-        result: dict[str, Any] = await self._http.send(routes.health())
-        return result
+        return await self._answer(routes.health())
 
     async def templates(self) -> list[str]:
         """Ids of the templates this daemon serves."""
@@ -103,18 +102,15 @@ class AsyncCollimateClient(DaemonClientBase, AsyncHTTPClient):
         template's server, when it starts for this session) is answered
         with the names set, ``env``; a server that cannot set them refuses."""
         call = routes.create_session(template_id, egress, env)
-        result: dict[str, Any] = await self._http.send(call)
-        return result
+        return await self._answer(call)
 
     async def get_session(self, session_id: str) -> dict[str, Any]:
         """One session, as :meth:`create_session` answered it."""
-        result: dict[str, Any] = await self._http.send(routes.get_session(session_id))
-        return result
+        return await self._answer(routes.get_session(session_id))
 
     async def delete_session(self, session_id: str) -> dict[str, Any]:
         """``{deleted, session_id}``; never raises because it was already gone."""
-        result: dict[str, Any] = await self._http.send(routes.delete_session(session_id))
-        return result
+        return await self._answer(routes.delete_session(session_id))
 
     # judging
     async def judge(
@@ -131,8 +127,7 @@ class AsyncCollimateClient(DaemonClientBase, AsyncHTTPClient):
         ``compile_cache`` counters. :class:`~collimate_rl.ContestReward`
         is how ``grade`` sends it."""
         call = routes.judge(problems, candidates, self.timeout)
-        result: dict[str, Any] = await self._http.send(call)
-        return result
+        return await self._answer(call)
 
     # execs
     async def session_exec(

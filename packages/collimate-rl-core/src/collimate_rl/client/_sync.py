@@ -71,8 +71,7 @@ class CollimateClient(DaemonClientBase, HTTPClient):
     # discovery
     def health(self) -> dict[str, Any]:
         """``{status, sessions, running, max_inflight, queued, templates, version}``."""
-        result: dict[str, Any] = self._http.send(routes.health())
-        return result
+        return self._answer(routes.health())
 
     def templates(self) -> list[str]:
         """Ids of the templates this daemon serves."""
@@ -104,18 +103,15 @@ class CollimateClient(DaemonClientBase, HTTPClient):
         template's server, when it starts for this session) is answered
         with the names set, ``env``; a server that cannot set them refuses."""
         call = routes.create_session(template_id, egress, env)
-        result: dict[str, Any] = self._http.send(call)
-        return result
+        return self._answer(call)
 
     def get_session(self, session_id: str) -> dict[str, Any]:
         """One session, as :meth:`create_session` answered it."""
-        result: dict[str, Any] = self._http.send(routes.get_session(session_id))
-        return result
+        return self._answer(routes.get_session(session_id))
 
     def delete_session(self, session_id: str) -> dict[str, Any]:
         """``{deleted, session_id}``; never raises because it was already gone."""
-        result: dict[str, Any] = self._http.send(routes.delete_session(session_id))
-        return result
+        return self._answer(routes.delete_session(session_id))
 
     # judging
     def judge(
@@ -132,8 +128,7 @@ class CollimateClient(DaemonClientBase, HTTPClient):
         ``compile_cache`` counters. :class:`~collimate_rl.ContestReward`
         is how ``grade`` sends it."""
         call = routes.judge(problems, candidates, self.timeout)
-        result: dict[str, Any] = self._http.send(call)
-        return result
+        return self._answer(call)
 
     # execs
     def session_exec(

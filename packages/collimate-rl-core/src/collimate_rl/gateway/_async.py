@@ -70,8 +70,7 @@ class AsyncGatewayClient(GatewayClientBase, AsyncHTTPClient):
 
     async def health(self) -> dict[str, Any]:
         """The gateway's health (the one call that carries no key)."""
-        result: dict[str, Any] = await self._send(routes.health())
-        return result
+        return await self._answer(routes.health())
 
     async def images(self) -> list[dict[str, Any]]:
         """The ready-to-run image catalog: ``[{id, name, image, visibility,
@@ -95,15 +94,13 @@ class AsyncGatewayClient(GatewayClientBase, AsyncHTTPClient):
     ) -> dict[str, Any]:
         """Bake ``image`` into a template (pro/ent): ``{id, name, image,
         phase, bake_mode}``. Idempotent: the same request names the same id."""
-        result: dict[str, Any] = await self._send(
+        return await self._answer(
             routes.create_template(name, image, ready, width, cold_fraction, expected_width)
         )
-        return result
 
     async def get_template(self, template_id: str) -> dict[str, Any]:
         """A template: ``{id, name, image, phase, bake_mode, ...}``."""
-        result: dict[str, Any] = await self._send(routes.get_template(template_id))
-        return result
+        return await self._answer(routes.get_template(template_id))
 
     async def list_templates(self) -> list[dict[str, Any]]:
         """The templates of this key's tenant."""
@@ -111,18 +108,15 @@ class AsyncGatewayClient(GatewayClientBase, AsyncHTTPClient):
 
     async def delete_template(self, template_id: str) -> dict[str, Any]:
         """``{deleted, id}``; an already-missing template is not an error."""
-        result: dict[str, Any] = await self._send(routes.delete_template(template_id))
-        return result
+        return await self._answer(routes.delete_template(template_id))
 
     async def expect_width(self, template_id: str, width: int) -> dict[str, Any]:
         """Declare how wide the next session is (clamped to the plan)."""
-        result: dict[str, Any] = await self._send(routes.expect(template_id, width))
-        return result
+        return await self._answer(routes.expect(template_id, width))
 
     async def release_template(self, template_id: str) -> dict[str, Any]:
         """End the session: capacity relaxes to baseline now."""
-        result: dict[str, Any] = await self._send(routes.release(template_id))
-        return result
+        return await self._answer(routes.release(template_id))
 
     async def create_sandbox(
         self,
@@ -133,10 +127,7 @@ class AsyncGatewayClient(GatewayClientBase, AsyncHTTPClient):
         egress: Mapping[str, Any] | None = None,
     ) -> dict[str, Any]:
         """A sandbox of ``template`` (a template or catalog id): ``{id, endpoints?}``."""
-        result: dict[str, Any] = await self._send(
-            routes.create_sandbox(template, label, labels, egress)
-        )
-        return result
+        return await self._answer(routes.create_sandbox(template, label, labels, egress))
 
     async def list_sandboxes(self) -> list[dict[str, Any]]:
         """The live sandboxes of this key's tenant."""
@@ -144,13 +135,11 @@ class AsyncGatewayClient(GatewayClientBase, AsyncHTTPClient):
 
     async def get_sandbox(self, sandbox_id: str) -> dict[str, Any]:
         """A sandbox: ``{id, template, state, ...}``."""
-        result: dict[str, Any] = await self._send(routes.get_sandbox(sandbox_id))
-        return result
+        return await self._answer(routes.get_sandbox(sandbox_id))
 
     async def delete_sandbox(self, sandbox_id: str) -> dict[str, Any]:
         """``{deleted, id}``; an already-missing sandbox is not an error."""
-        result: dict[str, Any] = await self._send(routes.delete_sandbox(sandbox_id))
-        return result
+        return await self._answer(routes.delete_sandbox(sandbox_id))
 
     async def exec(
         self,
@@ -178,18 +167,15 @@ class AsyncGatewayClient(GatewayClientBase, AsyncHTTPClient):
 
     async def fork(self, sandbox_id: str, *, count: int = 1, labels: Any = None) -> dict[str, Any]:
         """Live copy-on-write children: ``{parent, children: [{id, endpoints?}]}``."""
-        result: dict[str, Any] = await self._send(routes.fork(sandbox_id, count, labels))
-        return result
+        return await self._answer(routes.fork(sandbox_id, count, labels))
 
     async def suspend(self, sandbox_id: str) -> dict[str, Any]:
         """Freeze a sandbox (it keeps its state, not its slot)."""
-        result: dict[str, Any] = await self._send(routes.state_change(sandbox_id, "suspend"))
-        return result
+        return await self._answer(routes.state_change(sandbox_id, "suspend"))
 
     async def resume(self, sandbox_id: str) -> dict[str, Any]:
         """Thaw a suspended sandbox."""
-        result: dict[str, Any] = await self._send(routes.state_change(sandbox_id, "resume"))
-        return result
+        return await self._answer(routes.state_change(sandbox_id, "resume"))
 
     async def connect_url(
         self, sandbox_id: str, port: int, *, ttl_seconds: int = 600, protocol: str = "tcp"
@@ -249,17 +235,13 @@ class AsyncGatewayClient(GatewayClientBase, AsyncHTTPClient):
         <collimate_rl.AsyncCollimateClient.judge>` describes: the local
         backend's gateway wire serves it; a gateway that does not answers
         404 (a :class:`~collimate_rl.CollimateError`, never a reward)."""
-        result: dict[str, Any] = await self._send(
-            daemon_routes.judge(problems, candidates, self.timeout)
-        )
-        return result
+        return await self._answer(daemon_routes.judge(problems, candidates, self.timeout))
 
     async def usage(
         self, *, from_ts: str | None = None, to_ts: str | None = None
     ) -> dict[str, Any]:
         """Metered usage between two RFC3339 bounds (default: the last 30 days)."""
-        result: dict[str, Any] = await self._send(routes.usage(from_ts, to_ts))
-        return result
+        return await self._answer(routes.usage(from_ts, to_ts))
 
     def env(
         self, ref: str, *, width: int | None = None, name: str | None = None, **kwargs: Any
@@ -343,10 +325,9 @@ class AsyncGatewayClient(GatewayClientBase, AsyncHTTPClient):
             sandbox = await self._send(routes.create_sandbox(template_id, None, None, egress))
             sandbox_id = routes.created_id(sandbox)
             try:
-                result: dict[str, Any] = await self._send(
+                return await self._answer(
                     exec_call(f"/v1/sandboxes/{_seg(sandbox_id)}/exec", body, self.timeout)
                 )
-                return result
             finally:
                 await uncancellable(self._reap(sandbox_id))
 

@@ -105,6 +105,11 @@ class AsyncHTTPClient:
     async def _send(self, call: Call) -> Any:
         return await self._http.send(call)
 
+    async def _answer(self, call: Call) -> dict[str, Any]:
+        """The answer to ``call``, a JSON object."""
+        result: dict[str, Any] = await self._send(call)
+        return result
+
     async def _exec(
         self, path: str, body: dict[str, Any], *, target: str, one_shot: bool
     ) -> dict[str, Any]:

@@ -104,6 +104,11 @@ class HTTPClient:
     def _send(self, call: Call) -> Any:
         return self._http.send(call)
 
+    def _answer(self, call: Call) -> dict[str, Any]:
+        """The answer to ``call``, a JSON object."""
+        result: dict[str, Any] = self._send(call)
+        return result
+
     def _exec(
         self, path: str, body: dict[str, Any], *, target: str, one_shot: bool
     ) -> dict[str, Any]:
