@@ -15,7 +15,6 @@ from typing import Any, TypeVar
 
 from ..__about__ import __version__
 from ..retry import RetryPolicy
-from ..wire import build_exec_request
 from .calls import Call, delete, get, post
 from .calls import segment as _seg
 from .pool import HttpSettings
@@ -175,26 +174,3 @@ class DaemonClientBase:
             elif os.path.exists(SESSION_SOCKET):
                 kwargs["unix_socket"] = SESSION_SOCKET
         return cls(**kwargs)
-
-    def _exec_body(
-        self,
-        *,
-        template_id: str | None = None,
-        command: str | None,
-        code: str | None,
-        commands: Argvs | None,
-        files: Files | None,
-        timeout_seconds: int,
-        seed: str | None,
-        egress: Mapping[str, Any] | None = None,
-    ) -> dict[str, Any]:
-        return build_exec_request(
-            template_id=template_id,
-            command=command,
-            code=code,
-            commands=commands,
-            files=files,
-            timeout_seconds=timeout_seconds,
-            seed=seed,
-            egress=egress,
-        )

@@ -14,17 +14,16 @@ from collections.abc import Awaitable, Callable, Mapping, Sequence
 from typing import Any
 
 from .._transport import daemon as routes
-from .._transport.calls import exec_call
 from .._transport.calls import segment as _seg
 from .._transport.daemon import DEFAULT_BASE_URL, Argvs, DaemonClientBase, Files
-from .._transport.send._async import AsyncHTTP
+from .._transport.send._async import AsyncHTTP, AsyncHTTPClient
 from ..errors import CollimateError
-from ..wire import DEFAULT_EXEC_TIMEOUT_S
+from ..wire import DEFAULT_EXEC_TIMEOUT_S, build_exec_request
 
 __all__ = ["AsyncCollimateClient"]
 
 
-class AsyncCollimateClient(DaemonClientBase):
+class AsyncCollimateClient(DaemonClientBase, AsyncHTTPClient):
     """Client of a node-local ``serve`` daemon.
 
     ``AsyncCollimateClient("http://127.0.0.1:8080")`` over TCP, or
@@ -68,17 +67,10 @@ class AsyncCollimateClient(DaemonClientBase):
         """Close pooled connections (the client reconnects if used again)."""
         await self._http.aclose()
 
-    async def __aenter__(self) -> AsyncCollimateClient:
-        return self
-
-    async def __aexit__(self, *exc: object) -> None:
-        await self.aclose()
-
     # discovery
     async def health(self) -> dict[str, Any]:
         """``{status, sessions, running, max_inflight, queued, templates, version}``."""
-        result: dict[str, Any] = await self._http.send(routes.health())
-        return result
+        return await self._answer(routes.health())
 
     async def templates(self) -> list[str]:
         """Ids of the templates this daemon serves."""
@@ -110,18 +102,15 @@ class AsyncCollimateClient(DaemonClientBase):
         template's server, when it starts for this session) is answered
         with the names set, ``env``; a server that cannot set them refuses."""
         call = routes.create_session(template_id, egress, env)
-        result: dict[str, Any] = await self._http.send(call)
-        return result
+        return await self._answer(call)
 
     async def get_session(self, session_id: str) -> dict[str, Any]:
         """One session, as :meth:`create_session` answered it."""
-        result: dict[str, Any] = await self._http.send(routes.get_session(session_id))
-        return result
+        return await self._answer(routes.get_session(session_id))
 
     async def delete_session(self, session_id: str) -> dict[str, Any]:
         """``{deleted, session_id}``; never raises because it was already gone."""
-        result: dict[str, Any] = await self._http.send(routes.delete_session(session_id))
-        return result
+        return await self._answer(routes.delete_session(session_id))
 
     # judging
     async def judge(
@@ -138,8 +127,7 @@ class AsyncCollimateClient(DaemonClientBase):
         ``compile_cache`` counters. :class:`~collimate_rl.ContestReward`
         is how ``grade`` sends it."""
         call = routes.judge(problems, candidates, self.timeout)
-        result: dict[str, Any] = await self._http.send(call)
-        return result
+        return await self._answer(call)
 
     # execs
     async def session_exec(
@@ -155,7 +143,7 @@ class AsyncCollimateClient(DaemonClientBase):
     ) -> dict[str, Any]:
         """Run in a live session: the ExecResponse (merged ``stdout``,
         ``exit_code``, ``seed``, timings)."""
-        body = self._exec_body(
+        body = build_exec_request(
             command=command,
             code=code,
             commands=commands,
@@ -163,11 +151,8 @@ class AsyncCollimateClient(DaemonClientBase):
             timeout_seconds=timeout_seconds,
             seed=seed,
         )
-        call = exec_call(f"/v1/sessions/{_seg(session_id)}/exec", body, self.timeout)
-        result: dict[str, Any] = await self._http.observed(
-            lambda: self._http.send(call), target=session_id, one_shot=False, request=body
-        )
-        return result
+        path = f"/v1/sessions/{_seg(session_id)}/exec"
+        return await self._exec(path, body, target=session_id, one_shot=False)
 
     async def exec_once(
         self,
@@ -183,7 +168,7 @@ class AsyncCollimateClient(DaemonClientBase):
     ) -> dict[str, Any]:
         """Run once in an ephemeral clone of ``template_id`` (forked, run,
         discarded by the daemon in one request)."""
-        body = self._exec_body(
+        body = build_exec_request(
             template_id=template_id,
             command=command,
             code=code,
@@ -193,8 +178,4 @@ class AsyncCollimateClient(DaemonClientBase):
             seed=seed,
             egress=egress,
         )
-        call = exec_call("/v1/exec", body, self.timeout)
-        result: dict[str, Any] = await self._http.observed(
-            lambda: self._http.send(call), target=template_id, one_shot=True, request=body
-        )
-        return result
+        return await self._exec("/v1/exec", body, target=template_id, one_shot=True)

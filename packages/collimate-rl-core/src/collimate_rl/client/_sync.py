@@ -15,17 +15,16 @@ from collections.abc import Callable, Mapping, Sequence
 from typing import Any
 
 from .._transport import daemon as routes
-from .._transport.calls import exec_call
 from .._transport.calls import segment as _seg
 from .._transport.daemon import DEFAULT_BASE_URL, Argvs, DaemonClientBase, Files
-from .._transport.send._sync import SyncHTTP
+from .._transport.send._sync import HTTPClient, SyncHTTP
 from ..errors import CollimateError
-from ..wire import DEFAULT_EXEC_TIMEOUT_S
+from ..wire import DEFAULT_EXEC_TIMEOUT_S, build_exec_request
 
 __all__ = ["CollimateClient"]
 
 
-class CollimateClient(DaemonClientBase):
+class CollimateClient(DaemonClientBase, HTTPClient):
     """Client of a node-local ``serve`` daemon.
 
     ``CollimateClient("http://127.0.0.1:8080")`` over TCP, or
@@ -69,17 +68,10 @@ class CollimateClient(DaemonClientBase):
         """Close pooled connections (the client reconnects if used again)."""
         self._http.close()
 
-    def __enter__(self) -> CollimateClient:
-        return self
-
-    def __exit__(self, *exc: object) -> None:
-        self.close()
-
     # discovery
     def health(self) -> dict[str, Any]:
         """``{status, sessions, running, max_inflight, queued, templates, version}``."""
-        result: dict[str, Any] = self._http.send(routes.health())
-        return result
+        return self._answer(routes.health())
 
     def templates(self) -> list[str]:
         """Ids of the templates this daemon serves."""
@@ -111,18 +103,15 @@ class CollimateClient(DaemonClientBase):
         template's server, when it starts for this session) is answered
         with the names set, ``env``; a server that cannot set them refuses."""
         call = routes.create_session(template_id, egress, env)
-        result: dict[str, Any] = self._http.send(call)
-        return result
+        return self._answer(call)
 
     def get_session(self, session_id: str) -> dict[str, Any]:
         """One session, as :meth:`create_session` answered it."""
-        result: dict[str, Any] = self._http.send(routes.get_session(session_id))
-        return result
+        return self._answer(routes.get_session(session_id))
 
     def delete_session(self, session_id: str) -> dict[str, Any]:
         """``{deleted, session_id}``; never raises because it was already gone."""
-        result: dict[str, Any] = self._http.send(routes.delete_session(session_id))
-        return result
+        return self._answer(routes.delete_session(session_id))
 
     # judging
     def judge(
@@ -139,8 +128,7 @@ class CollimateClient(DaemonClientBase):
         ``compile_cache`` counters. :class:`~collimate_rl.ContestReward`
         is how ``grade`` sends it."""
         call = routes.judge(problems, candidates, self.timeout)
-        result: dict[str, Any] = self._http.send(call)
-        return result
+        return self._answer(call)
 
     # execs
     def session_exec(
@@ -156,7 +144,7 @@ class CollimateClient(DaemonClientBase):
     ) -> dict[str, Any]:
         """Run in a live session: the ExecResponse (merged ``stdout``,
         ``exit_code``, ``seed``, timings)."""
-        body = self._exec_body(
+        body = build_exec_request(
             command=command,
             code=code,
             commands=commands,
@@ -164,11 +152,8 @@ class CollimateClient(DaemonClientBase):
             timeout_seconds=timeout_seconds,
             seed=seed,
         )
-        call = exec_call(f"/v1/sessions/{_seg(session_id)}/exec", body, self.timeout)
-        result: dict[str, Any] = self._http.observed(
-            lambda: self._http.send(call), target=session_id, one_shot=False, request=body
-        )
-        return result
+        path = f"/v1/sessions/{_seg(session_id)}/exec"
+        return self._exec(path, body, target=session_id, one_shot=False)
 
     def exec_once(
         self,
@@ -184,7 +169,7 @@ class CollimateClient(DaemonClientBase):
     ) -> dict[str, Any]:
         """Run once in an ephemeral clone of ``template_id`` (forked, run,
         discarded by the daemon in one request)."""
-        body = self._exec_body(
+        body = build_exec_request(
             template_id=template_id,
             command=command,
             code=code,
@@ -194,8 +179,4 @@ class CollimateClient(DaemonClientBase):
             seed=seed,
             egress=egress,
         )
-        call = exec_call("/v1/exec", body, self.timeout)
-        result: dict[str, Any] = self._http.observed(
-            lambda: self._http.send(call), target=template_id, one_shot=True, request=body
-        )
-        return result
+        return self._exec("/v1/exec", body, target=template_id, one_shot=True)

@@ -18,10 +18,10 @@ from typing import TYPE_CHECKING, Any
 from .._aio import uncancellable
 from .._transport import daemon as daemon_routes
 from .._transport import gateway_calls as routes
-from .._transport.calls import Call, exec_call
+from .._transport.calls import exec_call
 from .._transport.calls import segment as _seg
 from .._transport.gateway_base import Argvs, Files, GatewayClientBase, flow, log
-from .._transport.send._async import AsyncHTTP
+from .._transport.send._async import AsyncHTTP, AsyncHTTPClient
 from ..tunnel import PortForward, forward_with
 from ..wire import DEFAULT_EXEC_TIMEOUT_S, build_exec_request
 
@@ -32,7 +32,7 @@ if TYPE_CHECKING:
 __all__ = ["AsyncGatewayClient"]
 
 
-class AsyncGatewayClient(GatewayClientBase):
+class AsyncGatewayClient(GatewayClientBase, AsyncHTTPClient):
     """Client of the managed gateway.
 
     ``AsyncGatewayClient()`` reads ``$COLLIMATE_API_KEY`` (and
@@ -68,19 +68,9 @@ class AsyncGatewayClient(GatewayClientBase):
         """Close pooled connections (the client reconnects if used again)."""
         await self._http.aclose()
 
-    async def __aenter__(self) -> AsyncGatewayClient:
-        return self
-
-    async def __aexit__(self, *exc: object) -> None:
-        await self.aclose()
-
-    async def _send(self, call: Call) -> Any:
-        return await self._http.send(call)
-
     async def health(self) -> dict[str, Any]:
         """The gateway's health (the one call that carries no key)."""
-        result: dict[str, Any] = await self._send(routes.health())
-        return result
+        return await self._answer(routes.health())
 
     async def images(self) -> list[dict[str, Any]]:
         """The ready-to-run image catalog: ``[{id, name, image, visibility,
@@ -104,15 +94,13 @@ class AsyncGatewayClient(GatewayClientBase):
     ) -> dict[str, Any]:
         """Bake ``image`` into a template (pro/ent): ``{id, name, image,
         phase, bake_mode}``. Idempotent: the same request names the same id."""
-        result: dict[str, Any] = await self._send(
+        return await self._answer(
             routes.create_template(name, image, ready, width, cold_fraction, expected_width)
         )
-        return result
 
     async def get_template(self, template_id: str) -> dict[str, Any]:
         """A template: ``{id, name, image, phase, bake_mode, ...}``."""
-        result: dict[str, Any] = await self._send(routes.get_template(template_id))
-        return result
+        return await self._answer(routes.get_template(template_id))
 
     async def list_templates(self) -> list[dict[str, Any]]:
         """The templates of this key's tenant."""
@@ -120,18 +108,15 @@ class AsyncGatewayClient(GatewayClientBase):
 
     async def delete_template(self, template_id: str) -> dict[str, Any]:
         """``{deleted, id}``; an already-missing template is not an error."""
-        result: dict[str, Any] = await self._send(routes.delete_template(template_id))
-        return result
+        return await self._answer(routes.delete_template(template_id))
 
     async def expect_width(self, template_id: str, width: int) -> dict[str, Any]:
         """Declare how wide the next session is (clamped to the plan)."""
-        result: dict[str, Any] = await self._send(routes.expect(template_id, width))
-        return result
+        return await self._answer(routes.expect(template_id, width))
 
     async def release_template(self, template_id: str) -> dict[str, Any]:
         """End the session: capacity relaxes to baseline now."""
-        result: dict[str, Any] = await self._send(routes.release(template_id))
-        return result
+        return await self._answer(routes.release(template_id))
 
     async def create_sandbox(
         self,
@@ -142,10 +127,7 @@ class AsyncGatewayClient(GatewayClientBase):
         egress: Mapping[str, Any] | None = None,
     ) -> dict[str, Any]:
         """A sandbox of ``template`` (a template or catalog id): ``{id, endpoints?}``."""
-        result: dict[str, Any] = await self._send(
-            routes.create_sandbox(template, label, labels, egress)
-        )
-        return result
+        return await self._answer(routes.create_sandbox(template, label, labels, egress))
 
     async def list_sandboxes(self) -> list[dict[str, Any]]:
         """The live sandboxes of this key's tenant."""
@@ -153,13 +135,11 @@ class AsyncGatewayClient(GatewayClientBase):
 
     async def get_sandbox(self, sandbox_id: str) -> dict[str, Any]:
         """A sandbox: ``{id, template, state, ...}``."""
-        result: dict[str, Any] = await self._send(routes.get_sandbox(sandbox_id))
-        return result
+        return await self._answer(routes.get_sandbox(sandbox_id))
 
     async def delete_sandbox(self, sandbox_id: str) -> dict[str, Any]:
         """``{deleted, id}``; an already-missing sandbox is not an error."""
-        result: dict[str, Any] = await self._send(routes.delete_sandbox(sandbox_id))
-        return result
+        return await self._answer(routes.delete_sandbox(sandbox_id))
 
     async def exec(
         self,
@@ -182,26 +162,20 @@ class AsyncGatewayClient(GatewayClientBase):
             timeout_seconds=timeout_seconds,
             seed=seed,
         )
-        call = exec_call(f"/v1/sandboxes/{_seg(sandbox_id)}/exec", body, self.timeout)
-        result: dict[str, Any] = await self._http.observed(
-            lambda: self._send(call), target=sandbox_id, one_shot=False, request=body
-        )
-        return result
+        path = f"/v1/sandboxes/{_seg(sandbox_id)}/exec"
+        return await self._exec(path, body, target=sandbox_id, one_shot=False)
 
     async def fork(self, sandbox_id: str, *, count: int = 1, labels: Any = None) -> dict[str, Any]:
         """Live copy-on-write children: ``{parent, children: [{id, endpoints?}]}``."""
-        result: dict[str, Any] = await self._send(routes.fork(sandbox_id, count, labels))
-        return result
+        return await self._answer(routes.fork(sandbox_id, count, labels))
 
     async def suspend(self, sandbox_id: str) -> dict[str, Any]:
         """Freeze a sandbox (it keeps its state, not its slot)."""
-        result: dict[str, Any] = await self._send(routes.state_change(sandbox_id, "suspend"))
-        return result
+        return await self._answer(routes.state_change(sandbox_id, "suspend"))
 
     async def resume(self, sandbox_id: str) -> dict[str, Any]:
         """Thaw a suspended sandbox."""
-        result: dict[str, Any] = await self._send(routes.state_change(sandbox_id, "resume"))
-        return result
+        return await self._answer(routes.state_change(sandbox_id, "resume"))
 
     async def connect_url(
         self, sandbox_id: str, port: int, *, ttl_seconds: int = 600, protocol: str = "tcp"
@@ -261,17 +235,13 @@ class AsyncGatewayClient(GatewayClientBase):
         <collimate_rl.AsyncCollimateClient.judge>` describes: the local
         backend's gateway wire serves it; a gateway that does not answers
         404 (a :class:`~collimate_rl.CollimateError`, never a reward)."""
-        result: dict[str, Any] = await self._send(
-            daemon_routes.judge(problems, candidates, self.timeout)
-        )
-        return result
+        return await self._answer(daemon_routes.judge(problems, candidates, self.timeout))
 
     async def usage(
         self, *, from_ts: str | None = None, to_ts: str | None = None
     ) -> dict[str, Any]:
         """Metered usage between two RFC3339 bounds (default: the last 30 days)."""
-        result: dict[str, Any] = await self._send(routes.usage(from_ts, to_ts))
-        return result
+        return await self._answer(routes.usage(from_ts, to_ts))
 
     def env(
         self, ref: str, *, width: int | None = None, name: str | None = None, **kwargs: Any
@@ -355,10 +325,9 @@ class AsyncGatewayClient(GatewayClientBase):
             sandbox = await self._send(routes.create_sandbox(template_id, None, None, egress))
             sandbox_id = routes.created_id(sandbox)
             try:
-                result: dict[str, Any] = await self._send(
+                return await self._answer(
                     exec_call(f"/v1/sandboxes/{_seg(sandbox_id)}/exec", body, self.timeout)
                 )
-                return result
             finally:
                 await uncancellable(self._reap(sandbox_id))
 

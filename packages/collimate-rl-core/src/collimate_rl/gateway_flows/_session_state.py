@@ -8,12 +8,11 @@
 from __future__ import annotations
 
 import logging
-from collections.abc import Mapping, Sequence
+from collections.abc import Mapping
 from typing import Any
 
 from ..egress import egress_policy
 from ..errors import GatewayError
-from ..seeds import check_seed
 
 __all__ = ["SessionState", "log", "template_id_of"]
 
@@ -70,27 +69,6 @@ class SessionState:
         if self.id is None:
             raise RuntimeError(f"cannot {verb} a session that is not open (use it in a with block)")
         return self.id
-
-    def _exec_body(
-        self,
-        code: str | None,
-        command: str | None,
-        commands: Sequence[Sequence[str]] | None,
-        files: Sequence[Mapping[str, str]] | None,
-        timeout_seconds: int | None,
-        seed: str | None,
-    ) -> dict[str, Any]:
-        if code is None and command is None and commands is None:
-            raise ValueError("exec needs one of code, command= or commands=")
-        check_seed(seed)
-        return {
-            "code": code,
-            "command": command,
-            "commands": commands,
-            "files": files,
-            "timeout_seconds": self.default_timeout if timeout_seconds is None else timeout_seconds,
-            "seed": seed,
-        }
 
     def __repr__(self) -> str:
         return f"{type(self).__name__}({self.template!r}, sandbox={self.id or 'not open'})"

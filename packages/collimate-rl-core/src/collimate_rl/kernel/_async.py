@@ -14,7 +14,6 @@ from __future__ import annotations
 
 import contextlib
 import dataclasses
-from types import TracebackType
 from typing import Any, Protocol
 
 from ..errors import CollimateError, CollimateTaskError
@@ -324,12 +323,7 @@ class AsyncKernel:
     async def __aenter__(self) -> AsyncKernel:
         return await self.start()
 
-    async def __aexit__(
-        self,
-        exc_type: type[BaseException] | None,
-        exc: BaseException | None,
-        tb: TracebackType | None,
-    ) -> None:
+    async def __aexit__(self, *exc_info: object) -> None:
         await self.close()
 
     def __repr__(self) -> str:

@@ -15,7 +15,6 @@ from __future__ import annotations
 
 import contextlib
 import dataclasses
-from types import TracebackType
 from typing import Any, Protocol
 
 from ..errors import CollimateError, CollimateTaskError
@@ -321,12 +320,7 @@ class Kernel:
     def __enter__(self) -> Kernel:
         return self.start()
 
-    def __exit__(
-        self,
-        exc_type: type[BaseException] | None,
-        exc: BaseException | None,
-        tb: TracebackType | None,
-    ) -> None:
+    def __exit__(self, *exc_info: object) -> None:
         self.close()
 
     def __repr__(self) -> str:

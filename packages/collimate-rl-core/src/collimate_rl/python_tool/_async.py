@@ -8,7 +8,6 @@ twin generated from it by ``tools/unasync.py``. The public module is
 from __future__ import annotations
 
 import time
-from types import TracebackType
 from typing import TYPE_CHECKING
 
 from ..kernel._state import CellResult
@@ -109,12 +108,7 @@ class AsyncPythonTool:
     async def __aenter__(self) -> AsyncPythonTool:
         return self
 
-    async def __aexit__(
-        self,
-        exc_type: type[BaseException] | None,
-        exc: BaseException | None,
-        tb: TracebackType | None,
-    ) -> None:
+    async def __aexit__(self, *exc_info: object) -> None:
         await self.close()
 
     def __repr__(self) -> str:

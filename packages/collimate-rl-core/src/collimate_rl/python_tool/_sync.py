@@ -9,7 +9,6 @@ twin generated from it by ``tools/unasync.py``. The public module is
 from __future__ import annotations
 
 import time
-from types import TracebackType
 from typing import TYPE_CHECKING
 
 from ..kernel._state import CellResult
@@ -110,12 +109,7 @@ class PythonTool:
     def __enter__(self) -> PythonTool:
         return self
 
-    def __exit__(
-        self,
-        exc_type: type[BaseException] | None,
-        exc: BaseException | None,
-        tb: TracebackType | None,
-    ) -> None:
+    def __exit__(self, *exc_info: object) -> None:
         self.close()
 
     def __repr__(self) -> str:

@@ -10,14 +10,13 @@ from __future__ import annotations
 
 import contextlib
 from collections.abc import Mapping, Sequence
-from types import TracebackType
 from typing import TYPE_CHECKING, Any
 
 from .._transport.gateway_calls import CDP_PORT
 from ..fileio import check_step, download_command, parse_download, upload_plan
 from ..kernel._async import AsyncKernel
 from ..seeds import check_seed
-from ._state import ExecResult, SandboxState, session_fields, template_of
+from ._state import ExecResult, SandboxState, exec_kwargs, session_fields, template_of
 
 if TYPE_CHECKING:
     from ..transport._async import AsyncSessionClient
@@ -109,13 +108,8 @@ class AsyncSandbox(SandboxState):
     async def __aenter__(self) -> AsyncSandbox:
         return await self.start()
 
-    async def __aexit__(
-        self,
-        exc_type: type[BaseException] | None,
-        exc: BaseException | None,
-        tb: TracebackType | None,
-    ) -> None:
-        if exc_type is not None and self.keep_on_error:
+    async def __aexit__(self, *exc_info: object) -> None:
+        if exc_info[0] is not None and self.keep_on_error:
             return
         await self.close()
 
@@ -132,7 +126,10 @@ class AsyncSandbox(SandboxState):
     ) -> ExecResult:
         """Run in the clone (started on first use): ``code`` for the
         template's interpreter, or a ``command`` / ``commands`` for ``sh``."""
-        kwargs = self._exec_kwargs(code, command, commands, files, timeout_seconds, seed)
+        seed = seed if seed is not None else self.default_seed
+        kwargs = exec_kwargs(
+            code, command, commands, files, timeout_seconds, seed, self.default_timeout
+        )
         await self.start()
         assert self.session_id is not None
         return ExecResult.from_response(await self.client.session_exec(self.session_id, **kwargs))

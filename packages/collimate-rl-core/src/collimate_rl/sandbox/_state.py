@@ -14,7 +14,14 @@ from ..egress import egress_policy
 from ..errors import CollimateError
 from ..seeds import check_seed
 
-__all__ = ["WARM_FORK_MS", "ExecResult", "SandboxState", "session_fields", "template_of"]
+__all__ = [
+    "WARM_FORK_MS",
+    "ExecResult",
+    "SandboxState",
+    "exec_kwargs",
+    "session_fields",
+    "template_of",
+]
 
 #: ``fork_time_ms`` at or under this means the clone was served warm.
 WARM_FORK_MS = 1.0
@@ -82,6 +89,31 @@ def template_of(info: Mapping[str, Any], fallback: str) -> str:
     return str(template)
 
 
+def exec_kwargs(
+    code: str | None,
+    command: str | None,
+    commands: Sequence[Sequence[str]] | None,
+    files: Sequence[Mapping[str, str]] | None,
+    timeout_seconds: int | None,
+    seed: str | None,
+    default_timeout: int,
+) -> dict[str, Any]:
+    """The keyword arguments of one exec of a sandbox or a gateway session
+    (``timeout_seconds`` None is ``default_timeout``); a call naming no
+    ``code``, ``command`` or ``commands``, or a bad seed, raises here."""
+    if code is None and command is None and commands is None:
+        raise ValueError("exec needs one of code, command= or commands=")
+    check_seed(seed)
+    return {
+        "code": code,
+        "command": command,
+        "commands": commands,
+        "files": files,
+        "timeout_seconds": default_timeout if timeout_seconds is None else timeout_seconds,
+        "seed": seed,
+    }
+
+
 class SandboxState:
     """What both sandboxes hold and how they build an exec."""
 
@@ -124,30 +156,6 @@ class SandboxState:
                 "daemon has no host->guest ingress. Give the sandbox a GatewayClient."
             )
         return client
-
-    def _exec_kwargs(
-        self,
-        code: str | None,
-        command: str | None,
-        commands: Sequence[Sequence[str]] | None,
-        files: Sequence[Mapping[str, str]] | None,
-        timeout_seconds: int | None,
-        seed: str | None,
-    ) -> dict[str, Any]:
-        if code is None and command is None and commands is None:
-            raise ValueError("exec needs one of code, command= or commands=")
-        seed = seed if seed is not None else self.default_seed
-        check_seed(seed)
-        return {
-            "code": code,
-            "command": command,
-            "commands": commands,
-            "files": files,
-            "timeout_seconds": timeout_seconds
-            if timeout_seconds is not None
-            else self.default_timeout,
-            "seed": seed,
-        }
 
     def _adopted(self, session_id: str) -> None:
         self.session_id = session_id

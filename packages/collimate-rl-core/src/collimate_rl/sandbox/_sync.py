@@ -11,14 +11,13 @@ from __future__ import annotations
 
 import contextlib
 from collections.abc import Mapping, Sequence
-from types import TracebackType
 from typing import TYPE_CHECKING, Any
 
 from .._transport.gateway_calls import CDP_PORT
 from ..fileio import check_step, download_command, parse_download, upload_plan
 from ..kernel._sync import Kernel
 from ..seeds import check_seed
-from ._state import ExecResult, SandboxState, session_fields, template_of
+from ._state import ExecResult, SandboxState, exec_kwargs, session_fields, template_of
 
 if TYPE_CHECKING:
     from ..transport._sync import SessionClient
@@ -108,13 +107,8 @@ class Sandbox(SandboxState):
     def __enter__(self) -> Sandbox:
         return self.start()
 
-    def __exit__(
-        self,
-        exc_type: type[BaseException] | None,
-        exc: BaseException | None,
-        tb: TracebackType | None,
-    ) -> None:
-        if exc_type is not None and self.keep_on_error:
+    def __exit__(self, *exc_info: object) -> None:
+        if exc_info[0] is not None and self.keep_on_error:
             return
         self.close()
 
@@ -131,7 +125,10 @@ class Sandbox(SandboxState):
     ) -> ExecResult:
         """Run in the clone (started on first use): ``code`` for the
         template's interpreter, or a ``command`` / ``commands`` for ``sh``."""
-        kwargs = self._exec_kwargs(code, command, commands, files, timeout_seconds, seed)
+        seed = seed if seed is not None else self.default_seed
+        kwargs = exec_kwargs(
+            code, command, commands, files, timeout_seconds, seed, self.default_timeout
+        )
         self.start()
         assert self.session_id is not None
         return ExecResult.from_response(self.client.session_exec(self.session_id, **kwargs))

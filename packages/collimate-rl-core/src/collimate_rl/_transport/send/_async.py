@@ -1,4 +1,4 @@
-"""The send loop ``AsyncHTTP``.
+"""The send loop ``AsyncHTTP``, and ``AsyncHTTPClient``, what a client over it shares.
 
 One of a pair of twins: the async module is written by hand, its blocking
 twin generated from it by ``tools/unasync.py`` (edit the async one, then
@@ -11,19 +11,20 @@ from __future__ import annotations
 
 import asyncio
 from collections.abc import Awaitable, Callable
-from typing import Any, TypeVar
+from typing import TYPE_CHECKING, Any, TypeVar
 
 import httpx
 
 from ...errors import CollimateError
 from ...retry import RetryPolicy
-from ..calls import Call
+from ..calls import Call, exec_call
 from ..pool import AsyncPool, HttpSettings
 from ..send_base import SendBase, Wire, log_retry, nothing_was_sent, transport_failure
 
-__all__ = ["AsyncHTTP"]
+__all__ = ["AsyncHTTP", "AsyncHTTPClient"]
 
 T = TypeVar("T")
+_Client = TypeVar("_Client", bound="AsyncHTTPClient")
 
 
 class AsyncHTTP(SendBase):
@@ -81,3 +82,39 @@ class AsyncHTTP(SendBase):
     async def aclose(self) -> None:
         """Close the pooled connections."""
         await self.pool.aclose()
+
+
+class AsyncHTTPClient:
+    """What the daemon and the gateway clients share over their ``_http``
+    (the send loop): the ``async with`` that closes them, a call
+    sent, and an exec sent inside the exec observer hooks."""
+
+    _http: AsyncHTTP
+    timeout: float
+
+    if TYPE_CHECKING:
+
+        async def aclose(self) -> None: ...
+
+    async def __aenter__(self: _Client) -> _Client:
+        return self
+
+    async def __aexit__(self, *exc: object) -> None:
+        await self.aclose()
+
+    async def _send(self, call: Call) -> Any:
+        return await self._http.send(call)
+
+    async def _answer(self, call: Call) -> dict[str, Any]:
+        """The answer to ``call``, a JSON object."""
+        result: dict[str, Any] = await self._send(call)
+        return result
+
+    async def _exec(
+        self, path: str, body: dict[str, Any], *, target: str, one_shot: bool
+    ) -> dict[str, Any]:
+        call = exec_call(path, body, self.timeout)
+        result: dict[str, Any] = await self._http.observed(
+            lambda: self._send(call), target=target, one_shot=one_shot, request=body
+        )
+        return result

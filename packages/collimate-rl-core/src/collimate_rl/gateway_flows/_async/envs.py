@@ -10,7 +10,6 @@ what both twins share is ``collimate_rl.gateway_flows._env_state``.
 from __future__ import annotations
 
 from collections.abc import Generator, Mapping
-from types import TracebackType
 from typing import TYPE_CHECKING, Any
 
 from ..._aio import uncancellable
@@ -142,10 +141,5 @@ class AsyncEnv(EnvState):
     async def __aenter__(self) -> AsyncEnv:
         return await self.open()
 
-    async def __aexit__(
-        self,
-        exc_type: type[BaseException] | None,
-        exc: BaseException | None,
-        tb: TracebackType | None,
-    ) -> None:
+    async def __aexit__(self, *exc_info: object) -> None:
         await self.release()

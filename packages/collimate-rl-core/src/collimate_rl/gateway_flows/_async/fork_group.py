@@ -11,9 +11,9 @@ blocking twin).
 
 from __future__ import annotations
 
+import logging
 from collections.abc import Awaitable, Callable, Generator, Mapping, Sequence
-from types import TracebackType
-from typing import Any
+from typing import Any, ClassVar, TypeVar
 
 from ..._aio import run_each, uncancellable
 from ...errors import CollimateError
@@ -35,8 +35,41 @@ from .._group_state import (
 
 __all__ = ["AsyncForkGroup"]
 
+_Opened = TypeVar("_Opened", bound="_ClosedOnExit")
 
-class AsyncForkGroup(GroupBase):
+
+class _ClosedOnExit:
+    """``async with`` for a session and a fork group: opened on entering,
+    closed on leaving; a teardown that fails while the block's own error
+    propagates is logged (``_teardown_log``), so that error is the one raised."""
+
+    _teardown_what: ClassVar[str]
+    _teardown_log: ClassVar[logging.Logger]
+
+    async def open(self: _Opened) -> _Opened:
+        raise NotImplementedError
+
+    async def close(self) -> None:
+        raise NotImplementedError
+
+    async def __aenter__(self: _Opened) -> _Opened:
+        return await self.open()
+
+    async def __aexit__(self, *exc_info: object) -> None:
+        try:
+            await self.close()
+        except Exception:
+            exc_type = exc_info[0]
+            if exc_type is None:
+                raise
+            self._teardown_log.warning(
+                "%s teardown failed while %s propagated",
+                self._teardown_what,
+                getattr(exc_type, "__name__", exc_type),
+            )
+
+
+class AsyncForkGroup(GroupBase, _ClosedOnExit):
     """``n`` live children of a :class:`~collimate_rl.AsyncSession`.
 
     Children are :class:`~collimate_rl.AsyncSandbox` handles (``exec``,
@@ -49,6 +82,8 @@ class AsyncForkGroup(GroupBase):
     """
 
     children: list[AsyncSandbox]
+    _teardown_what = "fork group"
+    _teardown_log = log
 
     def __init__(
         self,
@@ -197,19 +232,3 @@ class AsyncForkGroup(GroupBase):
         await uncancellable(run())
         if box and box[0]:
             raise box[0][0]
-
-    async def __aenter__(self) -> AsyncForkGroup:
-        return await self.open()
-
-    async def __aexit__(
-        self,
-        exc_type: type[BaseException] | None,
-        exc: BaseException | None,
-        tb: TracebackType | None,
-    ) -> None:
-        try:
-            await self.close()
-        except Exception:
-            if exc_type is None:
-                raise
-            log.warning("fork group teardown failed while %s propagated", exc_type.__name__)

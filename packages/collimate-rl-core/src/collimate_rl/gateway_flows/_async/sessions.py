@@ -10,17 +10,16 @@ both twins share is ``collimate_rl.gateway_flows._session_state``.
 from __future__ import annotations
 
 from collections.abc import Generator, Mapping, Sequence
-from types import TracebackType
 from typing import TYPE_CHECKING, Any
 
 from ..._aio import uncancellable
 from ..._transport.gateway_calls import CDP_PORT
-from ...sandbox._state import ExecResult
+from ...sandbox._state import ExecResult, exec_kwargs
 from ...wire import DEFAULT_EXEC_TIMEOUT_S
 from .._group_state import Labels
 from .._session_state import SessionState, log
 from ..status import fork_cap
-from .fork_group import AsyncForkGroup
+from .fork_group import AsyncForkGroup, _ClosedOnExit
 
 if TYPE_CHECKING:
     from ...gateway._async import AsyncGatewayClient
@@ -28,10 +27,13 @@ if TYPE_CHECKING:
 __all__ = ["AsyncSession"]
 
 
-class AsyncSession(SessionState):
+class AsyncSession(SessionState, _ClosedOnExit):
     """One sandbox of ``template`` on a :class:`~collimate_rl.AsyncGatewayClient`,
     created on entering its ``async with`` block (or on first use) and
     deleted on leaving it."""
+
+    _teardown_what = "session"
+    _teardown_log = log
 
     def __init__(
         self,
@@ -75,7 +77,9 @@ class AsyncSession(SessionState):
     ) -> ExecResult:
         """Run in the sandbox (opened on first use). A demo key over its limit
         raises :class:`~collimate_rl.DemoTierLimit` with the server's words."""
-        body = self._exec_body(code, command, commands, files, timeout_seconds, seed)
+        body = exec_kwargs(
+            code, command, commands, files, timeout_seconds, seed, self.default_timeout
+        )
         await self.open()
         assert self.id is not None
         return ExecResult.from_response(await self.client.exec(self.id, **body))
@@ -170,19 +174,3 @@ class AsyncSession(SessionState):
         sandbox_id, self.id = self.id, None
         if sandbox_id is not None:
             await uncancellable(self.client.delete_sandbox(sandbox_id))
-
-    async def __aenter__(self) -> AsyncSession:
-        return await self.open()
-
-    async def __aexit__(
-        self,
-        exc_type: type[BaseException] | None,
-        exc: BaseException | None,
-        tb: TracebackType | None,
-    ) -> None:
-        try:
-            await self.close()
-        except Exception:
-            if exc_type is None:
-                raise
-            log.warning("session teardown failed while %s propagated", exc_type.__name__)

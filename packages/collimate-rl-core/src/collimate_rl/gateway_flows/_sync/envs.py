@@ -11,7 +11,6 @@ what both twins share is ``collimate_rl.gateway_flows._env_state``.
 from __future__ import annotations
 
 from collections.abc import Mapping
-from types import TracebackType
 from typing import TYPE_CHECKING, Any
 
 from .._env_state import (
@@ -135,10 +134,5 @@ class Env(EnvState):
     def __enter__(self) -> Env:
         return self.open()
 
-    def __exit__(
-        self,
-        exc_type: type[BaseException] | None,
-        exc: BaseException | None,
-        tb: TracebackType | None,
-    ) -> None:
+    def __exit__(self, *exc_info: object) -> None:
         self.release()

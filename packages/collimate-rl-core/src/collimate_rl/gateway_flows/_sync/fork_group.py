@@ -12,9 +12,9 @@ blocking twin).
 
 from __future__ import annotations
 
+import logging
 from collections.abc import Callable, Mapping, Sequence
-from types import TracebackType
-from typing import Any
+from typing import Any, ClassVar, TypeVar
 
 from ..._blocking import run_each
 from ...errors import CollimateError
@@ -36,8 +36,41 @@ from .._group_state import (
 
 __all__ = ["ForkGroup"]
 
+_Opened = TypeVar("_Opened", bound="_ClosedOnExit")
 
-class ForkGroup(GroupBase):
+
+class _ClosedOnExit:
+    """``with`` for a session and a fork group: opened on entering,
+    closed on leaving; a teardown that fails while the block's own error
+    propagates is logged (``_teardown_log``), so that error is the one raised."""
+
+    _teardown_what: ClassVar[str]
+    _teardown_log: ClassVar[logging.Logger]
+
+    def open(self: _Opened) -> _Opened:
+        raise NotImplementedError
+
+    def close(self) -> None:
+        raise NotImplementedError
+
+    def __enter__(self: _Opened) -> _Opened:
+        return self.open()
+
+    def __exit__(self, *exc_info: object) -> None:
+        try:
+            self.close()
+        except Exception:
+            exc_type = exc_info[0]
+            if exc_type is None:
+                raise
+            self._teardown_log.warning(
+                "%s teardown failed while %s propagated",
+                self._teardown_what,
+                getattr(exc_type, "__name__", exc_type),
+            )
+
+
+class ForkGroup(GroupBase, _ClosedOnExit):
     """``n`` live children of a :class:`~collimate_rl.Session`.
 
     Children are :class:`~collimate_rl.Sandbox` handles (``exec``,
@@ -50,6 +83,8 @@ class ForkGroup(GroupBase):
     """
 
     children: list[Sandbox]
+    _teardown_what = "fork group"
+    _teardown_log = log
 
     def __init__(
         self,
@@ -191,19 +226,3 @@ class ForkGroup(GroupBase):
         run()
         if box and box[0]:
             raise box[0][0]
-
-    def __enter__(self) -> ForkGroup:
-        return self.open()
-
-    def __exit__(
-        self,
-        exc_type: type[BaseException] | None,
-        exc: BaseException | None,
-        tb: TracebackType | None,
-    ) -> None:
-        try:
-            self.close()
-        except Exception:
-            if exc_type is None:
-                raise
-            log.warning("fork group teardown failed while %s propagated", exc_type.__name__)

@@ -11,16 +11,15 @@ both twins share is ``collimate_rl.gateway_flows._session_state``.
 from __future__ import annotations
 
 from collections.abc import Mapping, Sequence
-from types import TracebackType
 from typing import TYPE_CHECKING, Any
 
 from ..._transport.gateway_calls import CDP_PORT
-from ...sandbox._state import ExecResult
+from ...sandbox._state import ExecResult, exec_kwargs
 from ...wire import DEFAULT_EXEC_TIMEOUT_S
 from .._group_state import Labels
 from .._session_state import SessionState, log
 from ..status import fork_cap
-from .fork_group import ForkGroup
+from .fork_group import ForkGroup, _ClosedOnExit
 
 if TYPE_CHECKING:
     from ...gateway._sync import GatewayClient
@@ -28,10 +27,13 @@ if TYPE_CHECKING:
 __all__ = ["Session"]
 
 
-class Session(SessionState):
+class Session(SessionState, _ClosedOnExit):
     """One sandbox of ``template`` on a :class:`~collimate_rl.GatewayClient`,
     created on entering its ``with`` block (or on first use) and
     deleted on leaving it."""
+
+    _teardown_what = "session"
+    _teardown_log = log
 
     def __init__(
         self,
@@ -70,7 +72,9 @@ class Session(SessionState):
     ) -> ExecResult:
         """Run in the sandbox (opened on first use). A demo key over its limit
         raises :class:`~collimate_rl.DemoTierLimit` with the server's words."""
-        body = self._exec_body(code, command, commands, files, timeout_seconds, seed)
+        body = exec_kwargs(
+            code, command, commands, files, timeout_seconds, seed, self.default_timeout
+        )
         self.open()
         assert self.id is not None
         return ExecResult.from_response(self.client.exec(self.id, **body))
@@ -163,19 +167,3 @@ class Session(SessionState):
         sandbox_id, self.id = self.id, None
         if sandbox_id is not None:
             self.client.delete_sandbox(sandbox_id)
-
-    def __enter__(self) -> Session:
-        return self.open()
-
-    def __exit__(
-        self,
-        exc_type: type[BaseException] | None,
-        exc: BaseException | None,
-        tb: TracebackType | None,
-    ) -> None:
-        try:
-            self.close()
-        except Exception:
-            if exc_type is None:
-                raise
-            log.warning("session teardown failed while %s propagated", exc_type.__name__)
