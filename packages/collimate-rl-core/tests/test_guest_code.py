@@ -17,7 +17,9 @@ planted import of the SDK around the package both fail it.
 from __future__ import annotations
 
 import ast
+import json
 import shutil
+import subprocess
 import sys
 from collections.abc import Iterator
 from pathlib import Path
@@ -199,7 +201,64 @@ def test_a_name_two_joined_modules_define_is_refused(
     (tmp_path / "fine.py").write_text('"""doc"""\nfrom .shared import A as B\nC = B\n')
     monkeypatch.setattr(_guest_source, "GUEST_DIR", tmp_path)
     assert _guest_source.joined_source.__wrapped__("fine") == (
-        "from __future__ import annotations\n" + '"""doc"""\nA = 1\nB = A\nC = B'
+        "from __future__ import annotations\n" + '"""doc"""\nA = 1\nB = A\nC = B\n'
     )
     with pytest.raises(ValueError, match="A is defined by both"):
         _guest_source.joined_source.__wrapped__("main")
+
+
+# --- what is shipped does not depend on the host's Python ---------------------
+
+JOINED = ("kernel_program", "language_runner", "sandbox_fusion_runner")
+
+
+def _pythons() -> dict[tuple[int, int], str]:
+    """Each working CPython on this machine, by version (pyenv's shims answer
+    only for the versions in ``PYENV_VERSION``, as CI sets it)."""
+    found: dict[tuple[int, int], str] = {}
+    for minor in (10, 11, 12, 13):
+        exe = shutil.which(f"python3.{minor}")
+        if exe is None:
+            continue
+        out = subprocess.run(
+            [exe, "-c", "import sys; print(*sys.version_info[:2])"],
+            capture_output=True,
+            text=True,
+            check=False,
+        )
+        if out.returncode == 0:
+            major, got = map(int, out.stdout.split())
+            found[(major, got)] = exe
+    return found
+
+
+_JOIN_AND_COMPILE = """
+import importlib.util, json, sys
+spec = importlib.util.spec_from_file_location("gs", sys.argv[1])
+gs = importlib.util.module_from_spec(spec); spec.loader.exec_module(gs)
+print(json.dumps({name: gs.joined_source(name) for name in sys.argv[2:]}))
+"""
+
+
+def test_the_joined_programs_are_the_same_text_whatever_python_joins_them() -> None:
+    """A sandbox's interpreter need not be the host's: each program is
+    joined from its files' own text, so the newest Python here and the
+    oldest write the same bytes, and the oldest compiles what the newest
+    wrote (``ast.unparse`` on 3.12 writes f-strings 3.11 cannot read)."""
+    pythons = _pythons()
+    if len(pythons) < 2:
+        pytest.skip(reason="one working CPython version here: nothing to compare")
+    oldest, newest = pythons[min(pythons)], pythons[max(pythons)]
+    source = Path(__file__).resolve().parents[1] / "src" / "collimate_rl" / "_guest_source.py"
+    texts = {}
+    for exe in (oldest, newest):
+        out = subprocess.run(
+            [exe, "-c", _JOIN_AND_COMPILE, str(source), *JOINED],
+            capture_output=True,
+            text=True,
+            check=True,
+        )
+        texts[exe] = json.loads(out.stdout)
+    assert texts[oldest] == texts[newest]
+    check = "import json, sys\nfor n, t in json.load(sys.stdin).items(): compile(t, n, 'exec')"
+    subprocess.run([oldest, "-c", check], input=json.dumps(texts[newest]), text=True, check=True)

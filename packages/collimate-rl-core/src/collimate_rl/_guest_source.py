@@ -7,6 +7,11 @@ top-level relative import of another guest module is where that module's
 code goes (its body, less its docstring and ``__future__`` import, each
 module once), so a piece several programs need (``separation.py``) exists
 once in the package and in full in each program that carries it.
+
+The join is made of the files' own text, statement by statement, never of
+``ast.unparse``: what that prints depends on the Python that prints it (3.12
+writes f-strings that older Pythons cannot read), and a sandbox's
+interpreter need not be the host's.
 """
 
 from __future__ import annotations
@@ -36,17 +41,35 @@ def joined_source(name: str) -> str:
     the imported module's body (the first time only; a name imported under
     another name is bound to it there). A name two of the joined modules
     both define would silently replace the other's: that is refused."""
-    body = _inlined(guest_file(name).resolve(), set(), {}, keep_docstring=True)
-    tree = ast.Module(body=body, type_ignores=[])
-    return "from __future__ import annotations\n" + ast.unparse(ast.fix_missing_locations(tree))
+    parts = _inlined(guest_file(name).resolve(), set(), {}, keep_docstring=True)
+    return "from __future__ import annotations\n" + "".join(parts)
+
+
+def _text_of(lines: list[str], node: ast.stmt, path: Path, after: int) -> str:
+    """The source lines of the top-level statement ``node`` (its decorators
+    included), which must start on a line of its own after line ``after``."""
+    decorators = getattr(node, "decorator_list", [])
+    start = min([node.lineno] + [d.lineno for d in decorators])
+    if start <= after or node.end_lineno is None:
+        raise ValueError(f"{path}:{start}: one statement a line, to be joined")
+    text = "".join(lines[start - 1 : node.end_lineno])
+    return text if text.endswith("\n") else text + "\n"
 
 
 def _inlined(
     path: Path, seen: set[Path], defined: dict[str, Path], *, keep_docstring: bool
-) -> list[ast.stmt]:
+) -> list[str]:
     seen.add(path)
-    body: list[ast.stmt] = []
-    for i, node in enumerate(ast.parse(path.read_text(encoding="utf-8"), str(path)).body):
+    source = path.read_text(encoding="utf-8")
+    lines = source.splitlines(keepends=True)
+    parts: list[str] = []
+    last = 0
+    for i, node in enumerate(ast.parse(source, str(path)).body):
+        for inner in ast.walk(node):
+            if isinstance(inner, ast.ImportFrom) and inner.level and inner is not node:
+                raise ValueError(f"{path}: a relative import below the top level cannot be joined")
+        text = _text_of(lines, node, path, last)
+        last = node.end_lineno or last
         if i == 0 and not keep_docstring and _is_docstring(node):
             continue
         if isinstance(node, ast.ImportFrom) and node.module == "__future__":
@@ -54,20 +77,17 @@ def _inlined(
         if isinstance(node, ast.ImportFrom) and node.level:
             target = _imported_file(path, node)
             if target not in seen:
-                body.extend(_inlined(target, seen, defined, keep_docstring=False))
+                parts.extend(_inlined(target, seen, defined, keep_docstring=False))
             for alias in node.names:
                 if alias.asname and alias.asname != alias.name:
-                    body.append(ast.parse(f"{alias.asname} = {alias.name}").body[0])
+                    parts.append(f"{alias.asname} = {alias.name}\n")
             continue
         for defined_name in _defines(node):
             first = defined.setdefault(defined_name, path)
             if first != path:
                 raise ValueError(f"{defined_name} is defined by both {first} and {path}")
-        body.append(node)
-    for inner in ast.walk(ast.Module(body=body, type_ignores=[])):
-        if isinstance(inner, ast.ImportFrom) and inner.level:
-            raise ValueError(f"{path}: a relative import below the top level cannot be joined")
-    return body
+        parts.append(text)
+    return parts
 
 
 def _imported_file(importer: Path, node: ast.ImportFrom) -> Path:
