@@ -212,26 +212,6 @@ def test_a_name_two_joined_modules_define_is_refused(
 JOINED = ("kernel_program", "language_runner", "sandbox_fusion_runner")
 
 
-def _pythons() -> dict[tuple[int, int], str]:
-    """Each working CPython on this machine, by version (pyenv's shims answer
-    only for the versions in ``PYENV_VERSION``, as CI sets it)."""
-    found: dict[tuple[int, int], str] = {}
-    for minor in (10, 11, 12, 13):
-        exe = shutil.which(f"python3.{minor}")
-        if exe is None:
-            continue
-        out = subprocess.run(
-            [exe, "-c", "import sys; print(*sys.version_info[:2])"],
-            capture_output=True,
-            text=True,
-            check=False,
-        )
-        if out.returncode == 0:
-            major, got = map(int, out.stdout.split())
-            found[(major, got)] = exe
-    return found
-
-
 _JOIN_AND_COMPILE = """
 import importlib.util, json, sys
 spec = importlib.util.spec_from_file_location("gs", sys.argv[1])
@@ -245,7 +225,9 @@ def test_the_joined_programs_are_the_same_text_whatever_python_joins_them() -> N
     joined from its files' own text, so the newest Python here and the
     oldest write the same bytes, and the oldest compiles what the newest
     wrote (``ast.unparse`` on 3.12 writes f-strings 3.11 cannot read)."""
-    pythons = _pythons()
+    from collimate_rl.testing.procs import working_pythons
+
+    pythons = working_pythons()
     if len(pythons) < 2:
         pytest.skip(reason="one working CPython version here: nothing to compare")
     oldest, newest = pythons[min(pythons)], pythons[max(pythons)]

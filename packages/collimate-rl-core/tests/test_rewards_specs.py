@@ -6,10 +6,9 @@ from __future__ import annotations
 import json
 import os
 import secrets
-import shutil
 import subprocess
 import sys
-from collections.abc import Iterator, Mapping
+from collections.abc import Mapping
 from dataclasses import replace
 from pathlib import Path
 from typing import Any
@@ -512,7 +511,7 @@ def test_the_grader_parts_join_without_shadowing() -> None:
 def test_the_source_fallback_runs_on_another_python_version() -> None:
     """Bytecode only loads under the interpreter that wrote it: any other
     version compiles the shipped source instead."""
-    other = next((exe for exe in _other_pythons()), None)
+    other = next(iter(_other_pythons()), None)
     if other is None:
         pytest.skip(reason="no second working CPython version on this machine")
     outcome, _ = run_locally(VOWELS, RIGHT_VOWELS, python=other)
@@ -520,20 +519,11 @@ def test_the_source_fallback_runs_on_another_python_version() -> None:
     assert outcome.detail["runtime"] == "source"
 
 
-def _other_pythons() -> Iterator[str]:
+def _other_pythons() -> list[str]:
     """Interpreters of another minor version that actually run here."""
-    for name in ("python3.10", "python3.12", "python3.13", "python3.11"):
-        found = shutil.which(name)
-        if found is None:
-            continue
-        out = subprocess.run(
-            [found, "-c", "import sys; print(sys.version_info[:2])"],
-            capture_output=True,
-            text=True,
-            check=False,
-        )
-        if out.returncode == 0 and out.stdout.strip() != str(sys.version_info[:2]):
-            yield found
+    from collimate_rl.testing.procs import working_pythons
+
+    return [exe for version, exe in working_pythons().items() if version != sys.version_info[:2]]
 
 
 def test_programs_and_verdicts_are_built_and_read_safely_from_many_threads() -> None:

@@ -12,6 +12,7 @@ with :func:`stop_process`.
 from __future__ import annotations
 
 import os
+import shutil
 import signal
 import socket
 import subprocess
@@ -31,6 +32,7 @@ __all__ = [
     "start_time",
     "still_alive",
     "stop_process",
+    "working_pythons",
 ]
 
 
@@ -153,3 +155,24 @@ def rss_mib(pid: int) -> float:
     except OSError:
         pass
     return 0.0
+
+
+def working_pythons() -> dict[tuple[int, int], str]:
+    """Each CPython 3.10 to 3.13 that runs here, by ``(major, minor)``: its
+    ``python3.N`` on PATH, asked for its version (pyenv's shims answer only
+    for the versions in ``PYENV_VERSION``, as CI sets it)."""
+    found: dict[tuple[int, int], str] = {}
+    for minor in (10, 11, 12, 13):
+        exe = shutil.which(f"python3.{minor}")
+        if exe is None:
+            continue
+        out = subprocess.run(
+            [exe, "-c", "import sys; print(*sys.version_info[:2])"],
+            capture_output=True,
+            text=True,
+            check=False,
+        )
+        if out.returncode == 0:
+            major, got = map(int, out.stdout.split())
+            found[(major, got)] = exe
+    return found
