@@ -18,7 +18,9 @@ from __future__ import annotations
 
 import ast
 import json
+import os
 import shutil
+import site
 import subprocess
 import sys
 from collections.abc import Iterator
@@ -244,3 +246,42 @@ def test_the_joined_programs_are_the_same_text_whatever_python_joins_them() -> N
     assert texts[oldest] == texts[newest]
     check = "import json, sys\nfor n, t in json.load(sys.stdin).items(): compile(t, n, 'exec')"
     subprocess.run([oldest, "-c", check], input=json.dumps(texts[newest]), text=True, check=True)
+
+
+_BUILD_GRADER = """
+import json
+import os
+import site
+from collimate_rl.rewards import program
+texts = {"worker": program.worker_source(), "runtime": program.runtime_source(None, True)}
+for kind in ("unit", "call", "property", "stdio", "stdin_stdout", "assert", "pytest"):
+    texts[kind] = program.runtime_source(kind)
+print(json.dumps(texts))
+"""
+
+
+def test_the_grader_built_by_the_newest_python_compiles_on_the_oldest() -> None:
+    """The grader's runtime is shrunk through ``ast`` and printed back with
+    ``ast.unparse`` (rewards/program.py), whose output follows the host's
+    Python: what the newest Python here builds must compile on the oldest
+    (a sandbox's interpreter need not be the host's). The newest runs the
+    SDK from this source tree and this environment's pure-Python packages."""
+    from collimate_rl.testing.procs import working_pythons
+
+    pythons = working_pythons()
+    if len(pythons) < 2:
+        pytest.skip(reason="one working CPython version here: nothing to compare")
+    oldest, newest = pythons[min(pythons)], pythons[max(pythons)]
+    src = Path(__file__).resolve().parents[1] / "src"
+    path = os.pathsep.join([str(src), *site.getsitepackages()])
+    built = subprocess.run(
+        [newest, "-c", _BUILD_GRADER],
+        capture_output=True,
+        text=True,
+        check=True,
+        env={**os.environ, "PYTHONPATH": path},
+    )
+    texts = json.loads(built.stdout)
+    assert len(texts) == 9 and all("def " in t for t in texts.values())
+    check = "import json, sys\nfor n, t in json.load(sys.stdin).items(): compile(t, n, 'exec')"
+    subprocess.run([oldest, "-c", check], input=json.dumps(texts), text=True, check=True)
