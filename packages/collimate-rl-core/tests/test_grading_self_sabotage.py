@@ -347,6 +347,12 @@ REACHES_OUT = {
 #: then takes a process of the candidate's score, which may be its spawner
 #: (the candidate's failure, and a new spawner takes the rest of the pack).
 MAY_LOSE_ALL = {"fills_the_disk"}
+#: Right answers whose sabotage may not land: the processes a candidate
+#: leaves spinning take the CPU from its test code only where the scheduler
+#: lets them, so on an idle machine that code can still finish in time.
+#: Such a candidate earns what its right function earns (every test passed),
+#: and otherwise fails as the others do: never an infrastructure error.
+MAY_PASS = {"starves_the_grader"}
 
 
 @pytest.fixture(scope="module")
@@ -388,6 +394,9 @@ def _check_hack(name: str, result: GradeResult, at_load: bool, alone: bool = Fal
     (0.0 too, for a lone hack that reaches out: see ``REACHES_OUT`` and
     ``MAY_LOSE_ALL``)."""
     said = f"{name}: {_said(result)}"
+    if name.split(" ")[0] in MAY_PASS and not result.infra_error and result.reward == 1.0:
+        passed = result.detail.get("passed")
+        return None if result.verdict == "passed" and passed == result.detail.get("tests") else said
     if result.infra_error or result.verdict != "failed":
         return said
     if "; " not in result.explain():  # (the reward, and nothing of why)
