@@ -29,6 +29,7 @@ import contextlib
 import socket
 import sys
 from collections.abc import Generator
+from typing import Any
 from urllib.parse import urlsplit
 
 import httpx
@@ -378,21 +379,41 @@ def _parse_chunked(request: httpx.Request) -> Generator[Need, bytes, bytes]:
         yield ("exactly", 2)
 
 
-async def _read_response(stream: _Stream, request: httpx.Request) -> Answer:
-    parser = parse_response(request)
-    need = next(parser)
-    while True:
-        kind, arg = need
+class ResponseReading:
+    """:func:`parse_response` driven over a stream that has ``read_until``,
+    ``read_exactly`` and ``read_all`` (the async connection's coroutines, or
+    the blocking one's plain methods): :meth:`read` is the read the parser
+    asks for next, :meth:`fed` hands it what that read answered."""
+
+    __slots__ = ("_need", "_parser")
+
+    def __init__(self, request: httpx.Request) -> None:
+        self._parser = parse_response(request)
+        self._need = next(self._parser)
+
+    def read(self, stream: Any) -> Any:
+        """The read asked for: its bytes, or (an async stream) the awaitable of them."""
+        kind, arg = self._need
         if kind == "until":
             assert isinstance(arg, bytes)
-            data = await stream.read_until(arg)
-        elif kind == "exactly":
+            return stream.read_until(arg)
+        if kind == "exactly":
             assert isinstance(arg, int)
-            data = await stream.read_exactly(arg)
-        else:
-            data = await stream.read_all()
+            return stream.read_exactly(arg)
+        return stream.read_all()
+
+    def fed(self, data: bytes) -> Answer | None:
+        """The answer once ``data`` completes it, else ``None`` (another read is due)."""
         try:
-            need = parser.send(data)
+            self._need = self._parser.send(data)
         except StopIteration as done:
             answer: Answer = done.value
             return answer
+        return None
+
+
+async def _read_response(stream: _Stream, request: httpx.Request) -> Answer:
+    reading = ResponseReading(request)
+    while (answer := reading.fed(await reading.read(stream))) is None:
+        pass
+    return answer

@@ -23,11 +23,11 @@ from .h1 import (
     READ_FAILURES,
     Answer,
     ClosedEarly,
+    ResponseReading,
     _head,
     connect_failure,
     cut,
     cut_through,
-    parse_response,
     plain_http_address,
     read_failure,
 )
@@ -89,23 +89,10 @@ class _SyncConnection:
         return data
 
     def read_answer(self, request: httpx.Request) -> Answer:
-        parser = parse_response(request)
-        need = next(parser)
-        while True:
-            kind, arg = need
-            if kind == "until":
-                assert isinstance(arg, bytes)
-                data = self.read_until(arg)
-            elif kind == "exactly":
-                assert isinstance(arg, int)
-                data = self.read_exactly(arg)
-            else:
-                data = self.read_all()
-            try:
-                need = parser.send(data)
-            except StopIteration as done:
-                answer: Answer = done.value
-                return answer
+        reading = ResponseReading(request)
+        while (answer := reading.fed(reading.read(self))) is None:
+            pass
+        return answer
 
     def close(self) -> None:
         with contextlib.suppress(OSError):
