@@ -16,7 +16,8 @@ import argparse
 import json
 import sys
 import time
-from typing import Any, TextIO
+from collections.abc import Callable
+from typing import Any, TextIO, TypeVar
 
 from .._terminal import wants_rich
 from ..errors import CollimateError, DemoTierLimit, TemplateBakeFailed
@@ -25,6 +26,8 @@ from .status import Ready, TemplateStatus
 from .templates import Template, TemplateHandle
 
 __all__ = ["BakeView", "add_gateway_commands"]
+
+_T = TypeVar("_T")
 
 
 def _common(p: argparse.ArgumentParser) -> None:
@@ -124,6 +127,22 @@ def _fail(exc: BaseException, out: TextIO) -> int:
     else:
         print(f"collimate: {exc}", file=out)
     return 1
+
+
+def _read(args: argparse.Namespace, command: str, call: Callable[[Any], _T]) -> _T | int:
+    """What ``call`` reads through a client of ``args`` (closed after), or
+    the exit status when there is none: 2 when the client cannot be made
+    (no key), 1 when the gateway refused."""
+    try:
+        client = _client(args)
+    except ValueError as exc:
+        print(f"collimate {command}: {exc}", file=sys.stderr)
+        return 2
+    with client:
+        try:
+            return call(client)
+        except CollimateError as exc:
+            return _fail(exc, sys.stderr)
 
 
 class BakeView:
@@ -231,16 +250,9 @@ def run_bake(args: argparse.Namespace) -> int:
 
 
 def run_images(args: argparse.Namespace) -> int:
-    try:
-        client = _client(args)
-    except ValueError as exc:
-        print(f"collimate images: {exc}", file=sys.stderr)
-        return 2
-    with client:
-        try:
-            rows = client.images()
-        except CollimateError as exc:
-            return _fail(exc, sys.stderr)
+    rows = _read(args, "images", lambda client: client.images())
+    if isinstance(rows, int):
+        return rows
     if args.json:
         print(json.dumps(rows, indent=2))
         return 0
@@ -254,16 +266,9 @@ def run_images(args: argparse.Namespace) -> int:
 
 
 def run_status(args: argparse.Namespace) -> int:
-    try:
-        client = _client(args)
-    except ValueError as exc:
-        print(f"collimate status: {exc}", file=sys.stderr)
-        return 2
-    with client:
-        try:
-            st = TemplateHandle(client, args.template).status()
-        except CollimateError as exc:
-            return _fail(exc, sys.stderr)
+    st = _read(args, "status", lambda client: TemplateHandle(client, args.template).status())
+    if isinstance(st, int):
+        return st
     if args.json:
         print(json.dumps(st.raw, indent=2))
         return 0
