@@ -11,7 +11,7 @@ from __future__ import annotations
 import os
 import random
 from collections.abc import Mapping, Sequence
-from typing import Any, TypeVar
+from typing import TYPE_CHECKING, Any, TypeVar
 
 from ..__about__ import __version__
 from ..retry import RetryPolicy
@@ -116,19 +116,24 @@ class DaemonClientBase:
 
     _wire_name = "daemon"
 
-    def __init__(
+    if TYPE_CHECKING:  # each client's own, public, signature
+
+        def __init__(self, *args: Any, **kwargs: Any) -> None: ...
+
+    def _configure(
         self,
-        base_url: str = DEFAULT_BASE_URL,
-        timeout: float = 120.0,
-        retries: int = 3,
-        backoff: float = 0.15,
-        retry_budget: float = 30.0,
-        unix_socket: str | None = None,
-        *,
-        rng: random.Random | None = None,
-        httpx_transport: Any = None,
-        headers: Mapping[str, str] | None = None,
+        base_url: str,
+        timeout: float,
+        retries: int,
+        backoff: float,
+        retry_budget: float,
+        unix_socket: str | None,
+        rng: random.Random | None,
+        httpx_transport: Any,
+        headers: Mapping[str, str] | None,
     ) -> None:
+        """Settle what the clients' constructors were given (their signature,
+        with its defaults, is the public one: this takes every value as is)."""
         self.base_url = base_url.rstrip("/")
         self.timeout = float(timeout)
         self.retries = retries

@@ -89,18 +89,19 @@ def flow(name: str) -> Callable[..., Any]:
 
 
 class GatewayClientBase:
-    def __init__(
+    def _configure(
         self,
-        api_key: str | None = None,
-        base_url: str | None = None,
-        *,
-        timeout: float = 120.0,
-        retries: int = 3,
-        backoff: float = 0.15,
-        retry_budget: float = 30.0,
-        rng: random.Random | None = None,
-        httpx_transport: Any = None,
+        api_key: str | None,
+        base_url: str | None,
+        timeout: float,
+        retries: int,
+        backoff: float,
+        retry_budget: float,
+        rng: random.Random | None,
+        httpx_transport: Any,
     ) -> None:
+        """Settle what the clients' constructors were given (their signature,
+        with its defaults, is the public one: this takes every value as is)."""
         self._api_key = resolve_key(api_key)
         origin = base_url or os.environ.get("COLLIMATE_BASE_URL") or DEFAULT_GATEWAY_URL
         self.base_url = origin.rstrip("/")

@@ -49,16 +49,16 @@ class AsyncCollimateClient(DaemonClientBase, AsyncHTTPClient):
         httpx_transport: Any = None,
         headers: Mapping[str, str] | None = None,
     ) -> None:
-        super().__init__(
+        self._configure(
             base_url,
             timeout,
             retries,
             backoff,
             retry_budget,
             unix_socket,
-            rng=rng,
-            httpx_transport=httpx_transport,
-            headers=headers,
+            rng,
+            httpx_transport,
+            headers,
         )
         self._http = AsyncHTTP(self._settings, self._policy, "daemon", sleep or asyncio.sleep)
 

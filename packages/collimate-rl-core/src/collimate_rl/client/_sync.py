@@ -50,16 +50,16 @@ class CollimateClient(DaemonClientBase, HTTPClient):
         httpx_transport: Any = None,
         headers: Mapping[str, str] | None = None,
     ) -> None:
-        super().__init__(
+        self._configure(
             base_url,
             timeout,
             retries,
             backoff,
             retry_budget,
             unix_socket,
-            rng=rng,
-            httpx_transport=httpx_transport,
-            headers=headers,
+            rng,
+            httpx_transport,
+            headers,
         )
         self._http = SyncHTTP(self._settings, self._policy, "daemon", sleep or time.sleep)
 

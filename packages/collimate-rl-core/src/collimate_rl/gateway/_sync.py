@@ -52,15 +52,8 @@ class GatewayClient(GatewayClientBase, HTTPClient):
         sleep: Callable[[float], None] | None = None,
         httpx_transport: Any = None,
     ) -> None:
-        super().__init__(
-            api_key,
-            base_url,
-            timeout=timeout,
-            retries=retries,
-            backoff=backoff,
-            retry_budget=retry_budget,
-            rng=rng,
-            httpx_transport=httpx_transport,
+        self._configure(
+            api_key, base_url, timeout, retries, backoff, retry_budget, rng, httpx_transport
         )
         self._http = SyncHTTP(self._settings, self._policy, "gateway", sleep or time.sleep)
 
