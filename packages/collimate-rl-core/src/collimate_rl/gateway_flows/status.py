@@ -11,6 +11,7 @@ from collections.abc import Mapping
 from dataclasses import dataclass, field
 from typing import Any, Final
 
+from ..sandbox._state import wire_number
 from ..wire import ready_body
 
 __all__ = ["BAKE_PHASES", "TIER_FORK_CAP", "Ready", "TemplateStatus", "fork_cap"]
@@ -71,13 +72,6 @@ class Ready:
         return ready_body(**dataclasses.asdict(self)) or None  # its fields are the wire's
 
 
-def _int(value: Any) -> int:
-    try:
-        return int(value) if value is not None else 0
-    except (TypeError, ValueError):
-        return 0
-
-
 @dataclass
 class TemplateStatus:
     """One reading of ``GET /v1/templates/{id}``: the bake phase and the pool.
@@ -132,15 +126,15 @@ class TemplateStatus:
             name=str(body.get("name") or ""),
             image=str(body.get("image") or ""),
             phase=str(body.get("phase") or "Pending"),
-            declared=_int(body.get("declared")),
-            warm=_int(body.get("warm")),
-            frozen=_int(body.get("frozen")),
+            declared=wire_number(body.get("declared"), int),
+            warm=wire_number(body.get("warm"), int),
+            frozen=wire_number(body.get("frozen"), int),
             per_node=[dict(n) for n in body.get("per_node") or [] if isinstance(n, Mapping)],
             converge_state=str(body.get("converge_state") or "converging"),
             bake_mode=str(body.get("bake_mode") or ""),
             raw=dict(body),
             error=str(body.get("error") or ""),
-            build_fails=_int(body.get("build_fails")),
+            build_fails=wire_number(body.get("build_fails"), int),
         )
 
     def summary(self) -> str:

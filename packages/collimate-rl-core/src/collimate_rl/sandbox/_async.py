@@ -130,27 +130,21 @@ class AsyncSandbox(SandboxState):
         kwargs = exec_kwargs(
             code, command, commands, files, timeout_seconds, seed, self.default_timeout
         )
+        return ExecResult.from_response(await self._session_exec(**kwargs))
+
+    async def _session_exec(self, **kwargs: Any) -> dict[str, Any]:
+        """The raw answer of one exec in the clone (started first)."""
         await self.start()
         assert self.session_id is not None
-        return ExecResult.from_response(await self.client.session_exec(self.session_id, **kwargs))
+        return await self.client.session_exec(self.session_id, **kwargs)
 
     async def _run(self, command: str, timeout_seconds: int | None) -> dict[str, Any]:
-        await self.start()
-        assert self.session_id is not None
-        return await self.client.session_exec(
-            self.session_id,
-            command=command,
-            timeout_seconds=timeout_seconds or self.default_timeout,
-        )
+        timeout = timeout_seconds or self.default_timeout
+        return await self._session_exec(command=command, timeout_seconds=timeout)
 
     async def _run_code(self, code: str, timeout_seconds: int | None) -> dict[str, Any]:
-        await self.start()
-        assert self.session_id is not None
-        return await self.client.session_exec(
-            self.session_id,
-            code=code,
-            timeout_seconds=timeout_seconds or self.default_timeout,
-        )
+        timeout = timeout_seconds or self.default_timeout
+        return await self._session_exec(code=code, timeout_seconds=timeout)
 
     def kernel(
         self, *, timeout: float = 30.0, output_limit: int = 64 * 1024, python: str = "python3"

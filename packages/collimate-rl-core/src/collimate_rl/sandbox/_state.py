@@ -8,7 +8,7 @@ from __future__ import annotations
 
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
-from typing import Any
+from typing import Any, TypeVar
 
 from ..egress import egress_policy
 from ..errors import CollimateError
@@ -21,17 +21,23 @@ __all__ = [
     "exec_kwargs",
     "session_fields",
     "template_of",
+    "wire_number",
 ]
 
 #: ``fork_time_ms`` at or under this means the clone was served warm.
 WARM_FORK_MS = 1.0
 
 
-def _float(value: Any) -> float:
+_N = TypeVar("_N", int, float)
+
+
+def wire_number(value: Any, kind: type[_N]) -> _N:
+    """A number of an answer as ``kind`` (``int`` or ``float``): 0 when it
+    is missing or is not a number."""
     try:
-        return float(value) if value is not None else 0.0
+        return kind(value) if value is not None else kind(0)
     except (TypeError, ValueError):
-        return 0.0
+        return kind(0)
 
 
 @dataclass
@@ -62,9 +68,9 @@ class ExecResult:
             stdout=str(r.get("stdout") or ""),
             stderr=str(r.get("stderr") or ""),
             exit_code=code if isinstance(code, int) else -1,
-            fork_time_ms=_float(r.get("fork_time_ms")),
-            exec_time_ms=_float(r.get("exec_time_ms")),
-            total_time_ms=_float(r.get("total_time_ms")),
+            fork_time_ms=wire_number(r.get("fork_time_ms"), float),
+            exec_time_ms=wire_number(r.get("exec_time_ms"), float),
+            total_time_ms=wire_number(r.get("total_time_ms"), float),
             seed=r.get("seed"),
             seed_ack=r.get("seed_ack"),
             raw=dict(r),

@@ -129,27 +129,21 @@ class Sandbox(SandboxState):
         kwargs = exec_kwargs(
             code, command, commands, files, timeout_seconds, seed, self.default_timeout
         )
+        return ExecResult.from_response(self._session_exec(**kwargs))
+
+    def _session_exec(self, **kwargs: Any) -> dict[str, Any]:
+        """The raw answer of one exec in the clone (started first)."""
         self.start()
         assert self.session_id is not None
-        return ExecResult.from_response(self.client.session_exec(self.session_id, **kwargs))
+        return self.client.session_exec(self.session_id, **kwargs)
 
     def _run(self, command: str, timeout_seconds: int | None) -> dict[str, Any]:
-        self.start()
-        assert self.session_id is not None
-        return self.client.session_exec(
-            self.session_id,
-            command=command,
-            timeout_seconds=timeout_seconds or self.default_timeout,
-        )
+        timeout = timeout_seconds or self.default_timeout
+        return self._session_exec(command=command, timeout_seconds=timeout)
 
     def _run_code(self, code: str, timeout_seconds: int | None) -> dict[str, Any]:
-        self.start()
-        assert self.session_id is not None
-        return self.client.session_exec(
-            self.session_id,
-            code=code,
-            timeout_seconds=timeout_seconds or self.default_timeout,
-        )
+        timeout = timeout_seconds or self.default_timeout
+        return self._session_exec(code=code, timeout_seconds=timeout)
 
     def kernel(
         self, *, timeout: float = 30.0, output_limit: int = 64 * 1024, python: str = "python3"
