@@ -22,6 +22,7 @@ __all__ = [
     "check_until",
     "handle_fields",
     "raise_if_failed",
+    "read_fields",
     "reached",
     "timed_out",
     "vanished",
@@ -114,4 +115,15 @@ def handle_fields(answer: dict[str, Any], name: str, image: str, width: int) -> 
         "image": str(answer.get("image") or image),
         "declared": width,
         "bake_mode": str(answer.get("bake_mode") or ""),
+    }
+
+
+def read_fields(status: TemplateStatus) -> dict[str, Any]:
+    """A handle's fields as one reading of its template gives them (where
+    :func:`handle_fields` takes them from a bake's answer)."""
+    return {
+        "name": status.name,
+        "image": status.image,
+        "declared": status.declared,
+        "bake_mode": status.bake_mode,
     }

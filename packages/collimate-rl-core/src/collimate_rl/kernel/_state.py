@@ -10,6 +10,7 @@ as one file (:func:`collimate_rl._guest_source.joined_source`).
 from __future__ import annotations
 
 import base64
+import contextlib
 import json
 import math
 import secrets
@@ -365,15 +366,12 @@ def parse_forks(response: dict[str, Any], count: int) -> list[dict[str, Any]]:
 def parse_answer(response: dict[str, Any]) -> dict[str, Any]:
     """The JSON object on the runner's answer line."""
     output = str(response.get("stdout") or "") + str(response.get("stderr") or "")
-    for line in reversed(output.splitlines()):
-        if line.startswith(RESULT_PREFIX):
-            try:
-                answer = json.loads(line[len(RESULT_PREFIX) :])
-            except ValueError:
-                break
+    marked = [line for line in output.splitlines() if line.startswith(RESULT_PREFIX)]
+    if marked:  # the last one is the answer
+        with contextlib.suppress(ValueError):
+            answer = json.loads(marked[-1][len(RESULT_PREFIX) :])
             if isinstance(answer, dict):
                 return answer
-            break
     raise CollimateError(
         f"the kernel's runner gave no answer (exit code {response.get('exit_code')!r}): "
         f"{output[-2000:]!r}"

@@ -24,6 +24,7 @@ from .._template_state import (
     handle_fields,
     raise_if_failed,
     reached,
+    read_fields,
     timed_out,
     vanished,
 )
@@ -125,11 +126,4 @@ class AsyncTemplate:
     async def attach(client: AsyncGatewayClient, template_id: str) -> AsyncTemplateHandle:
         """A handle to an existing template, checked to exist (one ``GET``)."""
         st = await AsyncTemplate.status(client, template_id)
-        return AsyncTemplateHandle(
-            client,
-            template_id,
-            name=st.name,
-            image=st.image,
-            declared=st.declared,
-            bake_mode=st.bake_mode,
-        )
+        return AsyncTemplateHandle(client, template_id, **read_fields(st))

@@ -23,6 +23,7 @@ from .._template_state import (
     handle_fields,
     raise_if_failed,
     reached,
+    read_fields,
     timed_out,
     vanished,
 )
@@ -124,11 +125,4 @@ class Template:
     def attach(client: GatewayClient, template_id: str) -> TemplateHandle:
         """A handle to an existing template, checked to exist (one ``GET``)."""
         st = Template.status(client, template_id)
-        return TemplateHandle(
-            client,
-            template_id,
-            name=st.name,
-            image=st.image,
-            declared=st.declared,
-            bake_mode=st.bake_mode,
-        )
+        return TemplateHandle(client, template_id, **read_fields(st))
