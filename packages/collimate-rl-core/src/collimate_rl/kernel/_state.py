@@ -100,6 +100,17 @@ class CellError:
         return f"{self.type}: {self.message}" if self.message else self.type
 
 
+def _cell_error(error: Any) -> CellError | None:
+    """The exception an answer's ``error`` object describes (``None``: there is none)."""
+    if not isinstance(error, dict):
+        return None
+    return CellError(
+        type=str(error.get("type") or ""),
+        message=str(error.get("message") or ""),
+        traceback=str(error.get("traceback") or ""),
+    )
+
+
 @dataclass(frozen=True)
 class CellResult:
     """One cell's outcome.
@@ -138,18 +149,11 @@ class CellResult:
 
     @classmethod
     def from_answer(cls, answer: dict[str, Any]) -> CellResult:
-        error = answer.get("error")
         return cls(
             stdout=str(answer.get("stdout") or ""),
             stderr=str(answer.get("stderr") or ""),
             value=None if answer.get("value") is None else str(answer["value"]),
-            error=None
-            if not isinstance(error, dict)
-            else CellError(
-                type=str(error.get("type") or ""),
-                message=str(error.get("message") or ""),
-                traceback=str(error.get("traceback") or ""),
-            ),
+            error=_cell_error(answer.get("error")),
             duration_s=float(answer.get("duration_s") or 0.0),
             timed_out=bool(answer.get("timed_out")),
             restarted=bool(answer.get("restarted")),
