@@ -40,7 +40,6 @@ import select
 import signal
 import sys
 import time
-import traceback
 import types
 
 # How a request's paths are placed: the language runner's rules (shared,
@@ -48,7 +47,7 @@ import types
 from .request_paths import _PathRefused, fetch_file, write_file
 
 # (the exit status of a ``SystemExit``, as the local backend's python execs)
-from .zygote.exit_code import exit_code_of
+from .zygote.exit_code import exit_code_of, exit_status
 
 MARK = "\x1ecollimate-sandbox-fusion "
 #: At most this much of each of stdout and stderr is returned (16 MiB of
@@ -107,12 +106,8 @@ def _run_code(root: str, path: str, source: str, io_paths: list[str], memory_mb:
         code = 0
         try:
             exec(compile(source, path, "exec"), main.__dict__)
-        except SystemExit as exc:
-            code = exit_code_of(exc)
         except BaseException as exc:
-            tb = exc.__traceback__
-            traceback.print_exception(type(exc), exc, tb.tb_next if tb is not None else None)
-            code = 1
+            code = exit_status(exc)
         try:
             import atexit
 

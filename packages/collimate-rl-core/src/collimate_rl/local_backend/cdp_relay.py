@@ -15,7 +15,9 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
+import functools
 import json
+from collections.abc import Awaitable, Callable
 from urllib.parse import urlsplit
 
 from .._websocket import CLOSE, FrameReader, close_payload, encode_frame, new_key
@@ -106,30 +108,33 @@ async def _open(host: str, port: int) -> tuple[asyncio.StreamReader, asyncio.Str
     return reader, writer
 
 
-async def _client_to_browser(client: ByteStream, browser: asyncio.StreamWriter) -> None:
-    frames = FrameReader(expect_masked=True, max_frame=CDP_MAX_FRAME)
-    while data := await client.read():
+async def _pass_frames(
+    read: Callable[[], Awaitable[bytes]], out: ByteStream | asyncio.StreamWriter, *, masked: bool
+) -> bool:
+    """Pass each frame ``read`` brings on to ``out`` as it came, masked
+    (the client's, towards the browser) or not (the browser's, towards the
+    client), until the reading side ends (False) or a close frame has gone
+    through (True)."""
+    frames = FrameReader(expect_masked=masked, max_frame=CDP_MAX_FRAME)
+    while data := await read():
         frames.feed(data)
         while (frame := frames.next_frame()) is not None:
-            browser.write(encode_frame(frame.opcode, frame.payload, mask=True, fin=frame.fin))
+            out.write(encode_frame(frame.opcode, frame.payload, mask=masked, fin=frame.fin))
             if frame.opcode == CLOSE:
-                await browser.drain()
-                return
-        await browser.drain()
+                await out.drain()
+                return True
+        await out.drain()
+    return False
+
+
+async def _client_to_browser(client: ByteStream, browser: asyncio.StreamWriter) -> None:
+    await _pass_frames(client.read, browser, masked=True)
 
 
 async def _browser_to_client(browser: asyncio.StreamReader, client: ByteStream) -> None:
-    frames = FrameReader(expect_masked=False, max_frame=CDP_MAX_FRAME)
-    while data := await browser.read(_CHUNK):
-        frames.feed(data)
-        while (frame := frames.next_frame()) is not None:
-            client.write(encode_frame(frame.opcode, frame.payload, mask=False, fin=frame.fin))
-            if frame.opcode == CLOSE:
-                await client.drain()
-                return
+    if not await _pass_frames(functools.partial(browser.read, _CHUNK), client, masked=False):
+        client.write(encode_frame(CLOSE, close_payload(_NORMAL, "browser closed"), mask=False))
         await client.drain()
-    client.write(encode_frame(CLOSE, close_payload(_NORMAL, "browser closed"), mask=False))
-    await client.drain()
 
 
 async def relay_messages(

@@ -28,6 +28,7 @@ from collections.abc import Mapping
 from pathlib import Path
 from typing import Final
 
+from .host_tools import run_tool
 from .precompiled import pch_root
 
 log = logging.getLogger("collimate_rl.local_backend")
@@ -90,14 +91,11 @@ def ensure_go_seed(go: str, env: Mapping[str, str]) -> bool:
         environ.update(HOME=str(work), TMPDIR=str(work), GOCACHE=str(work / "cache"))
         if os.path.isdir(GO_LIBRARIES):
             environ["GOPATH"] = f"{work / '.gopath'}:{GO_LIBRARIES}"
-        done = subprocess.run(
+        done = run_tool(
             [go, "test", "-c", "-o", str(work / "seed"), str(work / "seed_test.go")],
-            capture_output=True,
-            text=True,
             timeout=BUILD_TIMEOUT_S,
             env=environ,
             cwd=work,
-            stdin=subprocess.DEVNULL,
         )
         if done.returncode != 0:
             log.warning("no warm Go cache: %s", (done.stdout + done.stderr).strip()[-500:])

@@ -196,12 +196,15 @@ def wall_limit(cpu_limit: float) -> float:
     return max(cpu_limit * WALL_FACTOR, cpu_limit + WALL_EXTRA_S)
 
 
-def _records(output: str) -> list[dict[str, Any]]:
+def marked_records(output: str, mark: str) -> list[dict[str, Any]]:
+    """The JSON objects a guest runner wrote to ``output``, in order, each
+    on a line of its own after ``mark`` (other lines, and marked ones that
+    are not an object, are the run's own and passed over)."""
     found = []
     for line in output.split("\n"):  # not splitlines(): the marker starts with \x1e
-        if line.startswith(_MARK):
+        if line.startswith(mark):
             try:
-                record = json.loads(line[len(_MARK) :])
+                record = json.loads(line[len(mark) :])
             except ValueError:
                 continue
             if isinstance(record, dict):
@@ -451,7 +454,7 @@ class LanguageRuns:
                 if err.error_code != "at_capacity":
                     raise LanguageInfraError(f"{err.error_code}: {err.message}") from err
             await asyncio.sleep(_CAPACITY_RETRY_S)
-        records = _records(result["stdout"])
+        records = marked_records(result["stdout"], _MARK)
         if not any(r.get("phase") == "started" for r in records):
             tail = (result["stdout"] + result.get("stderr", ""))[-500:]
             raise LanguageInfraError(

@@ -47,7 +47,13 @@ from typing import Any, Final
 from .._guest_source import joined_source
 from ..wire import MAX_EXEC_TIMEOUT_S
 from .compile_cache import Build
-from .language_runs import LanguageInfraError, LanguageRuns, LanguageUnavailable, RunRecord
+from .language_runs import (
+    LanguageInfraError,
+    LanguageRuns,
+    LanguageUnavailable,
+    RunRecord,
+    marked_records,
+)
 from .routing import Request, Response, Router
 from .service import BackendService
 from .wire_errors import WireError
@@ -318,14 +324,9 @@ def response_from_output(output: str, exit_code: int) -> dict[str, Any]:
     ``SandboxError``). ``started`` without ``done``: the code's process
     stopped or killed its runner, which is the run failing (``Failed``)."""
     records: dict[str, dict[str, Any]] = {}
-    for line in output.split("\n"):  # not splitlines(): the marker starts with \x1e
-        if line.startswith(_MARK):
-            try:
-                record = json.loads(line[len(_MARK) :])
-            except ValueError:
-                continue
-            if isinstance(record, dict) and isinstance(record.get("phase"), str):
-                records.setdefault(record["phase"], record)
+    for record in marked_records(output, _MARK):
+        if isinstance(record.get("phase"), str):
+            records.setdefault(record["phase"], record)
     if "started" not in records:
         refused = records.get("refused")
         if refused is not None:  # the request's files could not be written

@@ -31,6 +31,7 @@ from pathlib import Path
 from typing import Any, Final
 
 from .go_cache import seed_dir
+from .host_tools import run_tool
 from .precompiled import pch_dir, pch_root
 
 #: The built-in template compiles and runs happen in.
@@ -117,9 +118,7 @@ def resolve_language(name: str) -> str | None:
 
 def _version(argv: list[str], line: int = 0) -> str:
     try:
-        out = subprocess.run(
-            argv, capture_output=True, text=True, timeout=60, stdin=subprocess.DEVNULL
-        )
+        out = run_tool(argv, timeout=60)
     except (OSError, subprocess.SubprocessError):
         return "unknown"
     text = (out.stdout or out.stderr).strip().splitlines()
@@ -203,13 +202,7 @@ def _npm_root() -> str | None:
     if npm is None:
         return None
     try:
-        out = subprocess.run(
-            [npm, "root", "-g"],
-            capture_output=True,
-            text=True,
-            timeout=60,
-            stdin=subprocess.DEVNULL,
-        )
+        out = run_tool([npm, "root", "-g"], timeout=60)
     except (OSError, subprocess.SubprocessError):
         return None
     root = out.stdout.strip()

@@ -178,34 +178,37 @@ def _exec(client: GradingClient, route: Route, request: Request) -> Any:
     return client.exec_once(route.template_id, **request)
 
 
+def _step(steps: Steps, outcome: Answer | CollimateError | None) -> Request | Report:
+    """The next request ``steps`` make, given what the last one came to (its
+    answer, or the backend's error, thrown into them), or their report once
+    they are done."""
+    try:
+        if isinstance(outcome, CollimateError):
+            return steps.throw(outcome)
+        return steps.send(outcome)  # type: ignore[arg-type]
+    except StopIteration as done:
+        report: Report = done.value
+        return report
+
+
 def _drive(steps: Steps, send: Callable[[Request], Answer]) -> Report:
-    answer: Answer | None = None
-    error: CollimateError | None = None
-    while True:
+    outcome: Answer | CollimateError | None = None
+    while not isinstance(step := _step(steps, outcome), Report):
         try:
-            request = steps.send(answer) if error is None else steps.throw(error)  # type: ignore[arg-type]
-        except StopIteration as done:
-            report: Report = done.value
-            return report
-        try:
-            answer, error = send(request), None
+            outcome = send(step)
         except CollimateError as exc:
-            answer, error = None, exc
+            outcome = exc
+    return step
 
 
 async def _drive_async(steps: Steps, send: Callable[[Request], Awaitable[Answer]]) -> Report:
-    answer: Answer | None = None
-    error: CollimateError | None = None
-    while True:
+    outcome: Answer | CollimateError | None = None
+    while not isinstance(step := _step(steps, outcome), Report):
         try:
-            request = steps.send(answer) if error is None else steps.throw(error)  # type: ignore[arg-type]
-        except StopIteration as done:
-            report: Report = done.value
-            return report
-        try:
-            answer, error = await send(request), None
+            outcome = await send(step)
         except CollimateError as exc:
-            answer, error = None, exc
+            outcome = exc
+    return step
 
 
 def runtime_needed(unit: Unit, form: str) -> tuple[str | None, str, bool] | None:

@@ -272,6 +272,23 @@ def appended_tests_kind(gt: Any, entry: str) -> RewardSpec:
     )
 
 
+def _paired_tests(gt: Mapping[str, Any], kind: str, *, unwrap: bool = False) -> Any:
+    """``gt["tests"]``, else its ``inputs`` and ``outputs`` lists paired into
+    ``{"input", "output"}`` tests. ``unwrap``: an output that is a list of
+    one value is that value (APPS/TACO call-based rows wrap a single return
+    value in a list)."""
+    if "tests" in gt:
+        return gt["tests"]
+    inputs, outputs = gt.get("inputs"), gt.get("outputs")
+    if not isinstance(inputs, list) or not isinstance(outputs, list):
+        raise ValueError(f"{kind} ground truth needs 'tests' or 'inputs' + 'outputs' lists")
+    if len(inputs) != len(outputs):
+        raise ValueError(f"{len(inputs)} inputs but {len(outputs)} outputs")
+    if unwrap:
+        outputs = [o[0] if isinstance(o, list) and len(o) == 1 else o for o in outputs]
+    return [{"input": i, "output": o} for i, o in zip(inputs, outputs, strict=True)]
+
+
 def unit_test_kind(gt: Any, entry: str) -> RewardSpec:
     """A list of tests, ``{"tests": [...]}``, or ``{"fn_name", "inputs", "outputs"}``."""
     if isinstance(gt, (list, tuple)):
@@ -279,19 +296,7 @@ def unit_test_kind(gt: Any, entry: str) -> RewardSpec:
     if not isinstance(gt, Mapping):
         raise ValueError(f"unit_test ground truth must be a list or an object, got {gt!r:.80}")
     name = str(gt.get("entry") or gt.get("fn_name") or entry)
-    if "tests" in gt:
-        tests = gt["tests"]
-    else:
-        inputs, outputs = gt.get("inputs"), gt.get("outputs")
-        if not isinstance(inputs, list) or not isinstance(outputs, list):
-            raise ValueError("unit_test ground truth needs 'tests' or 'inputs' + 'outputs' lists")
-        if len(inputs) != len(outputs):
-            raise ValueError(f"{len(inputs)} inputs but {len(outputs)} outputs")
-        # APPS/TACO call-based rows wrap a single return value in a list.
-        tests = [
-            {"input": i, "output": o[0] if isinstance(o, list) and len(o) == 1 else o}
-            for i, o in zip(inputs, outputs, strict=True)
-        ]
+    tests = _paired_tests(gt, "unit_test", unwrap=True)
     return UnitTestReward(tests, entry=name, **_opt(gt, "tol", "test_timeout", "scoring"))
 
 
@@ -315,15 +320,7 @@ def stdio_kind(gt: Any, entry: str) -> RewardSpec:
         return StdioReward(list(gt))
     if not isinstance(gt, Mapping):
         raise ValueError("stdio ground truth must be an object or a list of tests")
-    if "tests" in gt:
-        tests = gt["tests"]
-    else:
-        inputs, outputs = gt.get("inputs"), gt.get("outputs")
-        if not isinstance(inputs, list) or not isinstance(outputs, list):
-            raise ValueError("stdio ground truth needs 'tests' or 'inputs' + 'outputs' lists")
-        if len(inputs) != len(outputs):
-            raise ValueError(f"{len(inputs)} inputs but {len(outputs)} outputs")
-        tests = [{"input": i, "output": o} for i, o in zip(inputs, outputs, strict=True)]
+    tests = _paired_tests(gt, "stdio")
     return StdioReward(tests, **_opt(gt, "float_tol", "test_timeout", "scoring"))
 
 

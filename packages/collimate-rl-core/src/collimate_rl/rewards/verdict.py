@@ -39,6 +39,16 @@ def _decode(text: str) -> Any:
     return json.loads(text)
 
 
+def _verdict_in(payload: str) -> dict[str, Any] | None:
+    """The verdict object a frame's payload carries, None when it carries
+    none (not JSON, too deep, or not an object)."""
+    try:
+        parsed = _decode(payload)
+    except (ValueError, RecursionError):
+        return None
+    return parsed if isinstance(parsed, dict) else None
+
+
 REWARD_LINE_PREFIX: Final = "COLLIMATE_REWARD="
 
 
@@ -83,11 +93,8 @@ def read_frames(stdout: str, nonce: str) -> FramedVerdict:
             started = True
             continue
         frames += 1
-        try:
-            parsed = _decode(payload)
-        except (ValueError, RecursionError):
-            continue
-        if isinstance(parsed, dict):
+        parsed = _verdict_in(payload)
+        if parsed is not None:
             verdict = parsed
     return FramedVerdict(started, verdict, frames)
 
@@ -109,11 +116,8 @@ def last_verdict_any_nonce(stdout: str) -> dict[str, Any] | None:
         _, sep, payload = line.partition(" ")
         if not sep or payload == "hello":
             continue
-        try:
-            parsed = _decode(payload)
-        except (ValueError, RecursionError):
-            continue
-        if isinstance(parsed, dict):
+        parsed = _verdict_in(payload)
+        if parsed is not None:
             found = parsed
     return found
 

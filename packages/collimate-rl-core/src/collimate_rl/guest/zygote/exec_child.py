@@ -29,7 +29,7 @@ import traceback
 import types
 
 from .child_setup import child_env, enter_private_root, prepare_child
-from .exit_code import exit_code_of
+from .exit_code import exit_code_of, exit_status
 from .kernel import make_undumpable, set_process_name
 from .messages import recv
 from .twin import ENV as TWIN_ENV
@@ -326,12 +326,8 @@ def run_python(msg: Msg, reports: Reports) -> int:
     code = 0
     try:
         exec(compile(msg["source"], "<string>", "exec"), main.__dict__)
-    except SystemExit as exc:
-        code = exit_code_of(exc)
     except BaseException as exc:
-        tb = exc.__traceback__
-        traceback.print_exception(type(exc), exc, tb.tb_next if tb is not None else None)
-        code = 1
+        code = exit_status(exc)
     try:
         threading = sys.modules.get("threading")
         if threading is not None:

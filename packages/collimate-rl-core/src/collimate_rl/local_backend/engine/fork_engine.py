@@ -45,7 +45,7 @@ import tempfile
 import time
 from collections import deque
 from collections.abc import Mapping, Sequence
-from dataclasses import dataclass
+from dataclasses import asdict, dataclass
 from typing import Any, Literal
 
 from .api import EgressMode, ExecJob, IsolationLevel, Limits, TemplateSpec
@@ -352,13 +352,13 @@ class ForkEngine:
             "cgroups": held.cgroups,
             # a ready clone runs execs at the server's priority (the zygote is niced)
             "nice": os.getpriority(os.PRIO_PROCESS, 0) if BACKGROUND_NICE else None,
-            "limits": _limits_dict(template.limits),
+            "limits": asdict(template.limits),
             # python execs get a clean twin (see guest/zygote/twin.py): graders use it
             "clean_twin": template.kind == "python",
             "env": dict(template.env),
         }
         if template.kind == "app":
-            limits = _limits_dict(template.limits)
+            limits = asdict(template.limits)
             command = (template.app_command or "").replace("{port}", str(held.port))
             spec["app"] = {"command": command, "limits": limits, "env": dict(env or {})}
         return spec
@@ -632,18 +632,6 @@ def _count_in(clone: ForkClone, delta: int) -> None:
     """A connection relayed to ``clone`` started (+1) or ended (-1)."""
     clone.connections_in += delta
     clone.connections_at = time.monotonic()
-
-
-def _limits_dict(limits: Limits) -> dict[str, Any]:
-    return {
-        "cpu_seconds": limits.cpu_seconds,
-        "memory_bytes": limits.memory_bytes,
-        "max_processes": limits.max_processes,
-        "file_size_bytes": limits.file_size_bytes,
-        "output_bytes": limits.output_bytes,
-        "cpus": limits.cpus,
-        "address_space": limits.address_space,
-    }
 
 
 @dataclass(frozen=True)
