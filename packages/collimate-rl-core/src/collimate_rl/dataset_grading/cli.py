@@ -329,6 +329,16 @@ def _checked_paths(args: argparse.Namespace) -> tuple[Path, Path]:
     return src, dst
 
 
+def _same_named(cls: type[Any], args: argparse.Namespace, **given: Any) -> dict[str, Any]:
+    """The fields of ``cls`` (a dataclass) from the options of the same
+    names, but for those ``given`` (an option named otherwise, a value
+    converted)."""
+    from dataclasses import fields
+
+    named = {f.name: getattr(args, f.name) for f in fields(cls) if f.name not in given}
+    return {**named, **given}
+
+
 def _settings(args: argparse.Namespace) -> GradeSettings:
     """How to grade, from the options; a setting out of range, or one this
     ``grade_batch`` does not take, is refused before any row is read."""
@@ -337,14 +347,7 @@ def _settings(args: argparse.Namespace) -> GradeSettings:
     pack: int | str | None = 1 if args.pack == "off" else args.pack  # 1: each alone
     try:
         settings = GradeSettings(
-            template=args.template,
-            seed_mode=args.seed_mode,
-            seed_salt=args.seed_salt,
-            timeout_seconds=args.timeout,
-            concurrency=args.concurrency,
-            pack=pack,
-            on_infra_error=args.on_infra_error,
-            chunk_size=args.chunk_size,
+            **_same_named(GradeSettings, args, timeout_seconds=args.timeout, pack=pack)
         )
         check_supported(settings)
     except ValueError as exc:
@@ -359,16 +362,7 @@ def _read_input(args: argparse.Namespace, src: Path) -> ReadResult:
     completion is graded, which may not be what was meant)."""
     from .rows import InputError, RowOptions, read_rows
 
-    options = RowOptions(
-        ground_truth_field=args.ground_truth_field,
-        code_field=args.code_field,
-        completion_field=args.completion_field,
-        group_field=args.group_field,
-        id_field=args.id_field,
-        entry=args.entry,
-        join_prompt=args.join_prompt,
-        file_format=args.format,
-    )
+    options = RowOptions(**_same_named(RowOptions, args, file_format=args.format))
     try:
         read = read_rows(src, options, pm=getattr(args, "plugin_manager", None))
     except InputError as exc:
