@@ -188,6 +188,20 @@ def _add_row_options(p: argparse.ArgumentParser) -> None:
     )
 
 
+#: What each ``--seed-mode`` means (the first: the default).
+_SEED_MODES: Final = {
+    "crn": "one seed per group, derived from its key",
+    "vanilla": "the target draws each",
+    "deterministic": "one fixed seed",
+}
+#: What each ``--on-infra-error`` does (the first: the default).
+_ON_INFRA_ERROR: Final = {
+    "zero": "write the row flagged, reward null",
+    "skip": "write nothing for it",
+    "raise": "stop at the first",
+}
+
+
 def _add_grading_options(p: argparse.ArgumentParser) -> None:
     """How rows are graded: the template, limits, packing, chunks, seeds, and
     what an infrastructure error does to a row."""
@@ -213,21 +227,29 @@ def _add_grading_options(p: argparse.ArgumentParser) -> None:
         help="rows graded together; Ctrl-C waits for the chunk in flight, and the "
         f"file is made durable between two ({DEFAULT_CHUNK_SIZE})",
     )
-    grading.add_argument(
-        "--seed-mode",
-        choices=("crn", "vanilla", "deterministic"),
-        default="crn",
-        help="crn: one seed per group, derived from its key (default); vanilla: "
-        "the target draws each; deterministic: one fixed seed",
-    )
+    _add_choice(grading, "--seed-mode", ("crn", "vanilla", "deterministic"), _SEED_MODES)
     grading.add_argument("--seed-salt", default="", help="salt of the crn seeds (new draws)")
-    grading.add_argument(
+    _add_choice(
+        grading,
         "--on-infra-error",
-        choices=("raise", "zero", "skip"),
-        default="zero",
-        help="zero: write the row flagged, reward null (default); skip: write nothing "
-        "for it; raise: stop at the first. A rerun grades such rows again",
+        ("raise", "zero", "skip"),
+        _ON_INFRA_ERROR,
+        ". A rerun grades such rows again",
     )
+
+
+def _add_choice(
+    group: argparse._ArgumentGroup,
+    flag: str,
+    choices: tuple[str, ...],
+    meanings: dict[str, str],
+    note: str = "",
+) -> None:
+    """An option of a few named choices, the first of ``meanings`` its
+    default; its help says what each means, in the order of ``meanings``."""
+    default = next(iter(meanings))
+    said = (f"{c}: {m}" + (" (default)" if c == default else "") for c, m in meanings.items())
+    group.add_argument(flag, choices=choices, default=default, help="; ".join(said) + note)
 
 
 def _add_output_options(p: argparse.ArgumentParser) -> None:
