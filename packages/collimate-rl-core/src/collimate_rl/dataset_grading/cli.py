@@ -3,8 +3,8 @@
 
 Registered by the built-in plugin :mod:`.builtin_commands` through the
 ``collimate_rl_cli_commands`` hook. Building the parser imports nothing but
-argparse (``collimate plugins`` should not pay for grading); the run imports
-the rest.
+argparse and the plugin layer's exit codes (``collimate plugins`` should not
+pay for grading); the run imports the rest.
 
 Exit codes (the README lists them too):
 
@@ -25,6 +25,8 @@ import json
 import sys
 from pathlib import Path
 from typing import IO, TYPE_CHECKING, Any, Final, NoReturn
+
+from ..plugins.events import EXIT_INTERRUPTED, EXIT_USAGE
 
 if TYPE_CHECKING:
     from ..plugins.events import Subcommands
@@ -47,8 +49,6 @@ __all__ = [
 
 EXIT_OK: Final = 0
 EXIT_INFRA: Final = 1
-EXIT_USAGE: Final = 2
-EXIT_INTERRUPTED: Final = 130
 #: The python template the local backend serves under the name of the real
 #: daemon's python image, so that one command works on both.
 DEFAULT_TEMPLATE: Final = "dkr-python311"
