@@ -74,9 +74,7 @@ class NodePool:
     def as_dict(self) -> dict[str, Any]:
         return {
             "node": self.node,
-            "warm": self.warm,
-            "frozen": self.frozen,
-            "total": self.total,
+            **_spares(self),
             "templates": {tid: dict(split) for tid, split in self.templates.items()},
         }
 
@@ -132,9 +130,7 @@ class FleetStatus:
         """The status as plain JSON-ready data (each template as received)."""
         return {
             "declared": self.declared,
-            "warm": self.warm,
-            "frozen": self.frozen,
-            "total": self.total,
+            **_spares(self),
             "converged": self.converged,
             "nodes_reporting": self.nodes_reporting,
             "warm_hit": self.warm_hit,
@@ -142,6 +138,11 @@ class FleetStatus:
             "nodes": [n.as_dict() for n in self.nodes],
             "templates": [t.raw for t in self.templates],
         }
+
+
+def _spares(held: NodePool | FleetStatus) -> dict[str, int]:
+    """The spares a node or the fleet holds, as its ``as_dict`` shows them."""
+    return {"warm": held.warm, "frozen": held.frozen, "total": held.total}
 
 
 def warm_hit_ratio(samples: Iterable[Mapping[str, Any]]) -> float | None:

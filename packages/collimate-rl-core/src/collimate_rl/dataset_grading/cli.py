@@ -3,8 +3,8 @@
 
 Registered by the built-in plugin :mod:`.builtin_commands` through the
 ``collimate_rl_cli_commands`` hook. Building the parser imports nothing but
-argparse (``collimate plugins`` should not pay for grading); the run imports
-the rest.
+argparse and the plugin layer's exit codes (``collimate plugins`` should not
+pay for grading); the run imports the rest.
 
 Exit codes (the README lists them too):
 
@@ -25,6 +25,8 @@ import json
 import sys
 from pathlib import Path
 from typing import IO, TYPE_CHECKING, Any, Final, NoReturn
+
+from ..plugins.events import EXIT_INTERRUPTED, EXIT_USAGE
 
 if TYPE_CHECKING:
     from ..plugins.events import Subcommands
@@ -47,8 +49,6 @@ __all__ = [
 
 EXIT_OK: Final = 0
 EXIT_INFRA: Final = 1
-EXIT_USAGE: Final = 2
-EXIT_INTERRUPTED: Final = 130
 #: The python template the local backend serves under the name of the real
 #: daemon's python image, so that one command works on both.
 DEFAULT_TEMPLATE: Final = "dkr-python311"
@@ -188,6 +188,20 @@ def _add_row_options(p: argparse.ArgumentParser) -> None:
     )
 
 
+#: What each ``--seed-mode`` means (the first: the default).
+_SEED_MODES: Final = {
+    "crn": "one seed per group, derived from its key",
+    "vanilla": "the target draws each",
+    "deterministic": "one fixed seed",
+}
+#: What each ``--on-infra-error`` does (the first: the default).
+_ON_INFRA_ERROR: Final = {
+    "zero": "write the row flagged, reward null",
+    "skip": "write nothing for it",
+    "raise": "stop at the first",
+}
+
+
 def _add_grading_options(p: argparse.ArgumentParser) -> None:
     """How rows are graded: the template, limits, packing, chunks, seeds, and
     what an infrastructure error does to a row."""
@@ -213,21 +227,29 @@ def _add_grading_options(p: argparse.ArgumentParser) -> None:
         help="rows graded together; Ctrl-C waits for the chunk in flight, and the "
         f"file is made durable between two ({DEFAULT_CHUNK_SIZE})",
     )
-    grading.add_argument(
-        "--seed-mode",
-        choices=("crn", "vanilla", "deterministic"),
-        default="crn",
-        help="crn: one seed per group, derived from its key (default); vanilla: "
-        "the target draws each; deterministic: one fixed seed",
-    )
+    _add_choice(grading, "--seed-mode", ("crn", "vanilla", "deterministic"), _SEED_MODES)
     grading.add_argument("--seed-salt", default="", help="salt of the crn seeds (new draws)")
-    grading.add_argument(
+    _add_choice(
+        grading,
         "--on-infra-error",
-        choices=("raise", "zero", "skip"),
-        default="zero",
-        help="zero: write the row flagged, reward null (default); skip: write nothing "
-        "for it; raise: stop at the first. A rerun grades such rows again",
+        ("raise", "zero", "skip"),
+        _ON_INFRA_ERROR,
+        ". A rerun grades such rows again",
     )
+
+
+def _add_choice(
+    group: argparse._ArgumentGroup,
+    flag: str,
+    choices: tuple[str, ...],
+    meanings: dict[str, str],
+    note: str = "",
+) -> None:
+    """An option of a few named choices, the first of ``meanings`` its
+    default; its help says what each means, in the order of ``meanings``."""
+    default = next(iter(meanings))
+    said = (f"{c}: {m}" + (" (default)" if c == default else "") for c, m in meanings.items())
+    group.add_argument(flag, choices=choices, default=default, help="; ".join(said) + note)
 
 
 def _add_output_options(p: argparse.ArgumentParser) -> None:
@@ -329,6 +351,16 @@ def _checked_paths(args: argparse.Namespace) -> tuple[Path, Path]:
     return src, dst
 
 
+def _same_named(cls: type[Any], args: argparse.Namespace, **given: Any) -> dict[str, Any]:
+    """The fields of ``cls`` (a dataclass) from the options of the same
+    names, but for those ``given`` (an option named otherwise, a value
+    converted)."""
+    from dataclasses import fields
+
+    named = {f.name: getattr(args, f.name) for f in fields(cls) if f.name not in given}
+    return {**named, **given}
+
+
 def _settings(args: argparse.Namespace) -> GradeSettings:
     """How to grade, from the options; a setting out of range, or one this
     ``grade_batch`` does not take, is refused before any row is read."""
@@ -337,14 +369,7 @@ def _settings(args: argparse.Namespace) -> GradeSettings:
     pack: int | str | None = 1 if args.pack == "off" else args.pack  # 1: each alone
     try:
         settings = GradeSettings(
-            template=args.template,
-            seed_mode=args.seed_mode,
-            seed_salt=args.seed_salt,
-            timeout_seconds=args.timeout,
-            concurrency=args.concurrency,
-            pack=pack,
-            on_infra_error=args.on_infra_error,
-            chunk_size=args.chunk_size,
+            **_same_named(GradeSettings, args, timeout_seconds=args.timeout, pack=pack)
         )
         check_supported(settings)
     except ValueError as exc:
@@ -359,16 +384,7 @@ def _read_input(args: argparse.Namespace, src: Path) -> ReadResult:
     completion is graded, which may not be what was meant)."""
     from .rows import InputError, RowOptions, read_rows
 
-    options = RowOptions(
-        ground_truth_field=args.ground_truth_field,
-        code_field=args.code_field,
-        completion_field=args.completion_field,
-        group_field=args.group_field,
-        id_field=args.id_field,
-        entry=args.entry,
-        join_prompt=args.join_prompt,
-        file_format=args.format,
-    )
+    options = RowOptions(**_same_named(RowOptions, args, file_format=args.format))
     try:
         read = read_rows(src, options, pm=getattr(args, "plugin_manager", None))
     except InputError as exc:

@@ -167,15 +167,24 @@ class RowOptions:
     file_format: str | None = None
 
 
-def _where(unit: str, number: int, row_id: Any) -> str:
-    """``line 12 (id 'HumanEval/3')``; the id is left out when it is the number."""
-    if row_id is None or (type(row_id) is int and row_id == number):
-        return f"{unit} {number}"
-    return f"{unit} {number} (id {row_id!r})"
+class _Placed:
+    """What :class:`InputRow` and :class:`RowProblem` share: ``where``, the
+    row for messages, from its ``unit``, ``line`` and ``id``."""
+
+    unit: str
+    line: int
+    id: RowId | None
+
+    @property
+    def where(self) -> str:
+        """``line 12 (id 'HumanEval/3')``; the id is left out when it is the number."""
+        if self.id is None or (type(self.id) is int and self.id == self.line):
+            return f"{self.unit} {self.line}"
+        return f"{self.unit} {self.line} (id {self.id!r})"
 
 
 @dataclass(frozen=True)
-class InputRow:
+class InputRow(_Placed):
     """One valid row, ready to grade."""
 
     line: int  #: 1-based line number (JSONL) or row number (Parquet) in the input file
@@ -190,14 +199,9 @@ class InputRow:
     input_sha: str  #: what the output records, so a rerun can tell the input changed
     unit: str = "line"  #: what ``line`` counts: "line" (JSONL) or "row" (Parquet)
 
-    @property
-    def where(self) -> str:
-        """``line 12 (id 'HumanEval/3')``: the row, for messages."""
-        return _where(self.unit, self.line, self.id)
-
 
 @dataclass(frozen=True)
-class RowProblem:
+class RowProblem(_Placed):
     """A row that cannot be graded, and why."""
 
     line: int
@@ -205,10 +209,6 @@ class RowProblem:
     id: RowId | None = None
     data_source: str | None = None
     unit: str = "line"
-
-    @property
-    def where(self) -> str:
-        return _where(self.unit, self.line, self.id)
 
     def __str__(self) -> str:
         return f"{self.where}: {self.message}"

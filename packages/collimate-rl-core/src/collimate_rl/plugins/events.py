@@ -11,7 +11,7 @@ from __future__ import annotations
 import argparse
 from collections.abc import Callable
 from dataclasses import dataclass, field
-from typing import Any, Literal, Protocol
+from typing import Any, Final, Literal, Protocol
 
 
 @dataclass(frozen=True)
@@ -53,6 +53,12 @@ class Subcommands(Protocol):
     (and ``help`` / ``aliases``) and returns the new subcommand's parser."""
 
     def add_parser(self, name: str, **kwargs: Any) -> argparse.ArgumentParser: ...
+
+
+#: What a subcommand's ``func`` returns on a usage error (as argparse exits
+#: on one), and on Ctrl-C (128 + SIGINT): ``collimate grade`` and the views alike.
+EXIT_USAGE: Final = 2
+EXIT_INTERRUPTED: Final = 130
 
 
 #: ``factory(ground_truth, entry) -> RewardSpec`` (see ``collimate_rl_reward_kinds``).

@@ -173,14 +173,12 @@ def get_plugin_manager(load_entrypoints: bool = True) -> pluggy.PluginManager:
     :func:`new_plugin_manager` for a private one).
     """
     pm = _cache.get(load_entrypoints)
-    if pm is not None:
-        return pm
-    with _cache_lock:
-        pm = _cache.get(load_entrypoints)
-        if pm is None:
-            pm = new_plugin_manager(load_entrypoints)
-            _cache[load_entrypoints] = pm
-        return pm
+    if pm is None:
+        with _cache_lock:  # one build, however many threads ask first
+            if load_entrypoints not in _cache:
+                _cache[load_entrypoints] = new_plugin_manager(load_entrypoints)
+            pm = _cache[load_entrypoints]
+    return pm
 
 
 def reset_plugin_manager() -> None:

@@ -9,30 +9,9 @@ Pure text building, standard library only: nothing here imports the rest of
 
 from __future__ import annotations
 
+from . import svg_chart
 from .chart_spec import ChartSpecError, render_chart, write_charts
-from .svg_chart import (
-    PALETTE,
-    Series,
-    bar_chart,
-    bin_counts,
-    even_edges,
-    histogram,
-    line_chart,
-    readable_number,
-    round_edges,
-)
+from .svg_chart import *  # noqa: F403 (svg_chart's __all__, the one list of its public names)
 
-__all__ = [
-    "PALETTE",
-    "ChartSpecError",
-    "Series",
-    "bar_chart",
-    "bin_counts",
-    "even_edges",
-    "histogram",
-    "line_chart",
-    "readable_number",
-    "render_chart",
-    "round_edges",
-    "write_charts",
-]
+__all__ = ["ChartSpecError", "render_chart", "write_charts"]
+__all__ += svg_chart.__all__

@@ -20,7 +20,7 @@ from __future__ import annotations
 
 from collections.abc import Mapping, Sequence
 from pathlib import Path
-from typing import Any
+from typing import Any, TypedDict
 
 from .svg_chart import Series, bar_chart, histogram, line_chart
 
@@ -62,44 +62,35 @@ def _numbers(spec: Mapping[str, Any], key: str) -> list[float]:
     return [float(v) for v in value]
 
 
+class _Common(TypedDict):
+    """What every kind of chart takes from its entry."""
+
+    title: str
+    series: list[Series]
+    x_label: str
+    y_label: str
+
+
 def render_chart(spec: Mapping[str, Any]) -> str:
     """One chart entry as SVG text (see the module docstring for its shape)."""
     kind = spec.get("kind")
     title = _text(spec, "title")
     y_label = _text(spec, "y_label", "count" if kind == "histogram" else None)
     x_label = _text(spec, "x_label", "")
-    series = _series(spec)
+    common = _Common(title=title, series=_series(spec), x_label=x_label, y_label=y_label)
     try:
         if kind == "bar":
             categories = spec.get("categories")
             if not isinstance(categories, list) or not all(isinstance(c, str) for c in categories):
                 raise ChartSpecError("'categories' must be a list of strings")
             y_max = spec.get("y_max")
-            return bar_chart(
-                title=title,
-                categories=categories,
-                series=series,
-                y_label=y_label,
-                x_label=x_label,
-                y_max=float(y_max) if isinstance(y_max, (int, float)) else None,
-            )
+            y_max = float(y_max) if isinstance(y_max, (int, float)) else None
+            return bar_chart(categories=categories, y_max=y_max, **common)
         if kind == "line":
-            return line_chart(
-                title=title,
-                x_values=_numbers(spec, "x_values"),
-                series=series,
-                x_label=x_label,
-                y_label=y_label,
-                log_x=bool(spec.get("log_x", False)),
-            )
+            log_x = bool(spec.get("log_x", False))
+            return line_chart(x_values=_numbers(spec, "x_values"), log_x=log_x, **common)
         if kind == "histogram":
-            return histogram(
-                title=title,
-                edges=_numbers(spec, "edges"),
-                series=series,
-                x_label=x_label,
-                y_label=y_label,
-            )
+            return histogram(edges=_numbers(spec, "edges"), **common)
     except ChartSpecError:
         raise
     except ValueError as exc:

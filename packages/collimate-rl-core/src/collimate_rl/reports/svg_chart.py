@@ -22,6 +22,7 @@ import math
 from collections.abc import Callable, Iterable, Sequence
 from dataclasses import dataclass
 from itertools import pairwise
+from typing import NamedTuple
 from xml.sax.saxutils import escape, quoteattr
 
 __all__ = [
@@ -276,6 +277,18 @@ def _check_lengths(series: Sequence[Series], length: int, what: str) -> None:
             raise ValueError(f"series {s.name!r} has {len(s.values)} values for {length} {what}")
 
 
+class _Frame(NamedTuple):
+    """What a bar chart and a histogram both take: the title, the series,
+    the axes' labels and the size."""
+
+    title: str
+    series: Sequence[Series]
+    x_label: str
+    y_label: str
+    width: int
+    height: int
+
+
 def bar_chart(
     *,
     title: str,
@@ -293,20 +306,8 @@ def bar_chart(
     from zero. ``y_label`` names the values and their unit (``"grades per
     second"``); ``y_max`` fixes the axis' top (100 for percentages);
     ``counts`` ticks the axis at whole numbers only."""
-    return _bars(
-        title=title,
-        labels=list(categories),
-        series=series,
-        y_label=y_label,
-        x_label=x_label,
-        y_max=y_max,
-        value_format=value_format,
-        width=width,
-        height=height,
-        kind="bar",
-        edges=None,
-        counts=counts,
-    )
+    frame = _Frame(title, series, x_label, y_label, width, height)
+    return _bars(frame, list(categories), None, y_max, value_format, counts=counts)
 
 
 def histogram(
@@ -327,37 +328,22 @@ def histogram(
     if len(edges) < 2:
         raise ValueError("need at least two edges")
     labels = [f"{edge_format(a)}{_EN_DASH}{edge_format(b)}" for a, b in pairwise(edges)]
-    return _bars(
-        title=title,
-        labels=labels,
-        series=series,
-        y_label=y_label,
-        x_label=x_label,
-        y_max=None,
-        value_format=readable_number,
-        width=width,
-        height=height,
-        kind="bin",
-        edges=edges,
-        counts=True,
-    )
+    frame = _Frame(title, series, x_label, y_label, width, height)
+    return _bars(frame, labels, edges, None, readable_number, counts=True)
 
 
 def _bars(
-    *,
-    title: str,
+    frame: _Frame,
     labels: list[str],
-    series: Sequence[Series],
-    y_label: str,
-    x_label: str,
+    edges: Sequence[float] | None,
     y_max: float | None,
     value_format: Callable[[float], str],
-    width: int,
-    height: int,
-    kind: str,
-    edges: Sequence[float] | None,
+    *,
     counts: bool,
 ) -> str:
+    """Bars per label (``edges``: a histogram's bins, else categories)."""
+    title, series, x_label, y_label, width, height = frame
+    kind = "bar" if edges is None else "bin"
     _check_lengths(series, len(labels), "categories" if kind == "bar" else "bins")
     canvas = _Canvas(title, width, height, [s.name for s in series])
     low, high, step = _value_range((v for s in series for v in s.values), y_max, float(counts))

@@ -35,6 +35,7 @@ from typing import Any
 
 import httpx
 
+from ..local_backend.wire_errors import WireError
 from ..wire import MAX_EXEC_TIMEOUT_S, OUTPUT_CAP_BYTES, SEED_RE
 
 __all__ = ["FakeDaemon"]
@@ -68,14 +69,6 @@ class _Session:
             "idle_secs": round(now - self.last_used, 3),
             "exec_count": self.exec_count,
         }
-
-
-class _WireError(Exception):
-    def __init__(self, status: int, code: str, message: str) -> None:
-        super().__init__(message)
-        self.status = status
-        self.code = code
-        self.message = message
 
 
 class FakeDaemon:
@@ -136,14 +129,14 @@ class FakeDaemon:
         self.requests.append((method, path))
         try:
             return self._route(method, path.rstrip("/") or "/", raw_body)
-        except _WireError as err:
-            return err.status, {"error": err.message, "error_code": err.code}
+        except WireError as err:
+            return err.status, err.daemon_body()
 
     # routing
     def _route(self, method: str, path: str, raw: bytes) -> tuple[int, Any]:
         parts = path.strip("/").split("/")
         if parts[:1] != ["v1"]:
-            raise _WireError(404, "not_found", "not found")
+            raise WireError(404, "not_found", "not found")
         rest = parts[1:]
         if rest == ["health"] and method == "GET":
             return 200, self._health()
@@ -166,7 +159,7 @@ class FakeDaemon:
             session.last_used = time.monotonic()
             session.exec_count += 1
             return 200, self._run(body, self.templates[session.template_id], session.workdir)
-        raise _WireError(404, "not_found", "not found")
+        raise WireError(404, "not_found", "not found")
 
     def _health(self) -> dict[str, Any]:
         with self._lock:
@@ -183,21 +176,21 @@ class FakeDaemon:
 
     def _refuse_if_draining(self) -> None:
         if self.draining:
-            raise _WireError(503, "draining", "node is draining; send the work elsewhere")
+            raise WireError(503, "draining", "node is draining; send the work elsewhere")
 
     def _template(self, body: Mapping[str, Any]) -> str:
         template_id = body.get("template_id")
         if not template_id:
-            raise _WireError(400, "template_id_required", "template_id is required")
+            raise WireError(400, "template_id_required", "template_id is required")
         if template_id not in self.templates:
-            raise _WireError(404, "no_template", f"no template: {template_id}")
+            raise WireError(404, "no_template", f"no template: {template_id}")
         return str(template_id)
 
     def _session(self, session_id: str) -> _Session:
         with self._lock:
             session = self._sessions.get(session_id)
         if session is None:
-            raise _WireError(404, "no_such_session", f"no such session: {session_id}")
+            raise WireError(404, "no_such_session", f"no such session: {session_id}")
         return session
 
     def _create(self, body: Mapping[str, Any]) -> dict[str, Any]:
@@ -237,10 +230,10 @@ class FakeDaemon:
         if seed is None:
             seed = secrets.token_hex(32)
         elif not isinstance(seed, str) or not SEED_RE.match(seed):
-            raise _WireError(400, "invalid_seed", "seed must be 64 hex characters (32 bytes)")
+            raise WireError(400, "invalid_seed", "seed must be 64 hex characters (32 bytes)")
         timeout = body.get("timeout_seconds", 30)
         if not isinstance(timeout, int) or isinstance(timeout, bool) or timeout <= 0:
-            raise _WireError(400, "bad_request", "timeout_seconds must be a positive integer")
+            raise WireError(400, "bad_request", "timeout_seconds must be a positive integer")
         timeout = min(timeout, MAX_EXEC_TIMEOUT_S)
         argv = self._argv(body, kind, seed)
         self._write_files(body.get("files") or [], workdir)
@@ -271,28 +264,28 @@ class FakeDaemon:
             return ["/bin/sh", "-c", str(command)]
         if commands is not None:
             if not isinstance(commands, list) or not all(isinstance(a, list) for a in commands):
-                raise _WireError(400, "bad_request", "commands must be a list of argv lists")
+                raise WireError(400, "bad_request", "commands must be a list of argv lists")
             script = "\n".join(shlex.join(str(arg) for arg in argv) for argv in commands)
             return ["/bin/sh", "-c", script]
         if code is not None:
             if kind == "python":
                 return [self.python, "-c", _PY_PRELUDE, seed, str(code)]
             return ["/bin/sh", "-c", str(code)]
-        raise _WireError(400, "bad_request", "one of command, commands or code is required")
+        raise WireError(400, "bad_request", "one of command, commands or code is required")
 
     @staticmethod
     def _write_files(files: Any, workdir: str) -> None:
         if not isinstance(files, list):
-            raise _WireError(400, "bad_request", "files must be a list of {path, content}")
+            raise WireError(400, "bad_request", "files must be a list of {path, content}")
         for item in files:
             if not isinstance(item, Mapping) or not isinstance(item.get("path"), str):
-                raise _WireError(400, "bad_request", "each file needs a str path")
+                raise WireError(400, "bad_request", "each file needs a str path")
             content = str(item.get("content", ""))
             if not content.endswith("\n"):
                 content += "\n"  # heredoc semantics
             target = os.path.normpath(os.path.join(workdir, item["path"].lstrip("/")))
             if not target.startswith(workdir + os.sep):
-                raise _WireError(400, "bad_request", f"path escapes the sandbox: {item['path']}")
+                raise WireError(400, "bad_request", f"path escapes the sandbox: {item['path']}")
             os.makedirs(os.path.dirname(target), exist_ok=True)
             with open(target, "w", encoding="utf-8") as fh:
                 fh.write(content)
@@ -302,9 +295,9 @@ def _json(raw: bytes) -> dict[str, Any]:
     try:
         body = json.loads(raw or b"{}")
     except ValueError as exc:
-        raise _WireError(400, "bad_request", f"invalid JSON body: {exc}") from None
+        raise WireError(400, "bad_request", f"invalid JSON body: {exc}") from None
     if not isinstance(body, dict):
-        raise _WireError(400, "bad_request", "the body must be a JSON object")
+        raise WireError(400, "bad_request", "the body must be a JSON object")
     return body
 
 

@@ -534,39 +534,49 @@ _COLUMN_SUM_RIGHT = "n = int(input())\nprint(sum(map(int, input().split())))\n"
 _COLUMN_SUM_WRONG = "n = int(input())\nprint(n)\n"
 
 
+def _apps_row(
+    n: int, question: str, solution: str, tests: dict[str, Any], **rest: str
+) -> dict[str, Any]:
+    """An APPS row: its one solution and its tests (``input_output``) as
+    the JSON strings APPS stores, then ``rest`` (``difficulty``, ``url``,
+    ``starter_code``) as given."""
+    return {
+        "problem_id": n,
+        "question": question,
+        "solutions": json.dumps([solution]),
+        "input_output": json.dumps(tests),
+        **rest,
+    }
+
+
 def apps_rows() -> HubTable:
     """Two handmade APPS rows: a call-based one (``fn_name``; outputs
     wrapped in a one-element list, as APPS stores them) and a stdin one."""
+    call_based = {
+        "fn_name": "add_up",
+        "inputs": [[1, 2], [5, 5], [0, -4]],
+        "outputs": [[[3, -1]], [[10, 0]], [[-4, 4]]],
+    }
+    stdio = {"inputs": ["3\n1 2 3\n", "1\n-5\n", "2\n10 20\n"], "outputs": ["6\n", "-5\n", "30\n"]}
     rows = [
-        {
-            "problem_id": 9001,
-            "question": "Return the list [a + b, a - b].",
-            "solutions": json.dumps([_ADD_UP_RIGHT]),
-            "input_output": json.dumps(
-                {
-                    "fn_name": "add_up",
-                    "inputs": [[1, 2], [5, 5], [0, -4]],
-                    "outputs": [[[3, -1]], [[10, 0]], [[-4, 4]]],
-                }
-            ),
-            "difficulty": "introductory",
-            "url": "https://www.codewars.com/kata/handmade-9001",
-            "starter_code": "\ndef add_up(a, b):\n\t",
-        },
-        {
-            "problem_id": 9002,
-            "question": "The first line holds n, the second n integers: print their sum.",
-            "solutions": json.dumps([_COLUMN_SUM_RIGHT]),
-            "input_output": json.dumps(
-                {
-                    "inputs": ["3\n1 2 3\n", "1\n-5\n", "2\n10 20\n"],
-                    "outputs": ["6\n", "-5\n", "30\n"],
-                }
-            ),
-            "difficulty": "interview",
-            "url": "https://codeforces.com/problemset/problem/9002/A",
-            "starter_code": "",
-        },
+        _apps_row(
+            9001,
+            "Return the list [a + b, a - b].",
+            _ADD_UP_RIGHT,
+            call_based,
+            difficulty="introductory",
+            url="https://www.codewars.com/kata/handmade-9001",
+            starter_code="\ndef add_up(a, b):\n\t",
+        ),
+        _apps_row(
+            9002,
+            "The first line holds n, the second n integers: print their sum.",
+            _COLUMN_SUM_RIGHT,
+            stdio,
+            difficulty="interview",
+            url="https://codeforces.com/problemset/problem/9002/A",
+            starter_code="",
+        ),
     ]
     cases = [
         Case("apps", "call", "add_up", _ADD_UP_RIGHT, _ADD_UP_WRONG),

@@ -13,7 +13,7 @@ import functools
 import sys
 from collections.abc import Callable
 
-from ..plugins.events import Subcommands
+from ..plugins.events import EXIT_INTERRUPTED, Subcommands
 from ..plugins.markers import hookimpl
 from .burst import add_burst_command
 from .demo import add_demo_command
@@ -21,9 +21,6 @@ from .fleet import add_fleet_command
 from .launch import add_launch_command
 from .rl import add_rl_command
 from .top import add_top_command
-
-#: What Ctrl-C exits with (128 + SIGINT), as ``collimate grade``.
-EXIT_INTERRUPTED = 130
 
 
 def _quiet_on_ctrl_c(run: Callable[[argparse.Namespace], int]) -> Callable[..., int]:

@@ -17,10 +17,10 @@ from typing import Any
 
 from ..plugins.events import Subcommands
 from .draw import histogram_lines, histogram_panel, latency_lines, latency_table, stack
-from .fanout import FanOut
+from .fanout import FanRun, add_fan_options
 from .figures import Samples
 from .screen import Frame, Screen, wants_rich
-from .target import DEFAULT_TEMPLATE, SessionLedger, Target, add_target_options, open_target
+from .target import Target, add_target_options, open_target
 
 __all__ = ["BurstRun", "add_burst_command", "run_burst"]
 
@@ -33,9 +33,9 @@ def add_burst_command(subparsers: Subcommands) -> argparse.ArgumentParser:
     p = subparsers.add_parser(
         "burst", help="create, exec and delete N sandboxes at concurrency C; latency figures"
     )
-    p.add_argument("template", nargs="?", default=DEFAULT_TEMPLATE, help="template to fork")
-    p.add_argument("-n", type=int, default=50, help="lifecycles to run (50)")
-    p.add_argument("-c", "--concurrency", type=int, default=8, help="lifecycles at once (8)")
+    add_fan_options(
+        p, n=50, n_help="lifecycles to run", concurrency=8, concurrency_help="lifecycles at once"
+    )
     p.add_argument("--exec-cmd", default=DEFAULT_EXEC, help="the command each sandbox runs")
     p.add_argument("--timeout", type=int, default=30, help="seconds per exec (30)")
     add_target_options(p)
@@ -43,17 +43,14 @@ def add_burst_command(subparsers: Subcommands) -> argparse.ArgumentParser:
     return p
 
 
-class BurstRun:
+class BurstRun(FanRun):
     """The samples of one burst and its frames."""
 
     def __init__(self, target: Target, args: argparse.Namespace) -> None:
-        self.args = args
-        self.ledger = SessionLedger(target.client)
         self.create, self.exec, self.delete, self.total = Samples(), Samples(), Samples(), Samples()
         self.exec_ok = 0
         self._lock = threading.Lock()
-        self.fan = FanOut(args.n, args.concurrency, self._lifecycle)
-        self.started = time.perf_counter()
+        super().__init__(target, args, self._lifecycle)
         self.wall = 0.0
 
     def _lifecycle(self, _i: int) -> None:

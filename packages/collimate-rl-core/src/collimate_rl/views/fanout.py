@@ -8,11 +8,31 @@ view's ledger holds every sandbox that must still be deleted.
 
 from __future__ import annotations
 
+import argparse
 import threading
+import time
 from collections.abc import Callable
 from concurrent.futures import FIRST_COMPLETED, Future, ThreadPoolExecutor, wait
 
-__all__ = ["FanOut"]
+from .target import DEFAULT_TEMPLATE, SessionLedger, Target
+
+__all__ = ["FanOut", "FanRun", "add_fan_options"]
+
+
+def add_fan_options(
+    p: argparse.ArgumentParser, *, n: int, n_help: str, concurrency: int, concurrency_help: str
+) -> None:
+    """The template the jobs fork, ``-n`` and ``-c``: each help ends with
+    its default."""
+    p.add_argument("template", nargs="?", default=DEFAULT_TEMPLATE, help="template to fork")
+    p.add_argument("-n", type=int, default=n, help=f"{n_help} ({n})")
+    p.add_argument(
+        "-c",
+        "--concurrency",
+        type=int,
+        default=concurrency,
+        help=f"{concurrency_help} ({concurrency})",
+    )
 
 
 class FanOut:
@@ -66,3 +86,17 @@ class FanOut:
             for f in pending:
                 f.cancel()
             pool.shutdown(wait=True)
+
+
+class FanRun:
+    """What a view over a :class:`FanOut` holds: its arguments, the
+    sandboxes it has up (each deleted at the end), the fan-out of ``job``
+    (``-n`` jobs at ``-c`` at once) and when it started."""
+
+    def __init__(
+        self, target: Target, args: argparse.Namespace, job: Callable[[int], None]
+    ) -> None:
+        self.args = args
+        self.ledger = SessionLedger(target.client)
+        self.fan = FanOut(args.n, args.concurrency, job)
+        self.started = time.perf_counter()

@@ -16,10 +16,10 @@ from typing import Any
 
 from ..plugins.events import Subcommands
 from .draw import histogram_lines, histogram_panel, latency_lines, latency_table, stack
-from .fanout import FanOut
+from .fanout import FanRun, add_fan_options
 from .figures import Samples
 from .screen import Frame, Screen, wants_rich
-from .target import DEFAULT_TEMPLATE, SessionLedger, Target, add_target_options, open_target
+from .target import Target, add_target_options, open_target
 
 __all__ = ["LaunchRun", "add_launch_command", "run_launch"]
 
@@ -28,9 +28,9 @@ def add_launch_command(subparsers: Subcommands) -> argparse.ArgumentParser:
     p = subparsers.add_parser(
         "launch", help="create N sandboxes at concurrency C (no exec), hold them, delete them"
     )
-    p.add_argument("template", nargs="?", default=DEFAULT_TEMPLATE, help="template to fork")
-    p.add_argument("-n", type=int, default=100, help="sandboxes to create (100)")
-    p.add_argument("-c", "--concurrency", type=int, default=16, help="creates at once (16)")
+    add_fan_options(
+        p, n=100, n_help="sandboxes to create", concurrency=16, concurrency_help="creates at once"
+    )
     p.add_argument(
         "--hold", type=float, default=1.0, help="seconds to hold them all up before deleting (1)"
     )
@@ -39,15 +39,12 @@ def add_launch_command(subparsers: Subcommands) -> argparse.ArgumentParser:
     return p
 
 
-class LaunchRun:
+class LaunchRun(FanRun):
     """The creates of one launch and its frames."""
 
     def __init__(self, target: Target, args: argparse.Namespace) -> None:
-        self.args = args
-        self.ledger = SessionLedger(target.client)
         self.create = Samples()
-        self.fan = FanOut(args.n, args.concurrency, self._create)
-        self.started = time.perf_counter()
+        super().__init__(target, args, self._create)
         self.up_after = 0.0  # seconds until the last create answered
         self.deleted = 0
 
