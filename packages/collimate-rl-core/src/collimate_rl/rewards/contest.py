@@ -123,19 +123,6 @@ def _test(test: Any, i: int) -> dict[str, str]:
     return {"input": inp, "output": out}
 
 
-#: A judge problem's fields (``/v1/judge``), each the reward's attribute of that name.
-_PROBLEM_FIELDS: Final = (
-    "language",
-    "tests",
-    "time_limit",
-    "memory_limit_mb",
-    "compare",
-    "float_tol",
-    "checker",
-    "scoring",
-)
-
-
 def check_limits(time_limit: Any, memory_limit_mb: Any) -> None:
     """ValueError unless ``time_limit`` is in (0, 60] CPU seconds and
     ``memory_limit_mb`` an integer in (0, 4096] (what the judge takes)."""
@@ -260,4 +247,13 @@ class ContestReward(JudgedReward):
 
     def problem(self) -> dict[str, Any]:
         """This reward's problem, as ``/v1/judge`` takes it."""
-        return {name: getattr(self, name) for name in _PROBLEM_FIELDS}
+        return {
+            "language": self.language,
+            "tests": self.tests,
+            "time_limit": self.time_limit,
+            "memory_limit_mb": self.memory_limit_mb,
+            "compare": self.compare,
+            "float_tol": self.float_tol,
+            "checker": self.checker,
+            "scoring": self.scoring,
+        }
