@@ -9,6 +9,7 @@
 
 from __future__ import annotations
 
+import contextlib
 import io
 import socket
 import subprocess
@@ -188,9 +189,14 @@ def test_a_draining_node_refuses_before_admitting_and_raises_typed() -> None:
     backend = LocalCollimateBackend().start()
     try:
 
+        # held for longer than the checks below take on a loaded machine: a
+        # draining node whose last exec ended stops listening (refused, not
+        # draining); the stop at the end ends it
         def in_flight() -> None:
-            with CollimateClient(backend.base_url) as c:
-                c.exec_once("sh", command="sleep 3")
+            with CollimateClient(backend.base_url, retries=0) as c, contextlib.suppress(
+                CollimateError
+            ):
+                c.exec_once("sh", command="sleep 60")
 
         hold = threading.Thread(target=in_flight)
         hold.start()
@@ -203,9 +209,9 @@ def test_a_draining_node_refuses_before_admitting_and_raises_typed() -> None:
             zero = grade_batch(c, "py", [COMPLETION] * 2, SPEC, on_infra_error="zero")
             assert [r.infra_error for r in zero] == [True, True]
             assert "CollimateDrainingError" in (zero[0].error or "")
-        hold.join(30)
     finally:
         backend.stop()
+        hold.join(30)
 
 
 def test_long_execs_are_accepted_and_held(served: str) -> None:
