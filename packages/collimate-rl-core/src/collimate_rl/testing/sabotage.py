@@ -333,9 +333,17 @@ TAMPER_THEN_RIGHT = ("unlink_build", "chmod_build", "overwrite_build", "chmod_di
 # -- the checks the tests and the reliability table make ----------------------
 
 
+#: CPU seconds a test: what a right answer needs many times over (a JVM's
+#: start takes a few tenths), and what every spinning sabotage burns per test
+#: and pass, which is why it is no more (the wall backstop is 20 s anyway).
+TIME_LIMIT: Final = {"java": 1.0}
+DEFAULT_TIME_LIMIT: Final = 0.5
+
+
 def spec(language: str) -> ContestReward:
-    """:data:`TESTS` judged in ``language``: one second of CPU a test."""
-    return ContestReward(TESTS, language=language, time_limit=1, memory_limit_mb=256)
+    """:data:`TESTS` judged in ``language``, with its :data:`TIME_LIMIT`."""
+    limit = TIME_LIMIT.get(language, DEFAULT_TIME_LIMIT)
+    return ContestReward(TESTS, language=language, time_limit=limit, memory_limit_mb=256)
 
 
 def _verdicts(results: list[GradeResult]) -> list[tuple[float, str | None, bool]]:
