@@ -11,6 +11,7 @@ blocking twin).
 
 from __future__ import annotations
 
+import abc
 import logging
 from collections.abc import Awaitable, Callable, Generator, Mapping, Sequence
 from typing import Any, ClassVar, TypeVar
@@ -38,7 +39,7 @@ __all__ = ["AsyncForkGroup"]
 _Opened = TypeVar("_Opened", bound="_ClosedOnExit")
 
 
-class _ClosedOnExit:
+class _ClosedOnExit(abc.ABC):
     """``async with`` for a session and a fork group: opened on entering,
     closed on leaving; a teardown that fails while the block's own error
     propagates is logged (``_teardown_log``), so that error is the one raised."""
@@ -46,11 +47,13 @@ class _ClosedOnExit:
     _teardown_what: ClassVar[str]
     _teardown_log: ClassVar[logging.Logger]
 
+    @abc.abstractmethod
     async def open(self: _Opened) -> _Opened:
-        raise NotImplementedError
+        """Bring it up (idempotent); itself."""
 
+    @abc.abstractmethod
     async def close(self) -> None:
-        raise NotImplementedError
+        """Tear it down (idempotent)."""
 
     async def __aenter__(self: _Opened) -> _Opened:
         return await self.open()

@@ -12,6 +12,7 @@ blocking twin).
 
 from __future__ import annotations
 
+import abc
 import logging
 from collections.abc import Callable, Mapping, Sequence
 from typing import Any, ClassVar, TypeVar
@@ -39,7 +40,7 @@ __all__ = ["ForkGroup"]
 _Opened = TypeVar("_Opened", bound="_ClosedOnExit")
 
 
-class _ClosedOnExit:
+class _ClosedOnExit(abc.ABC):
     """``with`` for a session and a fork group: opened on entering,
     closed on leaving; a teardown that fails while the block's own error
     propagates is logged (``_teardown_log``), so that error is the one raised."""
@@ -47,11 +48,13 @@ class _ClosedOnExit:
     _teardown_what: ClassVar[str]
     _teardown_log: ClassVar[logging.Logger]
 
+    @abc.abstractmethod
     def open(self: _Opened) -> _Opened:
-        raise NotImplementedError
+        """Bring it up (idempotent); itself."""
 
+    @abc.abstractmethod
     def close(self) -> None:
-        raise NotImplementedError
+        """Tear it down (idempotent)."""
 
     def __enter__(self: _Opened) -> _Opened:
         return self.open()
