@@ -80,9 +80,9 @@ class AsyncCollimateClient(DaemonClientBase, AsyncHTTPClient):
         """Always raises: the image catalog lives on the gateway."""
         raise CollimateError(routes.IMAGES_ON_DAEMON, None, "gateway_only")
 
-    async def list_images(self) -> list[dict[str, Any]]:
-        """Always raises: the image catalog lives on the gateway."""
-        return await self.images()
+    #: :meth:`images` under the gateway's other name (it always raises:
+    #: the image catalog lives on the gateway).
+    list_images = images
 
     # sessions
     async def list_sessions(self) -> list[dict[str, Any]]:

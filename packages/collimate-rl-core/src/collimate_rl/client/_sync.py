@@ -81,9 +81,9 @@ class CollimateClient(DaemonClientBase, HTTPClient):
         """Always raises: the image catalog lives on the gateway."""
         raise CollimateError(routes.IMAGES_ON_DAEMON, None, "gateway_only")
 
-    def list_images(self) -> list[dict[str, Any]]:
-        """Always raises: the image catalog lives on the gateway."""
-        return self.images()
+    #: :meth:`images` under the gateway's other name (it always raises:
+    #: the image catalog lives on the gateway).
+    list_images = images
 
     # sessions
     def list_sessions(self) -> list[dict[str, Any]]:

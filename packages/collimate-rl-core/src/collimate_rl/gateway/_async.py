@@ -71,9 +71,8 @@ class AsyncGatewayClient(GatewayClientBase, AsyncHTTPClient):
         :meth:`create_sandbox`."""
         return routes.images_of(await self._send(routes.images()))
 
-    async def list_images(self) -> list[dict[str, Any]]:
-        """The same as :meth:`images`."""
-        return await self.images()
+    #: The same as :meth:`images`.
+    list_images = images
 
     async def create_template(
         self,
@@ -257,27 +256,8 @@ class AsyncGatewayClient(GatewayClientBase, AsyncHTTPClient):
         (``session_id``, ``template_id``)."""
         return routes.as_session(await self.create_sandbox(template_id, egress=egress), template_id)
 
-    async def session_exec(
-        self,
-        session_id: str,
-        *,
-        command: str | None = None,
-        code: str | None = None,
-        commands: Argvs | None = None,
-        files: Files | None = None,
-        timeout_seconds: int = DEFAULT_EXEC_TIMEOUT_S,
-        seed: str | None = None,
-    ) -> dict[str, Any]:
-        """:meth:`exec` under the daemon's name."""
-        return await self.exec(
-            session_id,
-            command=command,
-            code=code,
-            commands=commands,
-            files=files,
-            timeout_seconds=timeout_seconds,
-            seed=seed,
-        )
+    #: :meth:`exec` under the daemon's name.
+    session_exec = exec
 
     async def get_session(self, session_id: str) -> dict[str, Any]:
         """:meth:`get_sandbox`, answered with the daemon's keys too."""

@@ -71,9 +71,8 @@ class GatewayClient(GatewayClientBase, HTTPClient):
         :meth:`create_sandbox`."""
         return routes.images_of(self._send(routes.images()))
 
-    def list_images(self) -> list[dict[str, Any]]:
-        """The same as :meth:`images`."""
-        return self.images()
+    #: The same as :meth:`images`.
+    list_images = images
 
     def create_template(
         self,
@@ -255,27 +254,8 @@ class GatewayClient(GatewayClientBase, HTTPClient):
         (``session_id``, ``template_id``)."""
         return routes.as_session(self.create_sandbox(template_id, egress=egress), template_id)
 
-    def session_exec(
-        self,
-        session_id: str,
-        *,
-        command: str | None = None,
-        code: str | None = None,
-        commands: Argvs | None = None,
-        files: Files | None = None,
-        timeout_seconds: int = DEFAULT_EXEC_TIMEOUT_S,
-        seed: str | None = None,
-    ) -> dict[str, Any]:
-        """:meth:`exec` under the daemon's name."""
-        return self.exec(
-            session_id,
-            command=command,
-            code=code,
-            commands=commands,
-            files=files,
-            timeout_seconds=timeout_seconds,
-            seed=seed,
-        )
+    #: :meth:`exec` under the daemon's name.
+    session_exec = exec
 
     def get_session(self, session_id: str) -> dict[str, Any]:
         """:meth:`get_sandbox`, answered with the daemon's keys too."""
