@@ -8,7 +8,7 @@ sync and async clients share everything but the act of sending.
 from __future__ import annotations
 
 import json
-from collections.abc import Mapping
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any, Final
 from urllib.parse import quote
@@ -19,14 +19,22 @@ from ..wire import error_from_response
 
 __all__ = [
     "MISSING_STATUSES",
+    "Argvs",
     "Call",
+    "Files",
     "decode_answer",
     "delete",
     "exec_call",
+    "exec_once_request",
     "get",
     "post",
     "segment",
 ]
+
+#: An exec's ``files`` (``{path, content}`` each) and ``commands`` (argv lists),
+#: as both clients' signatures take them.
+Files = Sequence[Mapping[str, str]]
+Argvs = Sequence[Sequence[str]]
 
 #: Statuses that mean "the object does not exist (any more)": a delete that
 #: gets one has nothing left to do, so teardown stays idempotent.
@@ -77,6 +85,18 @@ def exec_call(path: str, body: Mapping[str, Any], client_timeout: float) -> Call
     awaited past the exec's own timeout (see :func:`exec_read_timeout`)."""
     read = exec_read_timeout(client_timeout, body.get("timeout_seconds"))
     return post(path, body, idempotent=False, read_timeout=read)
+
+
+def exec_once_request(
+    template_id: str, body: Mapping[str, Any], egress: Mapping[str, Any] | None
+) -> dict[str, Any]:
+    """A one-shot exec's request: the exec ``body`` with the template to clone
+    and the egress policy of the clone (what the daemon's ``POST /v1/exec``
+    takes, and what the exec observers are shown of either wire's)."""
+    request = {"template_id": template_id, **body}
+    if egress is not None:
+        request["egress"] = dict(egress)
+    return request
 
 
 def segment(value: str) -> str:

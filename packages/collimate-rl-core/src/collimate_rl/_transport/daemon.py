@@ -15,7 +15,7 @@ from typing import TYPE_CHECKING, Any, TypeVar
 
 from ..__about__ import __version__
 from ..retry import RetryPolicy
-from .calls import Call, delete, get, post
+from .calls import Call, delete, exec_call, exec_once_request, get, post
 from .calls import segment as _seg
 from .pool import HttpSettings
 
@@ -23,15 +23,15 @@ __all__ = [
     "DEFAULT_BASE_URL",
     "SESSION_SOCKET",
     "IMAGES_ON_DAEMON",
-    "Argvs",
     "DaemonClientBase",
-    "Files",
     "create_session",
     "delete_session",
+    "exec_once",
     "get_session",
     "health",
     "judge",
     "list_sessions",
+    "session_exec",
 ]
 
 #: Where a node-local daemon listens by default.
@@ -50,9 +50,6 @@ IMAGES_ON_DAEMON = (
 )
 
 _C = TypeVar("_C", bound="DaemonClientBase")
-
-Files = Sequence[Mapping[str, str]]
-Argvs = Sequence[Sequence[str]]
 
 
 # --- the daemon routes, described once -------------------------------------
@@ -86,6 +83,20 @@ def delete_session(session_id: str) -> Call:
         f"/v1/sessions/{_seg(session_id)}",
         if_missing={"deleted": False, "session_id": session_id},
     )
+
+
+def session_exec(session_id: str, body: Mapping[str, Any], client_timeout: float) -> Call:
+    return exec_call(f"/v1/sessions/{_seg(session_id)}/exec", body, client_timeout)
+
+
+def exec_once(
+    template_id: str,
+    body: Mapping[str, Any],
+    egress: Mapping[str, Any] | None,
+    client_timeout: float,
+) -> Call:
+    """Fork, run and discard, in one request."""
+    return exec_call("/v1/exec", exec_once_request(template_id, body, egress), client_timeout)
 
 
 #: How long a judge request may take to answer at least: a group's compiles

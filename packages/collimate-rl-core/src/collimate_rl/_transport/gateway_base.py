@@ -12,7 +12,7 @@ import logging
 import os
 import random
 import re
-from collections.abc import Callable, Mapping, Sequence
+from collections.abc import Callable
 from typing import Any, TypeVar
 
 from ..__about__ import __version__
@@ -21,8 +21,6 @@ from .pool import HttpSettings
 
 __all__ = [
     "DEFAULT_GATEWAY_URL",
-    "Argvs",
-    "Files",
     "GatewayClientBase",
     "flow",
     "log",
@@ -37,9 +35,6 @@ _KEY_RE = re.compile(r"^col_(demo|pro|ent)_\S+$")
 _USER_AGENT = f"collimate-rl/{__version__}"
 
 _G = TypeVar("_G", bound="GatewayClientBase")
-
-Files = Sequence[Mapping[str, str]]
-Argvs = Sequence[Sequence[str]]
 
 
 def resolve_key(api_key: str | None) -> str:

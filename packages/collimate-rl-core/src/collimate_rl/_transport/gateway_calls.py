@@ -8,7 +8,7 @@ from collections.abc import Mapping
 from typing import Any
 
 from ..errors import CollimateError
-from .calls import Call, delete, get, post, segment
+from .calls import Call, delete, exec_call, get, post, segment
 
 
 def as_session(sandbox: Mapping[str, Any], template_id: str | None = None) -> dict[str, Any]:
@@ -125,6 +125,10 @@ def delete_sandbox(sandbox_id: str) -> Call:
     return delete(
         f"/v1/sandboxes/{segment(sandbox_id)}", if_missing={"deleted": False, "id": sandbox_id}
     )
+
+
+def exec_in(sandbox_id: str, body: Mapping[str, Any], client_timeout: float) -> Call:
+    return exec_call(f"/v1/sandboxes/{segment(sandbox_id)}/exec", body, client_timeout)
 
 
 def fork(sandbox_id: str, count: int, labels: Any) -> Call:

@@ -14,8 +14,8 @@ from collections.abc import Awaitable, Callable, Mapping, Sequence
 from typing import Any
 
 from .._transport import daemon as routes
-from .._transport.calls import segment as _seg
-from .._transport.daemon import DEFAULT_BASE_URL, Argvs, DaemonClientBase, Files
+from .._transport.calls import Argvs, Files
+from .._transport.daemon import DEFAULT_BASE_URL, DaemonClientBase
 from .._transport.send._async import AsyncHTTP, AsyncHTTPClient
 from ..errors import CollimateError
 from ..wire import DEFAULT_EXEC_TIMEOUT_S, build_exec_request
@@ -151,31 +151,12 @@ class AsyncCollimateClient(DaemonClientBase, AsyncHTTPClient):
             timeout_seconds=timeout_seconds,
             seed=seed,
         )
-        path = f"/v1/sessions/{_seg(session_id)}/exec"
-        return await self._exec(path, body, target=session_id, one_shot=False)
+        call = routes.session_exec(session_id, body, self.timeout)
+        return await self._exec(call, target=session_id, one_shot=False)
 
-    async def exec_once(
-        self,
-        template_id: str,
-        *,
-        command: str | None = None,
-        code: str | None = None,
-        commands: Argvs | None = None,
-        files: Files | None = None,
-        timeout_seconds: int = DEFAULT_EXEC_TIMEOUT_S,
-        seed: str | None = None,
-        egress: Mapping[str, Any] | None = None,
+    async def _exec_once(
+        self, template_id: str, body: dict[str, Any], egress: Mapping[str, Any] | None
     ) -> dict[str, Any]:
-        """Run once in an ephemeral clone of ``template_id`` (forked, run,
-        discarded by the daemon in one request)."""
-        body = build_exec_request(
-            template_id=template_id,
-            command=command,
-            code=code,
-            commands=commands,
-            files=files,
-            timeout_seconds=timeout_seconds,
-            seed=seed,
-            egress=egress,
-        )
-        return await self._exec("/v1/exec", body, target=template_id, one_shot=True)
+        """:meth:`exec_once` on the daemon: forked, run and discarded in one request."""
+        call = routes.exec_once(template_id, body, egress, self.timeout)
+        return await self._exec(call, target=template_id, one_shot=True)

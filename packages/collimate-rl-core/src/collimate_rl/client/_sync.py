@@ -15,8 +15,8 @@ from collections.abc import Callable, Mapping, Sequence
 from typing import Any
 
 from .._transport import daemon as routes
-from .._transport.calls import segment as _seg
-from .._transport.daemon import DEFAULT_BASE_URL, Argvs, DaemonClientBase, Files
+from .._transport.calls import Argvs, Files
+from .._transport.daemon import DEFAULT_BASE_URL, DaemonClientBase
 from .._transport.send._sync import HTTPClient, SyncHTTP
 from ..errors import CollimateError
 from ..wire import DEFAULT_EXEC_TIMEOUT_S, build_exec_request
@@ -152,31 +152,12 @@ class CollimateClient(DaemonClientBase, HTTPClient):
             timeout_seconds=timeout_seconds,
             seed=seed,
         )
-        path = f"/v1/sessions/{_seg(session_id)}/exec"
-        return self._exec(path, body, target=session_id, one_shot=False)
+        call = routes.session_exec(session_id, body, self.timeout)
+        return self._exec(call, target=session_id, one_shot=False)
 
-    def exec_once(
-        self,
-        template_id: str,
-        *,
-        command: str | None = None,
-        code: str | None = None,
-        commands: Argvs | None = None,
-        files: Files | None = None,
-        timeout_seconds: int = DEFAULT_EXEC_TIMEOUT_S,
-        seed: str | None = None,
-        egress: Mapping[str, Any] | None = None,
+    def _exec_once(
+        self, template_id: str, body: dict[str, Any], egress: Mapping[str, Any] | None
     ) -> dict[str, Any]:
-        """Run once in an ephemeral clone of ``template_id`` (forked, run,
-        discarded by the daemon in one request)."""
-        body = build_exec_request(
-            template_id=template_id,
-            command=command,
-            code=code,
-            commands=commands,
-            files=files,
-            timeout_seconds=timeout_seconds,
-            seed=seed,
-            egress=egress,
-        )
-        return self._exec("/v1/exec", body, target=template_id, one_shot=True)
+        """:meth:`exec_once` on the daemon: forked, run and discarded in one request."""
+        call = routes.exec_once(template_id, body, egress, self.timeout)
+        return self._exec(call, target=template_id, one_shot=True)

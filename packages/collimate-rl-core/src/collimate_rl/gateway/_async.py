@@ -18,9 +18,8 @@ from typing import TYPE_CHECKING, Any
 from .._aio import uncancellable
 from .._transport import daemon as daemon_routes
 from .._transport import gateway_calls as routes
-from .._transport.calls import exec_call
-from .._transport.calls import segment as _seg
-from .._transport.gateway_base import Argvs, Files, GatewayClientBase, flow, log
+from .._transport.calls import Argvs, Files, exec_once_request
+from .._transport.gateway_base import GatewayClientBase, flow, log
 from .._transport.send._async import AsyncHTTP, AsyncHTTPClient
 from ..tunnel import PortForward, forward_with
 from ..wire import DEFAULT_EXEC_TIMEOUT_S, build_exec_request
@@ -154,8 +153,8 @@ class AsyncGatewayClient(GatewayClientBase, AsyncHTTPClient):
             timeout_seconds=timeout_seconds,
             seed=seed,
         )
-        path = f"/v1/sandboxes/{_seg(sandbox_id)}/exec"
-        return await self._exec(path, body, target=sandbox_id, one_shot=False)
+        call = routes.exec_in(sandbox_id, body, self.timeout)
+        return await self._exec(call, target=sandbox_id, one_shot=False)
 
     async def fork(self, sandbox_id: str, *, count: int = 1, labels: Any = None) -> dict[str, Any]:
         """Live copy-on-write children: ``{parent, children: [{id, endpoints?}]}``."""
@@ -271,42 +270,22 @@ class AsyncGatewayClient(GatewayClientBase, AsyncHTTPClient):
         """:meth:`delete_sandbox`, answered as the daemon's ``{deleted, session_id}``."""
         return routes.deleted_session(await self.delete_sandbox(session_id), session_id)
 
-    async def exec_once(
-        self,
-        template_id: str,
-        *,
-        command: str | None = None,
-        code: str | None = None,
-        commands: Argvs | None = None,
-        files: Files | None = None,
-        timeout_seconds: int = DEFAULT_EXEC_TIMEOUT_S,
-        seed: str | None = None,
-        egress: Mapping[str, Any] | None = None,
+    async def _exec_once(
+        self, template_id: str, body: dict[str, Any], egress: Mapping[str, Any] | None
     ) -> dict[str, Any]:
-        """create -> exec -> delete; the delete happens on every path (and
-        survives the cancellation of an awaiting task)."""
-        body = build_exec_request(
-            command=command,
-            code=code,
-            commands=commands,
-            files=files,
-            timeout_seconds=timeout_seconds,
-            seed=seed,
-        )
+        """:meth:`exec_once` on the gateway: create -> exec -> delete; the
+        delete happens on every path (and survives the cancellation of an
+        awaiting task)."""
 
         async def run() -> dict[str, Any]:
             sandbox = await self._send(routes.create_sandbox(template_id, None, None, egress))
             sandbox_id = routes.created_id(sandbox)
             try:
-                return await self._answer(
-                    exec_call(f"/v1/sandboxes/{_seg(sandbox_id)}/exec", body, self.timeout)
-                )
+                return await self._answer(routes.exec_in(sandbox_id, body, self.timeout))
             finally:
                 await uncancellable(self._reap(sandbox_id))
 
-        observed = {**body, "template_id": template_id}
-        if egress is not None:
-            observed["egress"] = dict(egress)
+        observed = exec_once_request(template_id, body, egress)
         return await self._http.observed(run, target=template_id, one_shot=True, request=observed)
 
     async def _reap(self, sandbox_id: str) -> None:

@@ -11,14 +11,15 @@ both share is ``collimate_rl._transport.send_base``.
 from __future__ import annotations
 
 import time
-from collections.abc import Callable
+from collections.abc import Callable, Mapping
 from typing import TYPE_CHECKING, Any, TypeVar
 
 import httpx
 
 from ...errors import CollimateError
 from ...retry import RetryPolicy
-from ..calls import Call, exec_call
+from ...wire import DEFAULT_EXEC_TIMEOUT_S, build_exec_request
+from ..calls import Argvs, Call, Files
 from ..pool import HttpSettings, SyncPool
 from ..send_base import SendBase, Wire, log_retry, nothing_was_sent, transport_failure
 
@@ -86,7 +87,8 @@ class SyncHTTP(SendBase):
 class HTTPClient:
     """What the daemon and the gateway clients share over their ``_http``
     (the send loop): the ``with`` that closes them, a call
-    sent, and an exec sent inside the exec observer hooks."""
+    sent, an exec sent inside the exec observer hooks, and :meth:`exec_once`
+    (each wire's own step is its ``_exec_once``)."""
 
     _http: SyncHTTP
     timeout: float
@@ -94,6 +96,11 @@ class HTTPClient:
     if TYPE_CHECKING:
 
         def close(self) -> None: ...
+
+        def _exec_once(
+            self, template_id: str, body: dict[str, Any], egress: Mapping[str, Any] | None
+        ) -> dict[str, Any]:
+            """Run ``body`` once in a fresh clone of ``template_id``: the wire's way."""
 
     def __enter__(self: _Client) -> _Client:
         return self
@@ -109,11 +116,36 @@ class HTTPClient:
         result: dict[str, Any] = self._send(call)
         return result
 
-    def _exec(
-        self, path: str, body: dict[str, Any], *, target: str, one_shot: bool
-    ) -> dict[str, Any]:
-        call = exec_call(path, body, self.timeout)
+    def _exec(self, call: Call, *, target: str, one_shot: bool) -> dict[str, Any]:
+        """The answer to the exec ``call``, sent inside the exec observer hooks."""
         result: dict[str, Any] = self._http.observed(
-            lambda: self._send(call), target=target, one_shot=one_shot, request=body
+            lambda: self._send(call), target=target, one_shot=one_shot, request=call.body
         )
         return result
+
+    def exec_once(
+        self,
+        template_id: str,
+        *,
+        command: str | None = None,
+        code: str | None = None,
+        commands: Argvs | None = None,
+        files: Files | None = None,
+        timeout_seconds: int = DEFAULT_EXEC_TIMEOUT_S,
+        seed: str | None = None,
+        egress: Mapping[str, Any] | None = None,
+    ) -> dict[str, Any]:
+        """Run once in a fresh clone of ``template_id``, discarded after: the
+        ExecResponse. The daemon forks, runs and discards the clone in one
+        request; the gateway creates a sandbox, execs in it and deletes it,
+        the delete on every path (it survives the cancellation of an
+        awaiting task)."""
+        body = build_exec_request(
+            command=command,
+            code=code,
+            commands=commands,
+            files=files,
+            timeout_seconds=timeout_seconds,
+            seed=seed,
+        )
+        return self._exec_once(template_id, body, egress)
