@@ -29,7 +29,14 @@ import json
 from collections.abc import Mapping, Sequence
 from typing import Any
 
-from .kinds import _check_json_like, _positive_or_none, _scoring, _tolerance
+from .kinds import (
+    _check_json_like,
+    _io_pairs,
+    _positive_or_none,
+    _scoring,
+    _TestsReward,
+    _tolerance,
+)
 from .spec import GuestReward
 
 __all__ = [
@@ -158,7 +165,7 @@ class PytestReward(GuestReward):
         return "PytestReward()"
 
 
-class CallReward(GuestReward):
+class CallReward(_TestsReward):
     """Call-based tests: ``fn_name(*args)`` against the expected value, for
     a module-level function or a LeetCode-style ``Solution`` method (a fresh
     instance per call). ``tests`` is a list of ``(args, expected)``; an
@@ -194,21 +201,15 @@ class CallReward(GuestReward):
             _check_json_like(list(args), f"call test #{i}")
             _check_json_like(wants, f"call test #{i}")
             sealed.append((list(args), wants))
-        self.tests = list(tests)
-        self.entry = fn_name
         self.scoring = check_scoring(scoring)
         self.tol = _tolerance(tol, "tol")
-        self.test_timeout = _positive_or_none(test_timeout, "test_timeout")
-        self._sealed_tests = sealed
-
-    def guest_config(self) -> Mapping[str, Any]:
-        return {"tests": self._sealed_tests}
+        self._keep_tests(tests, sealed, fn_name, test_timeout)
 
     def __repr__(self) -> str:
         return f"CallReward({len(self.tests)} tests, fn_name={self.entry!r})"
 
 
-class StdinStdoutReward(GuestReward):
+class StdinStdoutReward(_TestsReward):
     """The candidate as a program: fed each ``input`` on stdin, its output
     must equal ``output`` line by line, each line stripped, as many lines
     (open-r1's and LiveCodeBench's comparison, without letting a shorter
@@ -224,25 +225,9 @@ class StdinStdoutReward(GuestReward):
         test_timeout: float | None = None,
         entry: str = "solve",
     ) -> None:
-        raw: object = tests
-        if isinstance(raw, (str, bytes)) or not isinstance(raw, Sequence) or not raw:
-            raise ValueError("tests must be a non-empty list of {'input', 'output'} objects")
-        pairs = []
-        for i, test in enumerate(tests):
-            if not isinstance(test, Mapping):
-                raise ValueError(f"stdin/stdout test #{i} must be an object {{'input', 'output'}}")
-            given, want = test.get("input", ""), test.get("output")
-            if not isinstance(given, str) or not isinstance(want, str):
-                raise ValueError(f"stdin/stdout test #{i}: input and output must be strings")
-            pairs.append((given, want))
-        self.tests = list(tests)
-        self.entry = entry
+        pairs = _io_pairs(tests, "stdin/stdout", ("output",), empty_ok=False)
         self.scoring = check_scoring(scoring)
-        self.test_timeout = _positive_or_none(test_timeout, "test_timeout")
-        self._pairs = pairs
-
-    def guest_config(self) -> Mapping[str, Any]:
-        return {"tests": self._pairs}
+        self._keep_tests(tests, pairs, entry, test_timeout)
 
     def __repr__(self) -> str:
         return f"StdinStdoutReward({len(self.tests)} tests)"

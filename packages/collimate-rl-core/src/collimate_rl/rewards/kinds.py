@@ -43,6 +43,28 @@ def _scoring(scoring: Any) -> str:
     return str(scoring)
 
 
+def _io_pairs(
+    tests: Sequence[Mapping[str, Any]], what: str, expected_keys: Sequence[str], *, empty_ok: bool
+) -> list[tuple[str, str]]:
+    """``tests`` of ``{input, output}`` (the output under the first of
+    ``expected_keys`` it has) as ``(input, output)`` string pairs, or a
+    ValueError naming the ``what`` test at fault."""
+    raw: object = tests
+    if isinstance(raw, (str, bytes)) or not isinstance(raw, Sequence) or not (raw or empty_ok):
+        some = "a list" if empty_ok else "a non-empty list"
+        raise ValueError(f"tests must be {some} of {{'input': str, 'output': str}} objects")
+    pairs: list[tuple[str, str]] = []
+    for i, test in enumerate(tests):
+        if not isinstance(test, Mapping):
+            raise ValueError(f"{what} test #{i} must be an object {{'input', 'output'}}")
+        given = test.get("input", "")
+        want = next((test[k] for k in expected_keys if k in test), None)
+        if not isinstance(given, str) or not isinstance(want, str):
+            raise ValueError(f"{what} test #{i}: input and output must be strings")
+        pairs.append((given, want))
+    return pairs
+
+
 def _positive_or_none(value: float | None, name: str) -> float | None:
     if value is None:
         return None
@@ -87,7 +109,26 @@ def normalise_unit_test(test: Any, index: int) -> tuple[list[Any], dict[str, Any
     return args, dict(kwargs), expected
 
 
-class UnitTestReward(GuestReward):
+class _TestsReward(GuestReward):
+    """A grader whose guest config is its ``tests``: checked and prepared for
+    the grader by the subclass's ``__init__``, then kept by :meth:`_keep_tests`."""
+
+    tests: list[Any]
+
+    def _keep_tests(
+        self, tests: Sequence[Any], prepared: list[Any], entry: str, test_timeout: float | None
+    ) -> None:
+        """Keep ``tests`` as given, and ``prepared``: what the grader is sent."""
+        self.tests = list(tests)
+        self.entry = entry
+        self.test_timeout = _positive_or_none(test_timeout, "test_timeout")
+        self._prepared_tests = prepared
+
+    def guest_config(self) -> Mapping[str, Any]:
+        return {"tests": self._prepared_tests}
+
+
+class UnitTestReward(_TestsReward):
     """Reward = fraction of ``tests`` where ``entry(*input) == output``.
 
     Floats compare within ``tol`` (absolute or relative); lists and tuples
@@ -111,14 +152,9 @@ class UnitTestReward(GuestReward):
         if isinstance(raw, (str, bytes)) or not isinstance(raw, Sequence):
             raise ValueError("tests must be a list of {'input': ..., 'output': ...} objects")
         self.scoring = _scoring(scoring)
-        self.tests = list(tests)
-        self.entry = entry
         self.tol = _tolerance(tol, "tol")
-        self.test_timeout = _positive_or_none(test_timeout, "test_timeout")
-        self._normalised = [normalise_unit_test(t, i) for i, t in enumerate(self.tests)]
-
-    def guest_config(self) -> Mapping[str, Any]:
-        return {"tests": self._normalised}
+        normalised = [normalise_unit_test(t, i) for i, t in enumerate(tests)]
+        self._keep_tests(tests, normalised, entry, test_timeout)
 
     def __repr__(self) -> str:
         return f"UnitTestReward({len(self.tests)} tests, entry={self.entry!r})"
@@ -190,7 +226,7 @@ def _check_compiles(name: str, source: str) -> None:
     raise ValueError(f"{name} does not compile: {errors[-1]}")
 
 
-class StdioReward(GuestReward):
+class StdioReward(_TestsReward):
     """Reward = fraction of ``tests`` where the candidate PROGRAM, fed
     ``input`` on stdin, prints ``output`` (competitive-programming style).
 
@@ -213,27 +249,10 @@ class StdioReward(GuestReward):
         scoring: str = "fraction",
     ) -> None:
         self.scoring = _scoring(scoring)
-        raw: object = tests
-        if isinstance(raw, (str, bytes)) or not isinstance(raw, Sequence):
-            raise ValueError("tests must be a list of {'input': str, 'output': str} objects")
-        pairs: list[tuple[str, str]] = []
-        for i, test in enumerate(tests):
-            if not isinstance(test, Mapping):
-                raise ValueError(f"stdio test #{i} must be an object {{'input', 'output'}}")
-            given = test.get("input", "")
-            want = next((test[k] for k in EXPECTED_KEYS if k in test), None)
-            if not isinstance(given, str) or not isinstance(want, str):
-                raise ValueError(f"stdio test #{i}: input and output must be strings")
-            pairs.append((given, want))
-        self.tests = list(tests)
-        self.entry = entry
+        pairs = _io_pairs(tests, "stdio", EXPECTED_KEYS, empty_ok=True)
         self.tol = _tolerance(float_tol, "float_tol")
         self.float_tol = self.tol
-        self.test_timeout = _positive_or_none(test_timeout, "test_timeout")
-        self._pairs = pairs
-
-    def guest_config(self) -> Mapping[str, Any]:
-        return {"tests": self._pairs}
+        self._keep_tests(tests, pairs, entry, test_timeout)
 
     def __repr__(self) -> str:
         return f"StdioReward({len(self.tests)} tests)"
