@@ -8,6 +8,7 @@ what both twins share is ``collimate_rl.sandbox._state``.
 
 from __future__ import annotations
 
+import abc
 import contextlib
 from collections.abc import Mapping, Sequence
 from typing import TYPE_CHECKING, Any
@@ -21,10 +22,59 @@ from ._state import ExecResult, SandboxState, exec_kwargs, session_fields, templ
 if TYPE_CHECKING:
     from ..transport._async import AsyncSessionClient
     from ..tunnel import PortForward
-__all__ = ["AsyncSandbox", "rollout_once_async"]
+__all__ = ["AsyncIngress", "AsyncSandbox", "rollout_once_async"]
 
 
-class AsyncSandbox(SandboxState):
+class AsyncIngress(abc.ABC):
+    """The guest's services reached from this machine, as a sandbox and a
+    gateway session both offer them: a gateway client mints the URLs, for
+    the live sandbox that :meth:`_ingress` names (started first)."""
+
+    @abc.abstractmethod
+    async def _ingress(self, what: str) -> tuple[Any, str]:
+        """The gateway client and the id of the live sandbox (started if need
+        be), for ``what``; a client that cannot mint connect URLs refuses."""
+
+    # services reached from outside
+    async def connect_url(self, port: int, *, ttl_seconds: int = 600, protocol: str = "tcp") -> str:
+        """A short-lived ``ws://`` / ``wss://`` URL to reach guest ``port`` of
+        the sandbox from this machine (started first if need be); gateway
+        clients only. See :meth:`AsyncGatewayClient.connect_url
+        <collimate_rl.AsyncGatewayClient.connect_url>` for the refusals (a
+        key below pro; a port the template does not expose, 409
+        ``port_not_exposed``)."""
+        client, live_id = await self._ingress("connect_url")
+        answer = await client.connect_url(live_id, port, ttl_seconds=ttl_seconds, protocol=protocol)
+        return str(answer["url"])
+
+    async def cdp_url(self, *, ttl_seconds: int = 600) -> str:
+        """The connect URL of the sandbox's Chrome DevTools port (9222), in
+        ``cdp`` mode (what ``connect_over_cdp`` takes)."""
+        return await self.connect_url(CDP_PORT, ttl_seconds=ttl_seconds, protocol="cdp")
+
+    async def port_forward(
+        self,
+        port: int,
+        *,
+        local_port: int = 0,
+        local_host: str = "127.0.0.1",
+        ttl_seconds: int = 3600,
+    ) -> PortForward:
+        """Guest ``port`` of the sandbox on a loopback port here: a started
+        :class:`~collimate_rl.PortForward` (a context manager; one tunnel per
+        connection it accepts); gateway clients only."""
+        client, live_id = await self._ingress("port_forward")
+        forward: PortForward = await client.port_forward(
+            live_id,
+            port,
+            local_port=local_port,
+            local_host=local_host,
+            ttl_seconds=ttl_seconds,
+        )
+        return forward
+
+
+class AsyncSandbox(SandboxState, AsyncIngress):
     """A live clone of ``template``.
 
     ``client`` defaults to :func:`collimate_rl.connect_async` (resolved from
@@ -156,45 +206,11 @@ class AsyncSandbox(SandboxState):
         (characters each), ``python`` is the guest's interpreter."""
         return AsyncKernel(self, timeout=timeout, output_limit=output_limit, python=python)
 
-    # services reached from outside
-    async def connect_url(self, port: int, *, ttl_seconds: int = 600, protocol: str = "tcp") -> str:
-        """A short-lived ``ws://`` / ``wss://`` URL to reach guest ``port`` of
-        the clone from this machine (started first if need be); gateway
-        clients only. See :meth:`AsyncGatewayClient.connect_url
-        <collimate_rl.AsyncGatewayClient.connect_url>` for the refusals."""
-        client = self._ingress_client("connect_url")
+    async def _ingress(self, what: str) -> tuple[Any, str]:
+        client = self._ingress_client(what)
         await self.start()
-        answer = await client.connect_url(
-            self.session_id, port, ttl_seconds=ttl_seconds, protocol=protocol
-        )
-        return str(answer["url"])
-
-    async def cdp_url(self, *, ttl_seconds: int = 600) -> str:
-        """The connect URL of the clone's Chrome DevTools port (9222), in
-        ``cdp`` mode (what ``connect_over_cdp`` takes)."""
-        return await self.connect_url(CDP_PORT, ttl_seconds=ttl_seconds, protocol="cdp")
-
-    async def port_forward(
-        self,
-        port: int,
-        *,
-        local_port: int = 0,
-        local_host: str = "127.0.0.1",
-        ttl_seconds: int = 3600,
-    ) -> PortForward:
-        """Guest ``port`` of the clone on a loopback port here: a started
-        :class:`~collimate_rl.PortForward` (a context manager); gateway
-        clients only."""
-        client = self._ingress_client("port_forward")
-        await self.start()
-        forward: PortForward = await client.port_forward(
-            self.session_id,
-            port,
-            local_port=local_port,
-            local_host=local_host,
-            ttl_seconds=ttl_seconds,
-        )
-        return forward
+        assert self.session_id is not None
+        return client, self.session_id
 
     async def upload_bytes(
         self, path: str, data: bytes, *, timeout_seconds: int | None = None

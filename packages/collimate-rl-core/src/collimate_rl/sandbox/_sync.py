@@ -9,6 +9,7 @@ what both twins share is ``collimate_rl.sandbox._state``.
 
 from __future__ import annotations
 
+import abc
 import contextlib
 from collections.abc import Mapping, Sequence
 from typing import TYPE_CHECKING, Any
@@ -22,10 +23,59 @@ from ._state import ExecResult, SandboxState, exec_kwargs, session_fields, templ
 if TYPE_CHECKING:
     from ..transport._sync import SessionClient
     from ..tunnel import PortForward
-__all__ = ["Sandbox", "rollout_once"]
+__all__ = ["Ingress", "Sandbox", "rollout_once"]
 
 
-class Sandbox(SandboxState):
+class Ingress(abc.ABC):
+    """The guest's services reached from this machine, as a sandbox and a
+    gateway session both offer them: a gateway client mints the URLs, for
+    the live sandbox that :meth:`_ingress` names (started first)."""
+
+    @abc.abstractmethod
+    def _ingress(self, what: str) -> tuple[Any, str]:
+        """The gateway client and the id of the live sandbox (started if need
+        be), for ``what``; a client that cannot mint connect URLs refuses."""
+
+    # services reached from outside
+    def connect_url(self, port: int, *, ttl_seconds: int = 600, protocol: str = "tcp") -> str:
+        """A short-lived ``ws://`` / ``wss://`` URL to reach guest ``port`` of
+        the sandbox from this machine (started first if need be); gateway
+        clients only. See :meth:`GatewayClient.connect_url
+        <collimate_rl.GatewayClient.connect_url>` for the refusals (a
+        key below pro; a port the template does not expose, 409
+        ``port_not_exposed``)."""
+        client, live_id = self._ingress("connect_url")
+        answer = client.connect_url(live_id, port, ttl_seconds=ttl_seconds, protocol=protocol)
+        return str(answer["url"])
+
+    def cdp_url(self, *, ttl_seconds: int = 600) -> str:
+        """The connect URL of the sandbox's Chrome DevTools port (9222), in
+        ``cdp`` mode (what ``connect_over_cdp`` takes)."""
+        return self.connect_url(CDP_PORT, ttl_seconds=ttl_seconds, protocol="cdp")
+
+    def port_forward(
+        self,
+        port: int,
+        *,
+        local_port: int = 0,
+        local_host: str = "127.0.0.1",
+        ttl_seconds: int = 3600,
+    ) -> PortForward:
+        """Guest ``port`` of the sandbox on a loopback port here: a started
+        :class:`~collimate_rl.PortForward` (a context manager; one tunnel per
+        connection it accepts); gateway clients only."""
+        client, live_id = self._ingress("port_forward")
+        forward: PortForward = client.port_forward(
+            live_id,
+            port,
+            local_port=local_port,
+            local_host=local_host,
+            ttl_seconds=ttl_seconds,
+        )
+        return forward
+
+
+class Sandbox(SandboxState, Ingress):
     """A live clone of ``template``.
 
     ``client`` defaults to :func:`collimate_rl.connect` (resolved from
@@ -155,45 +205,11 @@ class Sandbox(SandboxState):
         (characters each), ``python`` is the guest's interpreter."""
         return Kernel(self, timeout=timeout, output_limit=output_limit, python=python)
 
-    # services reached from outside
-    def connect_url(self, port: int, *, ttl_seconds: int = 600, protocol: str = "tcp") -> str:
-        """A short-lived ``ws://`` / ``wss://`` URL to reach guest ``port`` of
-        the clone from this machine (started first if need be); gateway
-        clients only. See :meth:`GatewayClient.connect_url
-        <collimate_rl.GatewayClient.connect_url>` for the refusals."""
-        client = self._ingress_client("connect_url")
+    def _ingress(self, what: str) -> tuple[Any, str]:
+        client = self._ingress_client(what)
         self.start()
-        answer = client.connect_url(
-            self.session_id, port, ttl_seconds=ttl_seconds, protocol=protocol
-        )
-        return str(answer["url"])
-
-    def cdp_url(self, *, ttl_seconds: int = 600) -> str:
-        """The connect URL of the clone's Chrome DevTools port (9222), in
-        ``cdp`` mode (what ``connect_over_cdp`` takes)."""
-        return self.connect_url(CDP_PORT, ttl_seconds=ttl_seconds, protocol="cdp")
-
-    def port_forward(
-        self,
-        port: int,
-        *,
-        local_port: int = 0,
-        local_host: str = "127.0.0.1",
-        ttl_seconds: int = 3600,
-    ) -> PortForward:
-        """Guest ``port`` of the clone on a loopback port here: a started
-        :class:`~collimate_rl.PortForward` (a context manager); gateway
-        clients only."""
-        client = self._ingress_client("port_forward")
-        self.start()
-        forward: PortForward = client.port_forward(
-            self.session_id,
-            port,
-            local_port=local_port,
-            local_host=local_host,
-            ttl_seconds=ttl_seconds,
-        )
-        return forward
+        assert self.session_id is not None
+        return client, self.session_id
 
     def upload_bytes(self, path: str, data: bytes, *, timeout_seconds: int | None = None) -> None:
         """Write ``data`` to ``path`` in the clone, byte for byte (verified

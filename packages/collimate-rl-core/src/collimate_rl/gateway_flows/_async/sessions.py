@@ -13,7 +13,7 @@ from collections.abc import Generator, Mapping, Sequence
 from typing import TYPE_CHECKING, Any
 
 from ..._aio import uncancellable
-from ..._transport.gateway_calls import CDP_PORT
+from ...sandbox._async import AsyncIngress
 from ...sandbox._state import ExecResult, exec_kwargs
 from ...wire import DEFAULT_EXEC_TIMEOUT_S
 from .._group_state import Labels
@@ -23,11 +23,10 @@ from .fork_group import AsyncForkGroup, _ClosedOnExit
 
 if TYPE_CHECKING:
     from ...gateway._async import AsyncGatewayClient
-    from ...tunnel import PortForward
 __all__ = ["AsyncSession"]
 
 
-class AsyncSession(SessionState, _ClosedOnExit):
+class AsyncSession(SessionState, _ClosedOnExit, AsyncIngress):
     """One sandbox of ``template`` on a :class:`~collimate_rl.AsyncGatewayClient`,
     created on entering its ``async with`` block (or on first use) and
     deleted on leaving it."""
@@ -128,38 +127,10 @@ class AsyncSession(SessionState, _ClosedOnExit):
         """Continue a suspended sandbox. ``{id, state}``."""
         return await self.client.resume(self._live_id("resume"))
 
-    async def connect_url(self, port: int, *, ttl_seconds: int = 600, protocol: str = "tcp") -> str:
-        """A short-lived ``ws://`` / ``wss://`` URL to reach guest ``port`` of
-        the sandbox from this machine (opened first if need be). Pro and ent
-        keys; the template must expose ``port`` (else 409 ``port_not_exposed``)."""
+    async def _ingress(self, what: str) -> tuple[AsyncGatewayClient, str]:
         await self.open()
         assert self.id is not None
-        answer = await self.client.connect_url(
-            self.id, port, ttl_seconds=ttl_seconds, protocol=protocol
-        )
-        return str(answer["url"])
-
-    async def cdp_url(self, *, ttl_seconds: int = 600) -> str:
-        """The connect URL of the sandbox's Chrome DevTools port (9222), in
-        ``cdp`` mode (what ``connect_over_cdp`` takes)."""
-        return await self.connect_url(CDP_PORT, ttl_seconds=ttl_seconds, protocol="cdp")
-
-    async def port_forward(
-        self,
-        port: int,
-        *,
-        local_port: int = 0,
-        local_host: str = "127.0.0.1",
-        ttl_seconds: int = 3600,
-    ) -> PortForward:
-        """Guest ``port`` of the sandbox on a loopback port here: a started
-        :class:`~collimate_rl.PortForward` (a context manager; one tunnel per
-        connection it accepts)."""
-        await self.open()
-        assert self.id is not None
-        return await self.client.port_forward(
-            self.id, port, local_port=local_port, local_host=local_host, ttl_seconds=ttl_seconds
-        )
+        return self.client, self.id
 
     async def close(self) -> None:
         """Delete the sandbox and the children of its fork groups

@@ -13,8 +13,8 @@ from __future__ import annotations
 from collections.abc import Mapping, Sequence
 from typing import TYPE_CHECKING, Any
 
-from ..._transport.gateway_calls import CDP_PORT
 from ...sandbox._state import ExecResult, exec_kwargs
+from ...sandbox._sync import Ingress
 from ...wire import DEFAULT_EXEC_TIMEOUT_S
 from .._group_state import Labels
 from .._session_state import SessionState, log
@@ -23,11 +23,10 @@ from .fork_group import ForkGroup, _ClosedOnExit
 
 if TYPE_CHECKING:
     from ...gateway._sync import GatewayClient
-    from ...tunnel import PortForward
 __all__ = ["Session"]
 
 
-class Session(SessionState, _ClosedOnExit):
+class Session(SessionState, _ClosedOnExit, Ingress):
     """One sandbox of ``template`` on a :class:`~collimate_rl.GatewayClient`,
     created on entering its ``with`` block (or on first use) and
     deleted on leaving it."""
@@ -123,36 +122,10 @@ class Session(SessionState, _ClosedOnExit):
         """Continue a suspended sandbox. ``{id, state}``."""
         return self.client.resume(self._live_id("resume"))
 
-    def connect_url(self, port: int, *, ttl_seconds: int = 600, protocol: str = "tcp") -> str:
-        """A short-lived ``ws://`` / ``wss://`` URL to reach guest ``port`` of
-        the sandbox from this machine (opened first if need be). Pro and ent
-        keys; the template must expose ``port`` (else 409 ``port_not_exposed``)."""
+    def _ingress(self, what: str) -> tuple[GatewayClient, str]:
         self.open()
         assert self.id is not None
-        answer = self.client.connect_url(self.id, port, ttl_seconds=ttl_seconds, protocol=protocol)
-        return str(answer["url"])
-
-    def cdp_url(self, *, ttl_seconds: int = 600) -> str:
-        """The connect URL of the sandbox's Chrome DevTools port (9222), in
-        ``cdp`` mode (what ``connect_over_cdp`` takes)."""
-        return self.connect_url(CDP_PORT, ttl_seconds=ttl_seconds, protocol="cdp")
-
-    def port_forward(
-        self,
-        port: int,
-        *,
-        local_port: int = 0,
-        local_host: str = "127.0.0.1",
-        ttl_seconds: int = 3600,
-    ) -> PortForward:
-        """Guest ``port`` of the sandbox on a loopback port here: a started
-        :class:`~collimate_rl.PortForward` (a context manager; one tunnel per
-        connection it accepts)."""
-        self.open()
-        assert self.id is not None
-        return self.client.port_forward(
-            self.id, port, local_port=local_port, local_host=local_host, ttl_seconds=ttl_seconds
-        )
+        return self.client, self.id
 
     def close(self) -> None:
         """Delete the sandbox and the children of its fork groups
