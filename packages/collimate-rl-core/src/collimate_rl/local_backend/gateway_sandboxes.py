@@ -19,7 +19,6 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
-import secrets
 import time
 from collections.abc import Iterator, Mapping
 from dataclasses import dataclass, field
@@ -30,6 +29,7 @@ from .engine.api import TemplateSpec
 from .engine.fork_clone import ForkClone
 from .fork_copy import ForkCopyError, copy_state
 from .freeze import continue_tree, stop_tree
+from .ids import new_id
 from .service import BackendService
 from .sessions import Session
 from .tenants import Tenant
@@ -40,10 +40,6 @@ from .wire_errors import WireError, bad_request
 # children of one fork brought up at once: a wide fork must not take every
 # in-flight slot of the server (others would get 503 at_capacity meanwhile)
 FORK_OPENS_AT_ONCE = 8
-
-
-def new_sandbox_id() -> str:
-    return "sb_" + secrets.token_hex(8)
 
 
 @dataclass
@@ -173,7 +169,7 @@ class SandboxBook:
         started = time.perf_counter()
         with self._reserve(tenant, 1):
             session, fork_s = await self.service.open_session(
-                spec, egress, session_id=new_sandbox_id()
+                spec, egress, session_id=new_id("sb")
             )
             box = Sandbox(session.session_id, tenant.id, template, spec, egress, labels, label)
             self._boxes[box.id] = box
@@ -296,7 +292,7 @@ class SandboxBook:
         async def open_child() -> None:
             async with gate:
                 child, _ = await self.service.open_session(
-                    parent.spec, parent.egress, session_id=new_sandbox_id()
+                    parent.spec, parent.egress, session_id=new_id("sb")
                 )
                 made.append(child)
 

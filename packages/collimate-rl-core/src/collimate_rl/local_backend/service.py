@@ -14,7 +14,6 @@ import asyncio
 import contextlib
 import dataclasses
 import logging
-import secrets
 import time
 from collections.abc import Callable, Coroutine, Mapping
 from typing import Any
@@ -24,11 +23,12 @@ from .admission import Admission
 from .egress import EgressDecision, decide_egress
 from .engine.api import Clone, Engine, ExecJob, ExecOutcome, TemplateSpec
 from .exec_request import format_timeout, parse_exec_body
+from .ids import new_id
 from .kernels import kernel_pids, kill_kernels
 from .language_runs import LanguageRuns
 from .run_queue import RunQueue
 from .session_env import parse_session_env
-from .sessions import Session, SessionStore, new_session_id
+from .sessions import Session, SessionStore
 from .stats import ExecTally
 from .toolchains import LANGUAGE_TEMPLATE
 from .wire_errors import WireError, bad_request
@@ -254,7 +254,7 @@ class BackendService:
         what an app template's server is started with for this session."""
         async with self.admission.slot():
             clone, fork_s = await self._open(spec, egress, env=env)
-            session = Session(session_id or new_session_id(), spec, clone, egress)
+            session = Session(session_id or new_id("sess"), spec, clone, egress)
             self.sessions.add(session)
             self.sessions_created += 1
         return session, fork_s
@@ -511,7 +511,7 @@ class BackendService:
             exit_code=outcome.exit_code, timed_out=outcome.timed_out, total_ms=total_ms
         )
         return {
-            "id": req_id if isinstance(req_id, str) and req_id else "req_" + secrets.token_hex(8),
+            "id": req_id if isinstance(req_id, str) and req_id else new_id("req"),
             "stdout": stdout,
             "stderr": "",
             "exit_code": -1 if outcome.timed_out else outcome.exit_code,

@@ -10,7 +10,6 @@ leaves a tombstone for a while, so its id answers 410 ``session_gone``
 from __future__ import annotations
 
 import asyncio
-import secrets
 import time
 from dataclasses import dataclass, field
 from typing import Any
@@ -18,10 +17,6 @@ from typing import Any
 from .egress import EgressDecision
 from .engine.api import Clone, TemplateSpec
 from .wire_errors import WireError
-
-
-def new_session_id() -> str:
-    return "sess_" + secrets.token_hex(8)
 
 
 @dataclass
