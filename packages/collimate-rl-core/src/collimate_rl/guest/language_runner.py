@@ -102,8 +102,11 @@ POLL_S = 0.01
 #: the JVM's threads fit many times over; a fork bomb stops there, so it
 #: cannot take the CPU from this process, which must stop it.
 RUN_TASKS = 128
-#: Every how many polls the CPU of the run's whole process tree is read.
-TREE_EVERY = 10
+#: How often (seconds) everything below the runner is sampled whole (see
+#: ``_sample``). By the clock, not by a count of polls: beside a run's many
+#: busy processes a poll may come a tenth of a second late (the runner waits
+#: for a CPU with them), and ten of them were over a second of spinning.
+TREE_S = 0.1
 #: An interval between two samples is idle when the run's threads spent
 #: less than this share of it on a CPU or waiting for one.
 IDLE_BUSY_SHARE = 0.1
@@ -231,8 +234,11 @@ def _descendants(pid: int) -> list[int]:
     return found
 
 
-def _tree_cpu(pid: int) -> float:
-    return sum(max(0.0, _proc_cpu(p)) for p in _descendants(pid))
+def _below_cpu() -> float:
+    """The CPU seconds of every process below this one (``_sample``'s
+    first figure alone, a few reads a process)."""
+    me = os.getpid()
+    return sum(max(0.0, _proc_cpu(p)) for p in _descendants(me) if p != me)
 
 
 def _run_delay(pid: int) -> float:
@@ -418,22 +424,22 @@ def _kill_leftovers() -> bool:
 _NOT_IDLE = (b"R", b"D")
 
 
-def _sample() -> tuple[float, bool, float, float]:
+def _sample() -> tuple[float, bool, float, float, int]:
     """The CPU seconds of every process below this one; whether any of
     their threads is running, waiting for a CPU (state ``R``) or waiting
     in the kernel for the disk or memory (``D``: a busy machine's doing,
     never a sleep the program chose); the
     seconds their threads have spent on a CPU or waiting for one; and of
-    those, the seconds spent waiting for one. Below
+    those, the seconds spent waiting for one; and how many processes
+    there are. Below
     this one, not only below the run's first process: a daemon the run left
     (it is reparented here, the subreaper) spends CPU for it, and a run
     cannot pass the machine's CPU off as taken by others by forking hogs."""
     cpu = busy = waited = 0.0
     runnable = False
     me = os.getpid()
-    for proc in _descendants(me):
-        if proc == me:
-            continue
+    below = [proc for proc in _descendants(me) if proc != me]
+    for proc in below:
         cpu += max(0.0, _proc_cpu(proc))
         try:
             for tid in os.listdir("/proc/%d/task" % proc):
@@ -447,7 +453,7 @@ def _sample() -> tuple[float, bool, float, float]:
                 waited += int(on_queue) / 1e9
         except (OSError, IndexError, ValueError):
             continue
-    return cpu, runnable, busy, waited
+    return cpu, runnable, busy, waited, len(below)
 
 
 def _watch(
@@ -455,8 +461,11 @@ def _watch(
 ) -> dict[str, Any]:
     """Wait for ``pid``, enforcing the limits; its exit and what it used.
 
-    Every TREE_EVERY polls everything below the runner is sampled (see
-    ``_sample``): its CPU, and whether any of its threads could run. Time
+    Every TREE_S everything below the runner is sampled (see
+    ``_sample``): its CPU, and whether any of its threads could run; while
+    the run has more than one process, every poll between reads their CPU
+    too (``_below_cpu``), so forking spinners is stopped as soon as one
+    spinning process would be. Time
     in which none could (all asleep: ``pause()``, a sleep, waiting on
     itself) is idle time; idle time past the time limit is the program's
     ``time_limit`` too. Time spent runnable but waiting for a CPU is never
@@ -469,7 +478,7 @@ def _watch(
     started = last = time.monotonic()
     cpu = idle = busy = waited = 0.0
     peak = 0
-    polls = 0
+    many = False  # whether the last sample found more than the run's one process
     ended = None
     killed = None
     try:
@@ -487,10 +496,10 @@ def _watch(
         if got:
             ended = (status, usage)
             break
-        polls += 1
         now = time.monotonic()
-        if polls % TREE_EVERY == 0:
-            tree_cpu, runnable, tree_busy, tree_waited = _sample()
+        if now - last >= TREE_S:
+            tree_cpu, runnable, tree_busy, tree_waited, count = _sample()
+            many = count > 1
             cpu = max(cpu, tree_cpu)
             # idle: nothing could run at the sample, and little ran or waited
             # to run since the last (one glance at a thread blocked on a page
@@ -501,7 +510,7 @@ def _watch(
             waited = max(waited, tree_waited)
             last = now
         else:
-            cpu = max(cpu, _proc_cpu(pid))
+            cpu = max(cpu, _below_cpu() if many else _proc_cpu(pid))
         rss = _proc_rss(pid)
         peak = max(peak, rss)
         if memory and rss > memory:
