@@ -84,7 +84,8 @@ PROGRAMS: dict[str, dict[str, str]] = {
 #: the canonical answer and a mutant (completions, cut at the stop
 #: tokens), and whole programs past the function (judged without the
 #: stop tokens, which would cut them): one exiting 0 before the tests,
-#: one redefining what the tests use.
+#: one redefining what the tests use, and (but PHP) a mutant redefining
+#: the way its tests fail where the names check cannot see it.
 ADD_ROWS: dict[str, dict[str, Any]] = {
     "bash": {
         "language": "sh",
@@ -102,6 +103,7 @@ ADD_ROWS: dict[str, dict[str, Any]] = {
         "wrong": "    echo $(( $1 - $2 ))\n",
         "early": "    echo $(( $1 + $2 ))\n}\nexit 0\nf() {\n",
         "shadow": "    echo $(( $1 + $2 ))\n}\nset() { :; }\nf() {\n",
+        "hidden": "    echo $(( $1 - $2 ))\n}\neval 'set() { :; }'\nf() {\n",
     },
     "perl": {
         "language": "pl",
@@ -119,6 +121,8 @@ ADD_ROWS: dict[str, dict[str, Any]] = {
         "wrong": "    return $x - $y;\n}\n",
         "early": "    return $x + $y;\n}\nexit 0;\n",
         "shadow": "    return $x + $y;\n}\nsub eq_deeply { 1 }\n",
+        "hidden": "    return $x - $y;\n}\n"
+        "BEGIN { no strict 'refs'; *{'CORE::GLOBAL::' . 'exit'} = sub {} }\n",
     },
     "php": {
         "language": "php",
@@ -152,6 +156,8 @@ ADD_ROWS: dict[str, dict[str, Any]] = {
         "wrong": "  return x - y\nend\n",
         "early": "  return x + y\nend\nos.exit(0)\n",
         "shadow": "  return x + y\nend\nfunction assertEquals() end\n",
+        "hidden": "  return x - y\nend\nsetmetatable(_G, {__newindex = function(t, k, v)\n"
+        "  rawset(t, k, k == 'test_humaneval' and function() end or v) end})\n",
     },
     "ruby": {
         "language": "rb",
@@ -169,6 +175,7 @@ ADD_ROWS: dict[str, dict[str, Any]] = {
         "wrong": "  x - y\nend\n",
         "early": "  x + y\nend\nexit 0\n",
         "shadow": "  x + y\nend\nmodule Test::Unit::Assertions\n  def assert_equal(*) end\nend\n",
+        "hidden": "  x - y\nend\ndef exit(*) end\n",
     },
 }
 
@@ -215,15 +222,20 @@ def test_a_multipl_e_row(client: CollimateClient, language: str) -> None:
                                                                 "stop_tokens")}}  # fmt: skip
     task = row_task(hub_ground_truth(row), row=row)
     assert isinstance(task.spec, ProgramReward) and task.spec.language == language
-    names = ["right", "wrong", "early", "shadow"]
+    names = [n for n in ("right", "wrong", "early", "shadow", "hidden") if n in case]
     uncut = ProgramReward(case["tests"], language=case["language"], prompt=case["prompt"])
     results = grade_batch(
-        client, "py", [task.program(case[n]) for n in names], [task.spec] * 2 + [uncut] * 2
+        client,
+        "py",
+        [task.program(case[n]) for n in names],
+        [task.spec] * 2 + [uncut] * (len(names) - 2),
     )
     got = dict(zip(names, results, strict=True))
     assert not any(r.infra_error for r in results), [r.explain() for r in results]
     assert got["right"].reward == 1.0, got["right"].explain()
-    assert [got[n].reward for n in names[1:]] == [0.0] * 3, [got[n].explain() for n in names]
+    assert [got[n].reward for n in names[1:]] == [0.0] * (len(names) - 1), [
+        got[n].explain() for n in names
+    ]
     assert got["early"].detail["verdicts"] == ["wrong_answer"], got["early"].detail
     assert got["shadow"].detail["verdicts"] == ["wrong_answer"], got["shadow"].detail
 

@@ -24,7 +24,12 @@ passes a program that exits 0; its Perl one also fails a run that prints
   runner it held before the candidate ran), printing the token when all
   passed.
 
-What stays open (beyond the names check of :mod:`.names`): these are
+Between the candidate and the tests, what the names check of
+:mod:`.names` cannot see is undone: Bash's functions named as builtins
+(one defined through ``eval``), Perl's compile-time override of ``exit``,
+a metatable on Lua's ``_G``; Ruby's harness holds ``Process.exit``.
+
+What stays open: these are
 dynamic languages sharing the process with their tests, and each can list
 its own variables (bash's ``set``, PHP's ``$GLOBALS``, Ruby's constants,
 Lua's ``debug``) or reach its still-open stdin: a candidate written
@@ -33,10 +38,12 @@ against this harness can find the token. A model does not stumble on it.
 
 from __future__ import annotations
 
+import re
 from typing import Final
 
 from ..toolchains import Toolchain
 from .common import Assembly, tag
+from .names import BASH_BUILTINS as _BASH_BUILTINS
 
 __all__ = ["INTERPRETED", "assemble_interpreted", "failed_by_output"]
 
@@ -51,9 +58,22 @@ readonly {T}_token
 readonly -f {T}
 """
 
+#: Between the candidate and the tests: in POSIX mode (an assignment, which
+#: no function can stand in for) ``unset`` is the builtin whatever the
+#: candidate defined, and every function named as a builtin goes (one
+#: defined through ``eval`` escapes the names check); aliases off.
+_BASH_RESET: Final = (
+    "POSIXLY_CORRECT=y\nunset -f " + " ".join(sorted(_BASH_BUILTINS - {".", ":", "["}))
+    + "\nunset POSIXLY_CORRECT\nshopt -u expand_aliases\n"
+)
+
 _PERL: Final = r"""my ${T};
 BEGIN { local $/; ${T} = <STDIN>; close STDIN; open STDIN, '<', '/dev/null'; unlink $0; }
 """
+#: Between the candidate and the tests: an override of ``exit`` (the
+#: tests' way to fail) installed at compile time is gone before the tests
+#: are compiled.
+_PERL_RESET: Final = "BEGIN { delete $CORE::GLOBAL::{exit}; }\n"
 _PERL_END: Final = '{ local $\\ = ""; local $, = ""; print STDOUT "\\n${T}\\n"; }\n'
 
 _PHP: Final = r"""<?php
@@ -160,8 +180,9 @@ _RUBY: Final = r"""{T} = (lambda do
   Test::Unit::AutoRunner.need_auto_run = false
   run = Test::Unit::AutoRunner.method(:run)
   write = $stdout.method(:write)
+  quit = Process.method(:exit)
   lambda do
-    exit(1) unless run.call
+    quit.call(1) unless run.call
     write.call("\n#{token}\n")
     $stdout.flush
   end
@@ -190,11 +211,16 @@ def assemble_interpreted(
         if candidate.startswith("#!"):  # the prompt's shebang stays its first line
             head, _, candidate = candidate.partition("\n")
             head += "\n"
-        body = f"{candidate}\nshopt -u expand_aliases\n{tests}\n{t}\n"
+        # MultiPL-E's tests open with the "}" closing the candidate's
+        # function: the reset goes after it, at the top level
+        closing = re.match(r"\s*\}[ \t]*\n", tests)
+        at = closing.end() if closing else 0
+        body = f"{candidate}\n{tests[:at]}{_BASH_RESET}{tests[at:]}\n{t}\n"
         return Assembly(head + _BASH.replace("{T}", t) + body, {}, tc)
     if language == "perl":
         end = _PERL_END.replace("{T}", t)
-        return Assembly(f"{_PERL.replace('{T}', t)}{candidate}\n{tests}\n{end}", {}, tc)
+        head = _PERL.replace("{T}", t)
+        return Assembly(f"{head}{candidate}\n{_PERL_RESET}{tests}\n{end}", {}, tc)
     if language == "php":
         body = candidate if candidate.lstrip().startswith("<?php") else f"<?php\n{candidate}"
         # (tests that leave PHP with ``?>`` get the token's call in PHP all the same)

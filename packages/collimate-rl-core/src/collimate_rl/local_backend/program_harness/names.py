@@ -6,7 +6,7 @@ from __future__ import annotations
 import re
 from typing import Final
 
-__all__ = ["IDENT", "code_only", "shadowed_names"]
+__all__ = ["BASH_BUILTINS", "IDENT", "code_only", "shadowed_names"]
 
 _COMMENTS: Final = re.compile(r"//[^\n]*|/\*.*?\*/", re.DOTALL)
 _STRINGS: Final = re.compile(r'"(?:\\.|[^"\\\n])*"|`(?:\\.|[^`\\])*`')
@@ -62,7 +62,7 @@ _ANYWHERE: Final = ("java", "perl", "lua", "ruby")
 #: Bash's builtins and keywords: a function of the candidate named as one
 #: changes what every later line means (``set() { :; }`` drops the tests'
 #: ``set -e``), so it shadows whether or not the tests name it.
-_BASH_BUILTINS: Final = frozenset(
+BASH_BUILTINS: Final = frozenset(
     {
         ".",
         ":",
@@ -197,7 +197,7 @@ def shadowed_names(language: str, candidate: str, tests: str, prompt: str | None
         theirs |= _declared(code_only(prompt, language), language)
     shadowed = (own & used) - theirs
     if language == "bash":
-        shadowed |= own & _BASH_BUILTINS
+        shadowed |= own & BASH_BUILTINS
         if _BASH_ENABLE.search(code[start:]):
             shadowed.add("enable")
     return sorted(shadowed)
