@@ -1,9 +1,11 @@
 #!/usr/bin/env bash
 # Install the compilers and runtimes the local backend's languages use,
 # where they are missing: g++, a JDK, Node.js, rustc, Go, PHP, Lua 5.4 and
-# Ruby (bash and perl are normally there) from Debian's packages, Chromium (the browser template) from Debian's too, TypeScript (with Node's type definitions) from npm, and the
-# test libraries of MultiPL-E, HumanEval-X and MBXP (javatuples, testify,
-# lodash, js-md5; Perl's Test::Deep). Idempotent;
+# Ruby (bash and perl are normally there) from Debian's packages, Chromium
+# (the browser template) from Debian's too, TypeScript (with Node's type
+# definitions) from npm, and the test libraries of MultiPL-E, HumanEval-X
+# and MBXP (javatuples, testify, lodash, js-md5; Perl's Test::Deep).
+# Idempotent;
 # run as root (apt-get, npm -g). The tests of every language need them; in
 # CI (CI=true) a missing one fails its tests instead of skipping them.
 #
