@@ -1,9 +1,11 @@
 #!/usr/bin/env bash
 # Install the compilers and runtimes the local backend's languages use,
-# where they are missing: g++, a JDK, Node.js, rustc and Go from Debian's
-# packages, Chromium (the browser template) from Debian's too, TypeScript (with Node's type definitions) from npm, and the
-# test libraries of MultiPL-E, HumanEval-X and MBXP (javatuples, testify,
-# lodash, js-md5). Idempotent;
+# where they are missing: g++, a JDK, Node.js, rustc, Go, PHP, Lua 5.4 and
+# Ruby (bash and perl are normally there) from Debian's packages, Chromium
+# (the browser template) from Debian's too, TypeScript (with Node's type
+# definitions) from npm, and the test libraries of MultiPL-E, HumanEval-X
+# and MBXP (javatuples, testify, lodash, js-md5; Perl's Test::Deep).
+# Idempotent;
 # run as root (apt-get, npm -g). The tests of every language need them; in
 # CI (CI=true) a missing one fails its tests instead of skipping them.
 #
@@ -19,11 +21,20 @@ command -v node >/dev/null 2>&1 || apt_packages+=(nodejs npm)
 command -v npm >/dev/null 2>&1 || apt_packages+=(npm)
 command -v rustc >/dev/null 2>&1 || apt_packages+=(rustc)
 command -v go >/dev/null 2>&1 || apt_packages+=(golang-go)
+# the interpreted languages (bash and perl are part of every Debian system)
+command -v bash >/dev/null 2>&1 || apt_packages+=(bash)
+command -v perl >/dev/null 2>&1 || apt_packages+=(perl)
+command -v php >/dev/null 2>&1 || apt_packages+=(php-cli)
+command -v lua5.4 >/dev/null 2>&1 || apt_packages+=(lua5.4)
+command -v ruby >/dev/null 2>&1 || apt_packages+=(ruby)
 # the libraries the multi-language benchmarks' tests import: MultiPL-E's
 # Java tests use javatuples, HumanEval-X's and MBXP's Go tests testify
 [[ -f /usr/share/java/javatuples.jar ]] || apt_packages+=(libjavatuples-java)
 [[ -d /usr/share/gocode/src/github.com/stretchr/testify ]] ||
   apt_packages+=(golang-github-stretchr-testify-dev)
+# MultiPL-E's Perl tests use Test::Deep (its Lua tests' luaunit is the
+# harness's own, its Ruby tests' test-unit comes with Debian's ruby)
+perl -MTest::Deep -e 1 >/dev/null 2>&1 || apt_packages+=(libtest-deep-perl)
 # the browser template's headless Chromium (connect_browser and its tests)
 [[ -x /usr/lib/chromium/chromium ]] || command -v chromium >/dev/null 2>&1 ||
   apt_packages+=(chromium)
@@ -47,4 +58,6 @@ fi
 say "g++ $(g++ -dumpfullversion), $(javac -version 2>&1), node $(node --version)," \
   "$(rustc --version | cut -d' ' -f1-2), $(go version | cut -d' ' -f3)," \
   "tsc $(node "$npm_root/typescript/lib/tsc.js" --version | cut -d' ' -f2)," \
-  "$( (/usr/lib/chromium/chromium --version || chromium --version) 2>/dev/null | head -1)"
+  "$( (/usr/lib/chromium/chromium --version || chromium --version) 2>/dev/null | head -1)," \
+  "bash ${BASH_VERSION%%(*}, perl $(perl -e 'print substr($^V, 1)'), $(php -r 'echo "php ", PHP_VERSION;')," \
+  "$(lua5.4 -v 2>&1 | cut -d' ' -f1-2), $(ruby --version | cut -d' ' -f1-2)"

@@ -17,6 +17,7 @@ from __future__ import annotations
 
 import argparse
 import ctypes
+import glob
 import importlib.util
 import json
 import os
@@ -142,6 +143,13 @@ def _from_health(health: dict[str, Any]) -> list[Finding]:
     return out
 
 
+def _perl_module(name: str) -> bool:
+    """Whether a Perl module is installed where Debian's perl finds it
+    (its vendor and site directories; no perl started)."""
+    roots = ["/usr/share/perl5", "/usr/local/share/perl5", *glob.glob("/usr/local/share/perl/*")]
+    return any(os.path.isfile(os.path.join(root, name)) for root in roots)
+
+
 def _libraries() -> list[Finding]:
     """The libraries the multi-language datasets' tests use."""
     node = node_module_roots(with_npm=False)
@@ -158,6 +166,8 @@ def _libraries() -> list[Finding]:
         ("js-md5 (HumanEval-X's JavaScript/162)", npm("js-md5"), "npm install -g js-md5@0.8"),
         ("boost (HumanEval-X's CPP/22, CPP/137)",
          os.path.isfile("/usr/include/boost/any.hpp"), "apt-get install libboost-dev"),
+        ("Test::Deep (MultiPL-E's Perl)", _perl_module("Test/Deep.pm"),
+         "apt-get install libtest-deep-perl"),
     ]  # fmt: skip
     return [
         Finding(name, found, "installed" if found else "missing", None if found else fix)

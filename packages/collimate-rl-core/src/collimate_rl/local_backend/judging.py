@@ -60,6 +60,7 @@ from .program_harness import (
     ProgramRejected,
     ProgramUnusable,
     assemble,
+    failed_by_output,
     new_token,
     run_passed,
 )
@@ -506,6 +507,8 @@ async def _judge_program(
         verdict = "accepted" if ended else "wrong_answer"
         if not ended:
             note = "the program exited 0 before its tests ended"
+        elif failed_by_output(tc.language, record.stdout, record.stderr):
+            verdict, note = "wrong_answer", "the program printed ERROR (its tests failed)"
     return _summary(
         problem, [verdict], [1.0 if verdict == "accepted" else 0.0], compiled, [record], note=note
     )

@@ -79,7 +79,10 @@ LANGUAGES: Final = (
 #: The languages this backend runs (where the host has their toolchains:
 #: see ``toolchains``; one that is missing is answered ``SandboxError``
 #: naming what to install).
-RUNNABLE_LANGUAGES: Final = ("python", "cpp", "java", "nodejs", "typescript", "rust", "go")
+RUNNABLE_LANGUAGES: Final = (
+    "python", "cpp", "java", "nodejs", "typescript", "rust", "go",
+    "bash", "perl", "php", "lua", "ruby",
+)  # fmt: skip
 #: Seconds the exec gets beyond ``run_timeout`` (writing files, forking, reading back).
 EXEC_MARGIN_S: Final = 10
 #: How long a request waits before trying again for an in-flight slot.

@@ -55,9 +55,18 @@ ALIASES: Final = {
     "python": "python",
     "python3": "python",
     "py": "python",
+    "bash": "bash",
+    "perl": "perl",
+    "php": "php",
+    "lua": "lua",
+    "ruby": "ruby",
+    "rb": "ruby",
 }
 #: Our languages, in the order they are listed.
-LANGUAGES: Final = ("cpp", "java", "javascript", "typescript", "rust", "go", "python")
+LANGUAGES: Final = (
+    "cpp", "java", "javascript", "typescript", "rust", "go", "python",
+    "bash", "perl", "php", "lua", "ruby",
+)  # fmt: skip
 
 
 @dataclass(frozen=True)
@@ -374,6 +383,68 @@ def _python() -> Found:
     )
 
 
+def _interpreter(
+    language: str, names: tuple[str, ...], package: str, source: str, flags: tuple[str, ...]
+) -> Found:
+    """A language run from source by the first of ``names`` on PATH (run
+    as ``interpreter *flags {src}``), or what to install for it."""
+    found = next((w for w in map(shutil.which, names) if w is not None), None)
+    if found is None:
+        return MissingToolchain(language, f"install {names[0]} (Debian: apt-get install {package})")
+    exe = os.path.realpath(found)
+    return Toolchain(
+        language,
+        _INTERPRETER_VERSIONS[language](exe),
+        source,
+        run=(exe, *flags, "{src}"),
+        env={"PATH": _PATH, "LANG": "C.UTF-8"},
+    )
+
+
+_INTERPRETER_VERSIONS: Final = {
+    "bash": lambda exe: "bash " + _version([exe, "-c", "echo $BASH_VERSION"]).split("(")[0],
+    "perl": lambda exe: "perl " + _version([exe, "-e", "print substr($^V, 1)"]),
+    "php": lambda exe: "php " + _version([exe, "-n", "-r", "echo PHP_VERSION;"]),
+    "lua": lambda exe: _version([exe, "-v"]).split("  ")[0],
+    "ruby": lambda exe: " ".join(_version([exe, "--version"]).split()[:2]),
+}
+
+
+def _bash() -> Found:
+    # a script's bash reads no startup file but $BASH_ENV's, which a run's
+    # environment never has; --norc --noprofile say so whatever it holds
+    return _interpreter("bash", ("bash",), "bash", "main.sh", ("--norc", "--noprofile"))
+
+
+def _perl() -> Found:
+    # perl reads no startup file; what could change it (PERL5OPT,
+    # PERL5LIB) is environment, which a run's is not
+    return _interpreter("perl", ("perl",), "perl", "main.pl", ())
+
+
+def _php() -> Found:
+    # the system's php.ini is read (Debian loads ctype, iconv, tokenizer
+    # ... from it, which programs use), but nothing else: PHPRC and
+    # PHP_INI_SCAN_DIR are environment, which a run's is not, and the CLI
+    # reads no php.ini from the working directory. The judge's memory
+    # limit is the only one (php.ini's memory_limit would end a run as a
+    # PHP fatal error, a runtime error, before it), and warnings go to
+    # stderr, never into the output judged
+    flags = ("-d", "memory_limit=-1", "-d", "display_errors=stderr", "-d", "log_errors=0")
+    return _interpreter("php", ("php",), "php-cli", "main.php", flags)
+
+
+def _lua() -> Found:
+    # -E: LUA_INIT (code run first), LUA_PATH and LUA_CPATH ignored
+    return _interpreter("lua", ("lua5.4",), "lua5.4", "main.lua", ("-E",))
+
+
+def _ruby() -> Found:
+    # RUBYOPT ignored; gems stay enabled: MultiPL-E's tests require
+    # test/unit, a gem bundled with Ruby (--disable-gems would hide it)
+    return _interpreter("ruby", ("ruby",), "ruby", "main.rb", ("--disable=rubyopt",))
+
+
 _FINDERS: Final = {
     "cpp": _cpp,
     "java": _java,
@@ -382,7 +453,16 @@ _FINDERS: Final = {
     "rust": _rust,
     "go": _go,
     "python": _python,
+    "bash": _bash,
+    "perl": _perl,
+    "php": _php,
+    "lua": _lua,
+    "ruby": _ruby,
 }
+
+
+#: The interpreters the script languages are found as.
+_SCRIPT_TOOLS: Final = ("bash", "perl", "php", "lua5.4", "ruby")
 
 
 def _fingerprint() -> str:
@@ -390,7 +470,7 @@ def _fingerprint() -> str:
     process): the tools on PATH, where they lead, the typescript install,
     rustup's home, and this module's own source."""
     parts: list[Any] = [_source_hash()]
-    for tool in ("g++", "javac", "java", "node", "npm", "rustc", "go"):
+    for tool in ("g++", "javac", "java", "node", "npm", "rustc", "go", *_SCRIPT_TOOLS):
         found = shutil.which(tool)
         if found is None:
             parts.append([tool, None])

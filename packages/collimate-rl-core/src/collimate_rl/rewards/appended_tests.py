@@ -1,6 +1,7 @@
 """``ProgramReward``: the candidate's code followed by its dataset's test
 program, run once: MultiPL-E, HumanEval-X and MBXP in C++, Java,
-JavaScript, TypeScript, Rust and Go.
+JavaScript, TypeScript, Rust and Go, and MultiPL-E's Bash, Perl, PHP, Lua
+and Ruby.
 
 Those datasets judge ``prompt + completion + tests``: the prompt opens the
 function (includes, a doc comment, the signature), the model writes its
@@ -34,7 +35,9 @@ __all__ = [
 ]
 
 #: The languages test programs run in, by the names the server knows.
-PROGRAM_LANGUAGES: Final = ("cpp", "java", "javascript", "typescript", "rust", "go")
+PROGRAM_LANGUAGES: Final = (
+    "cpp", "java", "javascript", "typescript", "rust", "go", "bash", "perl", "php", "lua", "ruby",
+)  # fmt: skip
 #: The datasets' own names for them (MultiPL-E's ``language`` column holds
 #: file extensions: ``rs``, ``go_test.go``; HumanEval-X's task ids ``CPP``,
 #: ``JavaScript``).
@@ -53,6 +56,15 @@ _NAMES: Final = {
     "go": "go",
     "golang": "go",
     "go_test.go": "go",
+    # MultiPL-E's sh, pl and rb (its pl is Perl: it has no Prolog)
+    "sh": "bash",
+    "bash": "bash",
+    "pl": "perl",
+    "perl": "perl",
+    "php": "php",
+    "lua": "lua",
+    "rb": "ruby",
+    "ruby": "ruby",
 }
 
 
@@ -98,8 +110,9 @@ class ProgramReward(JudgedReward):
     else 0.0 (see the module).
 
     ``language``: ``cpp``, ``java``, ``javascript``, ``typescript``,
-    ``rust`` or ``go`` (or a dataset's name for one: ``js``, ``rs``,
-    ``go_test.go``). ``prompt``: the code the completion continues (the
+    ``rust``, ``go``, ``bash``, ``perl``, ``php``, ``lua`` or ``ruby`` (or
+    a dataset's name for one: ``js``, ``rs``, ``go_test.go``, ``sh``,
+    ``pl``, ``rb``). ``prompt``: the code the completion continues (the
     C++ tests are compiled apart from the candidate, from the prompt's
     declarations). ``stop_tokens``: where a raw completion is cut, as the
     dataset's generation stops (MultiPL-E's ``stop_tokens``).
@@ -124,7 +137,8 @@ class ProgramReward(JudgedReward):
         found = program_language(language)
         if found is None:
             raise ValueError(
-                f"test programs run in {list(PROGRAM_LANGUAGES)} (or js, ts, rs, go_test.go), "
+                f"test programs run in {list(PROGRAM_LANGUAGES)} "
+                "(or js, ts, rs, go_test.go, sh, pl, rb), "
                 f"not {language!r}"
             )
         if prompt is not None and not isinstance(prompt, str):

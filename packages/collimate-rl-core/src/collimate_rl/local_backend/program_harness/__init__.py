@@ -40,7 +40,8 @@ stumbles on that by chance; the tests of ``test_grading_program_hacks``
 show the generic attacks fail in every language.
 
 One module per language (:mod:`.cpp`, :mod:`.rust`, :mod:`.java`,
-:mod:`.script` for JavaScript and TypeScript, :mod:`.go`); what they share
+:mod:`.script` for JavaScript and TypeScript, :mod:`.go`, :mod:`.interpreted`
+for Bash, Perl, PHP, Lua and Ruby); what they share
 (the token, the harness's names, :class:`Assembly`) is in :mod:`.common`, the
 check of names a candidate redefines in :mod:`.names`.
 """
@@ -54,6 +55,7 @@ from ..toolchains import Toolchain
 from .common import Assembly, ProgramRejected, ProgramUnusable, new_token, run_passed
 from .cpp import assemble_cpp
 from .go import assemble_go
+from .interpreted import assemble_interpreted, failed_by_output
 from .java import JAVATUPLES_JAR, assemble_java
 from .names import shadowed_names
 from .rust import assemble_rust
@@ -66,6 +68,7 @@ __all__ = [
     "ProgramRejected",
     "ProgramUnusable",
     "assemble",
+    "failed_by_output",
     "new_token",
     "run_passed",
     "shadowed_names",
@@ -79,6 +82,11 @@ _ASSEMBLERS: Final[dict[str, _Assembler]] = {
     "typescript": assemble_script,
     "java": assemble_java,
     "go": assemble_go,
+    "bash": assemble_interpreted,
+    "perl": assemble_interpreted,
+    "php": assemble_interpreted,
+    "lua": assemble_interpreted,
+    "ruby": assemble_interpreted,
 }
 #: Languages whose test programs this harness runs.
 PROGRAM_LANGUAGES: Final = tuple(_ASSEMBLERS)

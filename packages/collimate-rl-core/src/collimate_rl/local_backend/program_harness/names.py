@@ -6,7 +6,7 @@ from __future__ import annotations
 import re
 from typing import Final
 
-__all__ = ["IDENT", "code_only", "shadowed_names"]
+__all__ = ["BASH_BUILTINS", "IDENT", "code_only", "shadowed_names"]
 
 _COMMENTS: Final = re.compile(r"//[^\n]*|/\*.*?\*/", re.DOTALL)
 _STRINGS: Final = re.compile(r'"(?:\\.|[^"\\\n])*"|`(?:\\.|[^`\\])*`')
@@ -26,7 +26,110 @@ _DECLARES: Final = {
         r"\b(?:function\s*\*?|class|var|let|const|type|interface|enum|namespace)\s*"
         r"([A-Za-z_$][\w$]*)"
     ),
+    # a function, or an alias (aliases expand only where the candidate
+    # turns that on: the harness turns it off before the tests)
+    "bash": re.compile(
+        r"(?m)^[ \t]*(?:function[ \t]+)?([A-Za-z_][\w-]*)[ \t]*\([ \t]*\)"
+        r"|\bfunction[ \t]+([A-Za-z_][\w-]*)|\balias[ \t]+([A-Za-z_][\w-]*)="
+    ),
+    # a sub, or a glob assigned (``*CORE::GLOBAL::exit = sub {}``)
+    "perl": re.compile(r"\bsub\s+(?:\w+::)*(\w+)|\*\{?[\"']?(?:\w+::)*(\w+)[\"']?\}?\s*="),
+    "php": re.compile(
+        r"\b(?:function|class|interface|trait|enum)\s+&?\s*([A-Za-z_]\w*)", re.IGNORECASE
+    ),
+    # a function (its last name: ``function lu.assertEquals``)
+    "lua": re.compile(r"\bfunction\s+(?:[A-Za-z_]\w*[.:])*([A-Za-z_]\w*)"),
+    # a method (anywhere: a class reopened overrides what tests call), a
+    # class or module, an alias
+    "ruby": re.compile(
+        r"\bdef\s+(?:self\.)?([A-Za-z_]\w*)|\b(?:class|module)\s+(?:[A-Z]\w*::)*([A-Z]\w*)"
+        r"|\b(?:alias_method|define_method)\s*\(?\s*:([A-Za-z_]\w*)|\balias\s+:?([A-Za-z_]\w*)"
+    ),
 }
+#: Comments of the interpreted languages (a ``#`` that starts a word: not
+#: Perl's ``$#a`` nor bash's ``${#a}``).
+_SCRIPT_COMMENTS: Final = {
+    "bash": re.compile(r"(?m)(?:^|(?<=[ \t;]))#[^\n]*"),
+    "perl": re.compile(r"(?m)(?:^|(?<=[ \t;]))#[^\n]*"),
+    "ruby": re.compile(r"(?m)(?:^|(?<=[ \t;]))#[^\n]*"),
+    "php": re.compile(r"(?m)(?:^|(?<=[ \t;]))#[^\n]*|//[^\n]*|/\*.*?\*/", re.DOTALL),
+    "lua": re.compile(r"--\[(=*)\[.*?\]\1\]|--[^\n]*", re.DOTALL),
+}
+#: Where declaring a name anywhere shadows it for the tests (not only at
+#: the top level): Java's nested classes, Perl's subs (package-wide), Lua's
+#: functions and Ruby's reopened classes.
+_ANYWHERE: Final = ("java", "perl", "lua", "ruby")
+#: Bash's builtins and keywords: a function of the candidate named as one
+#: changes what every later line means (``set() { :; }`` drops the tests'
+#: ``set -e``), so it shadows whether or not the tests name it.
+BASH_BUILTINS: Final = frozenset(
+    {
+        ".",
+        ":",
+        "[",
+        "alias",
+        "bg",
+        "bind",
+        "break",
+        "builtin",
+        "caller",
+        "cd",
+        "command",
+        "compgen",
+        "complete",
+        "compopt",
+        "continue",
+        "declare",
+        "dirs",
+        "disown",
+        "echo",
+        "enable",
+        "eval",
+        "exec",
+        "exit",
+        "export",
+        "false",
+        "fc",
+        "fg",
+        "getopts",
+        "hash",
+        "help",
+        "history",
+        "jobs",
+        "kill",
+        "let",
+        "local",
+        "logout",
+        "mapfile",
+        "popd",
+        "printf",
+        "pushd",
+        "pwd",
+        "read",
+        "readarray",
+        "readonly",
+        "return",
+        "set",
+        "shift",
+        "shopt",
+        "source",
+        "suspend",
+        "test",
+        "times",
+        "trap",
+        "true",
+        "type",
+        "typeset",
+        "ulimit",
+        "umask",
+        "unalias",
+        "unset",
+        "wait",
+    }
+)
+#: Bash's ``enable -n set``: a builtin turned off (it cannot be told apart
+#: from the candidate's own use, which no solution needs).
+_BASH_ENABLE: Final = re.compile(r"(?m)(?:^|[;&|(`{]|\$\()[ \t]*enable\b")
 #: Go's grouped declarations: ``var ( a = 1; b = 2 )``.
 _GO_GROUP: Final = re.compile(r"\b(?:var|const|type)\s*\(([^()]*)\)")
 
@@ -34,6 +137,10 @@ _GO_GROUP: Final = re.compile(r"\b(?:var|const|type)\s*\(([^()]*)\)")
 def code_only(text: str, language: str) -> str:
     """``text`` with comments and string / character literals blanked
     (their words are not names); newlines and braces of code kept."""
+    scripted = _SCRIPT_COMMENTS.get(language)
+    if scripted is not None:
+        text = scripted.sub(" ", text)
+        return _JS_STRINGS.sub("''", _STRINGS.sub('""', text))
     text = _COMMENTS.sub(" ", text)
     text = _STRINGS.sub('""', text)
     chars = _JS_STRINGS if language in ("javascript", "typescript") else _CHARS
@@ -79,7 +186,7 @@ def shadowed_names(language: str, candidate: str, tests: str, prompt: str | None
     start = 0
     if prompt and candidate.startswith(prompt):
         start = len(code_only(prompt, language))
-    if language == "java":  # a nested class shadows as well as a top-level one
+    if language in _ANYWHERE:  # see _ANYWHERE
         own = _declared(code[start:], language)
     else:
         own = _declared(_top_level(code, start), language)
@@ -88,4 +195,9 @@ def shadowed_names(language: str, candidate: str, tests: str, prompt: str | None
     theirs = _declared(tests_code, language)
     if prompt:
         theirs |= _declared(code_only(prompt, language), language)
-    return sorted((own & used) - theirs)
+    shadowed = (own & used) - theirs
+    if language == "bash":
+        shadowed |= own & BASH_BUILTINS
+        if _BASH_ENABLE.search(code[start:]):
+            shadowed.add("enable")
+    return sorted(shadowed)

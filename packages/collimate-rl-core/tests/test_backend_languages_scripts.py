@@ -1,0 +1,291 @@
+"""Bash, Perl, PHP, Lua and Ruby on a real local backend, with the hosts'
+own interpreters: contest programs through ``ContestReward`` (every
+verdict: right, wrong, partial credit, runtime error, time limit, memory
+limit, output limit), MultiPL-E rows of each through the program harness
+(its canonical answer 1.0, a mutant, an early exit and a redefined
+builtin 0.0), and ``/run_code`` in SandboxFusion's names for them.
+
+Limits are small (0.5 CPU seconds for a loop): the CI machine is small."""
+
+from __future__ import annotations
+
+from typing import Any
+
+import httpx
+import pytest
+
+from collimate_rl import CollimateClient, ContestReward, ProgramReward, grade, grade_batch
+from collimate_rl.local_backend import LocalCollimateBackend
+from collimate_rl.local_backend.toolchains import (
+    _FINDERS,
+    ALIASES,
+    LANGUAGES,
+    MissingToolchain,
+    find_toolchains,
+)
+from collimate_rl.rewards.rows import hub_ground_truth, row_task
+from collimate_rl.testing.fixtures import module_backend
+from collimate_rl.testing.programs import need
+
+LANGS = ["bash", "perl", "php", "lua", "ruby"]
+#: ``a b`` -> ``a + b``, each right on its own by no other program here.
+TESTS = [(f"{i} {3 * i}\n", f"{4 * i}\n") for i in range(3)]
+
+#: PHP reading ``a b`` from stdin.
+PHP_READ = "<?php\n[$a, $b] = array_map('intval', preg_split('/\\s+/', trim(fgets(STDIN))));\n"
+PROGRAMS: dict[str, dict[str, str]] = {
+    "bash": {
+        "right": "read a b\necho $((a + b))\n",
+        "wrong": "read a b\necho $((a + b + 1))\n",
+        # right while a < 2: the first two tests of three
+        "partial": "read a b\nif ((a < 2)); then echo $((a + b));\nelse echo $((a - b)); fi\n",
+        "runtime_error": "exit 3\n",
+        "loop": "while :; do :; done\n",
+        "memory": "printf -v s '%*s' 150000000 ''\necho ${#s}\n",
+        # (bash's own printf writes too slowly to flood within the time limit)
+        "flood": "exec yes " + "x" * 64 + "\n",
+    },
+    "perl": {
+        "right": "my ($a, $b) = split ' ', <STDIN>;\nprint $a + $b, \"\\n\";\n",
+        "wrong": "my ($a, $b) = split ' ', <STDIN>;\nprint $a + $b + 1, \"\\n\";\n",
+        "partial": "my ($a, $b) = split ' ', <STDIN>;\n"
+        "print $a < 2 ? $a + $b : $a - $b, \"\\n\";\n",
+        "runtime_error": "exit 3;\n",
+        "loop": "1 while 1;\n",
+        "memory": "my $s = 'x' x (200 << 20);\nprint length($s), \"\\n\";\n",
+        "flood": "my $s = ('x' x 65535) . \"\\n\";\nprint $s while 1;\n",
+    },
+    "php": {
+        "right": PHP_READ + 'echo $a + $b, "\\n";\n',
+        "wrong": PHP_READ + 'echo $a + $b + 1, "\\n";\n',
+        "partial": PHP_READ + 'echo $a < 2 ? $a + $b : $a - $b, "\\n";\n',
+        "runtime_error": "<?php\nexit(3);\n",
+        "loop": "<?php\nwhile (true) {}\n",
+        "memory": '<?php\n$s = str_repeat("x", 200 << 20);\necho strlen($s), "\\n";\n',
+        "flood": '<?php\n$s = str_repeat("x", 65535) . "\\n";\nwhile (true) echo $s;\n',
+    },
+    "lua": {
+        "right": 'local a, b = io.read("n", "n")\nprint(a + b)\n',
+        "wrong": 'local a, b = io.read("n", "n")\nprint(a + b + 1)\n',
+        "partial": 'local a, b = io.read("n", "n")\n'
+        "if a < 2 then print(a + b) else print(a - b) end\n",
+        "runtime_error": "os.exit(3)\n",
+        "loop": "while true do end\n",
+        "memory": 'local s = string.rep("x", 200 << 20)\nprint(#s)\n',
+        "flood": 'local s = string.rep("x", 65535) .. "\\n"\nwhile true do io.write(s) end\n',
+    },
+    "ruby": {
+        "right": "a, b = $stdin.read.split.map(&:to_i)\nputs a + b\n",
+        "wrong": "a, b = $stdin.read.split.map(&:to_i)\nputs a + b + 1\n",
+        "partial": "a, b = $stdin.read.split.map(&:to_i)\nputs(a < 2 ? a + b : a - b)\n",
+        "runtime_error": "exit 3\n",
+        "loop": "loop {}\n",
+        "memory": 's = "x" * (200 << 20)\nputs s.size\n',
+        "flood": 's = "x" * 65535 + "\\n"\nloop { $stdout.write(s) }\n',
+    },
+}
+
+#: A MultiPL-E row (HumanEval_53_add) per language, in MultiPL-E's own
+#: shape: its ``language`` column, prompt, tests and stop tokens; with
+#: the canonical answer and a mutant (completions, cut at the stop
+#: tokens), and whole programs past the function (judged without the
+#: stop tokens, which would cut them): one exiting 0 before the tests,
+#: one redefining what the tests use, and (but PHP) a mutant redefining
+#: the way its tests fail where the names check cannot see it.
+ADD_ROWS: dict[str, dict[str, Any]] = {
+    "bash": {
+        "language": "sh",
+        "prompt": "#!/bin/bash\n# Add two numbers x and y\n# >>> $(add \"2\" \"3\")\n# \"5\"\n"
+        "# >>> $(add \"5\" \"7\")\n# \"12\"\n#\n# $1 is an integer\n# $2 is an integer\nadd() {\n",
+        # the stop token "\n}" cuts the function's end: the tests start with it
+        "tests": "}\n\ncandidate() {\n    add \"$@\"\n}\n\nset -e\nrun_test() {\n"
+        + "".join(
+            f'    [[ $(candidate "{x}" "{y}") = "{x + y}" ]]\n'
+            for x, y in ((0, 1), (1, 0), (2, 3), (5, 7), (7, 5))
+        )
+        + "}\n\nrun_test",
+        "stop_tokens": ["\n}"],
+        "right": "    echo $(( $1 + $2 ))\n",
+        "wrong": "    echo $(( $1 - $2 ))\n",
+        "early": "    echo $(( $1 + $2 ))\n}\nexit 0\nf() {\n",
+        "shadow": "    echo $(( $1 + $2 ))\n}\nset() { :; }\nf() {\n",
+        "hidden": "    echo $(( $1 - $2 ))\n}\neval 'set() { :; }'\nf() {\n",
+    },
+    "perl": {
+        "language": "pl",
+        "prompt": "# Add two numbers x and y\n# >>> add(2, 3)\n# 5\n# >>> add(5, 7)\n# 12\n"
+        "sub add {\n    my($x, $y) = @_;\n",
+        "tests": "\nuse Test::Deep;\n\n\nsub testhumaneval {\n    my $candidate = \\&add;\n"
+        + "".join(
+            f"        if(eq_deeply($candidate->({x}, {y}),{x + y})) {{\n"
+            '        print "ok!" }else{\n        exit 1;\n        }\n'
+            for x, y in ((0, 1), (1, 0), (2, 3), (5, 7), (7, 5))
+        )
+        + "}\n\ntesthumaneval();",
+        "stop_tokens": ["\nsub", "\n#", "\n\n"],
+        "right": "    return $x + $y;\n}\n",
+        "wrong": "    return $x - $y;\n}\n",
+        "early": "    return $x + $y;\n}\nexit 0;\n",
+        "shadow": "    return $x + $y;\n}\nsub eq_deeply { 1 }\n",
+        "hidden": "    return $x - $y;\n}\n"
+        "BEGIN { no strict 'refs'; *{'CORE::GLOBAL::' . 'exit'} = sub {} }\n",
+    },
+    "php": {
+        "language": "php",
+        "prompt": "<?php\n// Add two numbers x and y\n// >>> add(2, 3)\n// 5\n"
+        "// >>> add(5, 7)\n// 12\nfunction add($x, $y) {\n",
+        "tests": "\nfunction candidate(...$args) {\n    return add(...$args);\n}\n\n"
+        "function test(): void {\n"
+        + "".join(
+            f'    if (candidate({x}, {y}) !== {x + y}) {{ throw new Exception("Test failed!"); }}\n'
+            for x, y in ((0, 1), (1, 0), (2, 3), (5, 7), (7, 5))
+        )
+        + "}\n\ntest();",
+        "stop_tokens": ["\nfunction", "\n?>", "\n//", "\n#"],
+        "right": "    return $x + $y;\n}\n",
+        "wrong": "    return $x - $y;\n}\n",
+        "early": "    return $x + $y;\n}\nexit(0);\n",
+        "shadow": "    return $x + $y;\n}\nclass Exception {}\n",
+    },
+    "lua": {
+        "language": "lua",
+        "prompt": "-- Add two numbers x and y\n-- >>> add(2, 3)\n-- 5\n-- >>> add(5, 7)\n-- 12\n"
+        "local function add(x, y)\n",
+        "tests": "lu = require('luaunit')\n\nfunction test_humaneval()\nlocal candidate = add\n"
+        + "".join(
+            f"    lu.assertEquals(candidate({x}, {y}), {x + y})\n"
+            for x, y in ((0, 1), (1, 0), (2, 3), (5, 7), (7, 5))
+        )
+        + "end\n\nos.exit(lu.LuaUnit.run())",
+        "stop_tokens": ["\nlocal", "\nfunction", "\n--", "\n\n"],
+        "right": "  return x + y\nend\n",
+        "wrong": "  return x - y\nend\n",
+        "early": "  return x + y\nend\nos.exit(0)\n",
+        "shadow": "  return x + y\nend\nfunction assertEquals() end\n",
+        "hidden": "  return x - y\nend\nsetmetatable(_G, {__newindex = function(t, k, v)\n"
+        "  rawset(t, k, k == 'test_humaneval' and function() end or v) end})\n",
+    },
+    "ruby": {
+        "language": "rb",
+        "prompt": "# Add two numbers x and y\n# >>> add.call(2, 3)\n# 5\n"
+        "# >>> add.call(5, 7)\n# 12\ndef add(x, y)\n",
+        "tests": "require 'test/unit'\nclass TestHumanEval < Test::Unit::TestCase\n  def test_add\n"
+        "    candidate = method(:add)\n"
+        + "".join(
+            f"    assert_equal({x + y}, candidate.call({x}, {y}))\n"
+            for x, y in ((0, 1), (1, 0), (2, 3), (5, 7), (7, 5))
+        )
+        + "  end\nend\n",
+        "stop_tokens": ["\nclass", "\ndef", "\n#", "\n\n"],
+        "right": "  x + y\nend\n",
+        "wrong": "  x - y\nend\n",
+        "early": "  x + y\nend\nexit 0\n",
+        "shadow": "  x + y\nend\nmodule Test::Unit::Assertions\n  def assert_equal(*) end\nend\n",
+        "hidden": "  x - y\nend\ndef exit(*) end\n",
+    },
+}
+
+backend, client = module_backend(timeout=600)
+
+
+def test_the_languages_and_their_sandbox_fusion_names() -> None:
+    assert set(LANGS) <= set(LANGUAGES)
+    for name in LANGS:
+        assert ALIASES[name] == name
+    assert ALIASES["rb"] == "ruby" and "pl" not in ALIASES and "sh" not in ALIASES
+
+
+@pytest.mark.parametrize("language", LANGS)
+def test_every_verdict(client: CollimateClient, language: str) -> None:
+    need(language)
+    programs = PROGRAMS[language]
+    spec = ContestReward(TESTS, language=language, time_limit=0.5, memory_limit_mb=256)
+    # the programs that run out of a limit, on one test (they cost CPU)
+    one = ContestReward(TESTS[:1], language=language, time_limit=0.5, memory_limit_mb=256)
+    names = ["right", "wrong", "partial", "runtime_error", "loop", "flood"]
+    specs = [spec] * 4 + [one] * 2
+    results = grade_batch(client, "py", [programs[n] for n in names], specs)
+    got = {n: (r.reward, r.detail.get("verdicts")) for n, r in zip(names, results, strict=True)}
+    assert not any(r.infra_error for r in results), [r.explain() for r in results]
+    assert got["right"] == (1.0, ["accepted"] * 3), results[0].explain()
+    assert got["wrong"] == (0.0, ["wrong_answer"] * 3)
+    assert got["partial"] == (pytest.approx(2 / 3), ["accepted", "accepted", "wrong_answer"])
+    assert got["runtime_error"] == (0.0, ["runtime_error"] * 3)
+    assert got["loop"] == (0.0, ["time_limit"])
+    assert got["flood"] == (0.0, ["output_limit"])
+    # memory costs CPU to touch (less under a lower limit: 200 MiB against
+    # 64), judged alone, with time to spare
+    roomy = ContestReward(TESTS[:1], language=language, time_limit=5, memory_limit_mb=64)
+    memory = grade(client, "py", programs["memory"], roomy)
+    assert (memory.reward, memory.detail["verdicts"]) == (0.0, ["memory_limit"]), memory.explain()
+
+
+@pytest.mark.parametrize("language", LANGS)
+def test_a_multipl_e_row(client: CollimateClient, language: str) -> None:
+    need(language)
+    case = ADD_ROWS[language]
+    row = {"name": "HumanEval_53_add", **{k: case[k] for k in ("language", "prompt", "tests",
+                                                                "stop_tokens")}}  # fmt: skip
+    task = row_task(hub_ground_truth(row), row=row)
+    assert isinstance(task.spec, ProgramReward) and task.spec.language == language
+    names = [n for n in ("right", "wrong", "early", "shadow", "hidden") if n in case]
+    uncut = ProgramReward(case["tests"], language=case["language"], prompt=case["prompt"])
+    results = grade_batch(
+        client,
+        "py",
+        [task.program(case[n]) for n in names],
+        [task.spec] * 2 + [uncut] * (len(names) - 2),
+    )
+    got = dict(zip(names, results, strict=True))
+    assert not any(r.infra_error for r in results), [r.explain() for r in results]
+    assert got["right"].reward == 1.0, got["right"].explain()
+    assert [got[n].reward for n in names[1:]] == [0.0] * (len(names) - 1), [
+        got[n].explain() for n in names
+    ]
+    assert got["early"].detail["verdicts"] == ["wrong_answer"], got["early"].detail
+    assert got["shadow"].detail["verdicts"] == ["wrong_answer"], got["shadow"].detail
+
+
+def test_perl_fails_a_run_printing_error_as_multipl_e_does(client: CollimateClient) -> None:
+    need("perl")
+    case = ADD_ROWS["perl"]
+    spec = ProgramReward(case["tests"], language="pl", prompt=case["prompt"])
+    (result,) = grade_batch(client, "py", ['    print "ERROR";\n' + case["right"]], spec)
+    assert (result.reward, result.detail["verdicts"]) == (0.0, ["wrong_answer"])
+
+
+@pytest.mark.parametrize("language", LANGS)
+def test_run_code(backend: LocalCollimateBackend, language: str) -> None:
+    """``/run_code`` in SandboxFusion's name for the language: no compile
+    step, the run's exit code."""
+    need(language)
+    with httpx.Client(base_url=backend.base_url, timeout=120) as http:
+        body = {"code": PROGRAMS[language]["right"], "language": language, "stdin": "20 22\n"}
+        a = http.post("/run_code", json={**body, "run_timeout": 5}).json()
+        assert (a["status"], a["run_result"]["stdout"], a["compile_result"]) == (
+            "Success", "42\n", None,
+        ), a  # fmt: skip
+        body["code"] = PROGRAMS[language]["runtime_error"]
+        a = http.post("/run_code", json={**body, "run_timeout": 5}).json()
+        assert (a["status"], a["run_result"]["return_code"]) == ("Failed", 3), a
+
+
+@pytest.mark.parametrize(
+    ("language", "package"),
+    [("bash", "bash"), ("perl", "perl"), ("php", "php-cli"), ("lua", "lua5.4"), ("ruby", "ruby")],
+)
+def test_a_missing_interpreter_names_its_package(
+    monkeypatch: pytest.MonkeyPatch, language: str, package: str
+) -> None:
+    monkeypatch.setenv("PATH", "/nonexistent")
+    missing = _FINDERS[language]()
+    assert isinstance(missing, MissingToolchain)
+    assert f"apt-get install {package}" in missing.message() and repr(language) in missing.message()
+
+
+def test_health_names_each_interpreter() -> None:
+    found = find_toolchains()
+    for language in LANGS:
+        need(language)
+        tc = found[language]
+        assert tc.describe()["available"] and tc.describe()["compile"] is None  # type: ignore[union-attr]
