@@ -37,6 +37,7 @@ __all__ = [
 #: The languages test programs run in, by the names the server knows.
 PROGRAM_LANGUAGES: Final = (
     "cpp", "java", "javascript", "typescript", "rust", "go", "bash", "perl", "php", "lua", "ruby",
+    "r", "racket",
 )  # fmt: skip
 #: The datasets' own names for them (MultiPL-E's ``language`` column holds
 #: file extensions: ``rs``, ``go_test.go``; HumanEval-X's task ids ``CPP``,
@@ -65,6 +66,10 @@ _NAMES: Final = {
     "lua": "lua",
     "rb": "ruby",
     "ruby": "ruby",
+    # MultiPL-E's r and rkt
+    "r": "r",
+    "rkt": "racket",
+    "racket": "racket",
 }
 
 
