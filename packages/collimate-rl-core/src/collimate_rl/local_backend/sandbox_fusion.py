@@ -380,16 +380,21 @@ _LIMIT_NOTES: Final = {
 }
 
 
-def _run_result(record: RunRecord) -> dict[str, Any]:
+def _run_result(record: RunRecord, timeout: float) -> dict[str, Any]:
     """SandboxFusion's ``run_result``: a run killed by a signal returns
-    128 + its number, as the shell SandboxFusion runs programs with does."""
+    128 + its number, as the shell SandboxFusion runs programs with does.
+    SandboxFusion times a run by the clock: one that ended by itself after
+    running and sleeping for more than ``timeout`` in all (R's
+    ``Sys.sleep(5)`` under a 5 s timeout) timed out there too."""
     code = record.return_code
     if code is None or code < 0:
         code = 128 + (record.signal or 9)
     stderr = record.stderr.decode("utf-8", errors="replace")
     if record.limit in _LIMIT_NOTES:
         stderr += f"\n{_LIMIT_NOTES[record.limit]} (peak memory {record.peak_rss >> 20} MiB)\n"
-    timed_out = record.limit == "time_limit"
+    timed_out = record.limit == "time_limit" or (
+        record.limit is None and record.cpu + record.idle > timeout
+    )
     return {
         "status": "TimeLimitExceeded" if timed_out else "Finished",
         "execution_time": record.wall,
@@ -422,7 +427,7 @@ async def answer_compiled(languages: LanguageRuns, run: dict[str, Any]) -> dict[
         )
     except (LanguageUnavailable, LanguageInfraError) as exc:
         return sandbox_error(str(exc))
-    result = _run_result(record)
+    result = _run_result(record, run["run_timeout"])
     ok = result["status"] == "Finished" and result["return_code"] == 0
     return _answer(
         "Success" if ok else "Failed",

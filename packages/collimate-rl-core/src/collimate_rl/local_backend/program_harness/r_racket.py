@@ -173,11 +173,11 @@ def _r_own(candidate: str, prompt: str | None) -> set[str]:
     """What the candidate binds past the prompt: at its top level (its
     depth counted from the prompt's start), and anywhere through ``<<-``
     and the like."""
-    code = _r_code(candidate)
-    start = len(_r_code(prompt)) if prompt and candidate.startswith(prompt) else 0
+    code, strings = _r_code(candidate), _r_code(candidate, keep_strings=True)
+    start = begin = 0
+    if prompt and candidate.startswith(prompt):
+        start, begin = len(_r_code(prompt)), len(_r_code(prompt, keep_strings=True))
     names = {m.group(1).strip("`") for m in _R_TOP.finditer(_top_level(code)[start:])}
-    strings = _r_code(candidate, keep_strings=True)
-    begin = len(_r_code(prompt, keep_strings=True)) if start else 0
     for m in _R_ANYWHERE.finditer(strings[begin:]):
         names.update(g.strip("`") for g in m.groups() if g)
     return names
