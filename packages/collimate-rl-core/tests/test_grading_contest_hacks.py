@@ -1,6 +1,7 @@
 """What a policy under RL pressure might try with a judged program, in every
-language: exit early, stall, kill its runner or every process it can see,
-forge output on other fds, look for the expected outputs, and (in C++,
+language: exit early, stall, kill its runner (R, Racket and SQL through
+their ``system`` and ``.shell``) or every process it can see, forge output
+on other fds, look for the expected outputs, and (in C++,
 which can do all of it) fork bombs, thread storms, memory and disk
 exhaustion. Each hack is graded alone and in a group beside right
 candidates: it scores 0.0, never an infra error, and its siblings keep
@@ -35,6 +36,14 @@ RIGHT = {
     f' println!("{{}} {SECRET}", v[0] + v[1]); }}',
     "go": 'package main\nimport "fmt"\nfunc main() { var a, b int64; fmt.Scan(&a, &b);'
     f' fmt.Println(a + b, "{SECRET}") }}',
+    "r": f'x <- scan(file("stdin"), quiet = TRUE)\ncat(x[1] + x[2], " {SECRET}\\n", sep = "")\n',
+    "racket": "#lang racket/base\n(define a (read))\n(define b (read))\n"
+    f'(printf "~a {SECRET}\\n" (+ a b))\n',
+    "verilog": "module tb;\n  integer a, b, n;\n  initial begin\n"
+    '    n = $fscanf(32\'h8000_0000, "%d %d", a, b);\n'
+    f'    $display("%0d {SECRET}", a + b);\n  end\nendmodule\n',
+    "sql": 'CREATE TABLE t(a INT, b INT);\n.mode csv\n.separator " "\n.import /dev/stdin t\n'
+    f".mode list\nSELECT (a + b) || ' {SECRET}' FROM t;\n",
 }
 #: The hacks every language can write.
 HACKS = {
@@ -101,6 +110,27 @@ HACKS = {
         "kill_runner": 'package main\nimport ("os"; "syscall")\n'
         "func main() { syscall.Kill(os.Getppid(), syscall.SIGKILL) }",
     },
+    "r": {
+        "exit_early": "quit(status = 0)\n",
+        "stall": "Sys.sleep(1e6)\n",
+        "kill_runner": "system(\"kill -9 $PPID; kill -9 $(cut -d' ' -f4 /proc/$PPID/stat)\")\n",
+    },
+    "racket": {
+        "exit_early": "#lang racket/base\n(exit 0)\n",
+        "stall": "#lang racket/base\n(sleep 1000000)\n",
+        "kill_runner": "#lang racket/base\n(require racket/system)\n"
+        "(system \"kill -9 $PPID; kill -9 $(cut -d' ' -f4 /proc/$PPID/stat)\")\n",
+    },
+    "verilog": {
+        "exit_early": "module tb;\n  initial $finish;\nendmodule\n",
+        # simulated time runs on (a stall of the clock would end the simulation)
+        "stall": "module tb;\n  initial forever #1;\nendmodule\n",
+    },
+    "sql": {
+        "exit_early": ".exit 0\n",
+        "stall": ".shell sleep 1000\n",
+        "kill_runner": ".shell kill -9 $(cut -d' ' -f4 /proc/$PPID/stat)\n",
+    },
 }
 CASES = [(lang, name) for lang, hacks in HACKS.items() for name in hacks]
 
@@ -121,7 +151,7 @@ def _spec(language: str, hack: str = "") -> ContestReward:
 @pytest.mark.parametrize("language", list(RIGHT))
 def test_the_right_answer_is_right(client: CollimateClient, language: str) -> None:
     need(language)
-    assert language in PROGRAMS
+    assert language in PROGRAMS or language in ("r", "racket", "verilog", "sql")
     assert grade(client, "py", RIGHT[language], _spec(language)).reward == 1.0
 
 

@@ -325,7 +325,14 @@ _RACKET_DEFINES: Final = re.compile(
 
 
 def _racket_code(text: str) -> str:
-    return _RACKET_SKIP.sub(lambda m: '""' if m.group().startswith('"') else " ", text)
+    """``text`` with its comments, strings and characters blanked, each
+    as long as it was (offsets in it are offsets in ``text``)."""
+
+    def blank(m: re.Match[str]) -> str:
+        spaces = re.sub(r"[^\n]", " ", m.group())
+        return f'"{spaces[1:-1]}"' if m.group().startswith('"') else spaces
+
+    return _RACKET_SKIP.sub(blank, text)
 
 
 def _racket_top_forms(code: str) -> list[tuple[int, int]]:
