@@ -25,6 +25,7 @@ import platform
 import shutil
 import subprocess
 import sys
+import time
 from collections.abc import Sequence
 from dataclasses import asdict, dataclass
 from typing import Any, Final
@@ -107,7 +108,16 @@ def _backend() -> tuple[dict[str, Any] | None, str]:
         with LocalCollimateBackend() as backend:
             import httpx
 
-            return httpx.get(f"{backend.base_url}/v1/health", timeout=120).json(), ""
+            # the languages are probed once per toolchain change, in the
+            # background: until then health says only that it is probing
+            deadline = time.monotonic() + 120
+            while True:
+                health = httpx.get(f"{backend.base_url}/v1/health", timeout=120).json()
+                if not (health.get("languages") or {}).get("probing"):
+                    return health, ""
+                if time.monotonic() > deadline:
+                    return health, ""
+                time.sleep(0.5)
     except Exception as exc:  # what the user needs is why, whatever it is
         return None, f"{type(exc).__name__}: {exc}"
 
@@ -168,6 +178,10 @@ def _libraries() -> list[Finding]:
          os.path.isfile("/usr/include/boost/any.hpp"), "apt-get install libboost-dev"),
         ("Test::Deep (MultiPL-E's Perl)", _perl_module("Test/Deep.pm"),
          "apt-get install libtest-deep-perl"),
+        # (MultiPL-E's Racket checks are the harness's own; /run_code's are rackunit's)
+        ("rackunit (Racket programs /run_code runs)",
+         os.path.isfile("/usr/share/racket/pkgs/rackunit-lib/rackunit/main.rkt"),
+         "apt-get install racket"),
     ]  # fmt: skip
     return [
         Finding(name, found, "installed" if found else "missing", None if found else fix)

@@ -415,7 +415,8 @@ _INTERPRETER_VERSIONS: Final = {
     "lua": lambda exe: _version([exe, "-v"]).split("  ")[0],
     "ruby": lambda exe: " ".join(_version([exe, "--version"]).split()[:2]),
     "r": lambda exe: "R " + _version([exe, "--version"]).split("version ")[-1].split(" (")[0],
-    "racket": lambda exe: "racket " + _version([exe, "-e", "(display (version))"]),
+    # "Welcome to Racket v8.7 [cs]."
+    "racket": lambda exe: "racket " + _version([exe, "--version"]).split(" v")[-1].split()[0],
     "sql": lambda exe: "sqlite3 " + _version([exe, "--version"]).split()[0],
 }
 
