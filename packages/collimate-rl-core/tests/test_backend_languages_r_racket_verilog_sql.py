@@ -153,6 +153,10 @@ ADD_ROWS: dict[str, dict[str, Any]] = {
             # an environment of its own on the search path
             "attach": "  return(x - y)\n}\n"
             "eval(parse(text = paste0('att', 'ach(list(stopifnot = function(...) NULL))')))\n",
+            # the tests' own function, bound actively beforehand: their
+            # definition would not replace it
+            "active": "  return(x - y)\n}\neval(parse(text = paste0('makeActive', 'Binding(',"
+            " '\"test_humaneval\", function(v) function() NULL, globalenv())')))\n",
             # right on the first two tests, then errors let R go on
             "on_error": "  options(error = function() NULL)\n  if (x == 0) 1 else x - y\n}\n",
         },

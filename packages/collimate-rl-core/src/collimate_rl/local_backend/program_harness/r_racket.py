@@ -13,7 +13,8 @@ How MultiPL-E's harness judges them, and where the tests end here:
   an error, so a token printed by an expression of its own would follow a
   failed check. Before the tests, what the names check cannot see is
   undone (:data:`_R`'s ``reset``): bindings in the global environment of
-  names the tests use (and their S3 methods, and the group generics'),
+  names the tests use or define (and their S3 methods, and the group
+  generics'),
   environments put on the search path, base's own bindings of those names
   and S3 methods registered since the harness started, sinks, the error
   handler.
@@ -144,7 +145,8 @@ _R_ANYWHERE: Final = re.compile(
 #: sight.
 _R_REFUSED: Final = re.compile(
     r"\b(sys\.calls?|sys\.functions?|sys\.frames?|sys\.status|parent\.frame|parent\.env"
-    r"|unlockBinding|assignInNamespace|assignInMyNamespace|registerS3methods?|trace"
+    r"|unlockBinding|lockBinding|makeActiveBinding|assignInNamespace|assignInMyNamespace"
+    r"|registerS3methods?|trace"
     r"|setMethod|setGeneric|attach)\s*\("
     r"|\b(environment|body|formals)\s*\([^()]*\)\s*<-"
 )
@@ -218,7 +220,11 @@ def _r_quoted(names: set[str]) -> str:
 def _assemble_r(tc: Toolchain, candidate: str, tests: str, prompt: str | None) -> Assembly:
     t = tag("r", candidate, tests, prompt or "")
     theirs = _r_theirs(tests, prompt)
-    protected = (_r_used(_r_code(tests)) - theirs) | set(_R_SYNTAX)
+    # what the tests use and the candidate must not have bound, and what
+    # the tests define themselves (an active or locked binding of the
+    # candidate's would outlive their definition)
+    tests_define = _r_declared(_r_code(tests), _r_code(tests, keep_strings=True))
+    protected = (_r_used(_r_code(tests)) - theirs) | tests_define | set(_R_SYNTAX)
     head = (
         _R.replace("{PROTECTED}", _r_quoted(protected))
         .replace("{GROUPS}", _r_quoted(set(_R_GROUPS)))
