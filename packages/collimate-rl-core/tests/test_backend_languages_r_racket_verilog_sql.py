@@ -436,6 +436,12 @@ def test_run_code(backend: LocalCollimateBackend, language: str) -> None:
         a = http.post("/run_code", json={**body, "run_timeout": 5}).json()
         assert (a["status"], a["run_result"]["stdout"]) == ("Success", "42\n"), a
         assert (a["compile_result"] is None) == (ours != "verilog"), a
+        if ours == "verilog":  # compiled once: the same program again is a cache hit
+            before = http.get("/v1/health").json()["compile_cache"]
+            again = http.post("/run_code", json={**body, "run_timeout": 5}).json()
+            after = http.get("/v1/health").json()["compile_cache"]
+            assert again["run_result"]["stdout"] == "42\n", again
+            assert (after["compiles"], after["hits"]) == (before["compiles"], before["hits"] + 1)
         failing = programs["runtime_error"]
         a = http.post("/run_code", json={**body, "code": failing, "run_timeout": 5}).json()
         code = 1 if ours == "verilog" else 3  # ($fatal exits 1)
