@@ -124,9 +124,10 @@ CHECKERS: dict[str, dict[str, str]] = {
 #: shape: its ``language`` column, prompt, tests and stop tokens; with
 #: the canonical answer and a mutant (completions, cut at the stop
 #: tokens), and whole programs past the function (judged without the stop
-#: tokens, which would cut them): one exiting 0 before the tests, one
-#: redefining what the tests use, and mutants hiding such a redefinition
-#: where the names check cannot see it.
+#: tokens, which would cut them): a right one with a helper of its own
+#: (1.0: the names check and the reset leave it be), one exiting 0 before
+#: the tests, one redefining what the tests use, and mutants hiding such a
+#: redefinition where the names check cannot see it.
 ADD_ROWS: dict[str, dict[str, Any]] = {
     "r": {
         "language": "r",
@@ -141,6 +142,8 @@ ADD_ROWS: dict[str, dict[str, Any]] = {
         "stop_tokens": ["\n#", "\n```"],
         "right": "  return(x + y)\n}\n",
         "wrong": "  return(x - y)\n}\n",
+        # right, with a helper of its own (a dotted name, as R has them)
+        "helper": "  add.two(x, y)\n}\nadd.two <- function(a, b) {\n  a + b\n}\n",
         "early": "  return(x + y)\n}\nquit(status = 0)\n",
         "shadow": "  return(x + y)\n}\nstopifnot <- function(...) invisible()\n",
         "hidden": {
@@ -174,6 +177,7 @@ ADD_ROWS: dict[str, dict[str, Any]] = {
         "stop_tokens": ["\n(define ", "\n#|", "\n;", "\n("],
         "right": "  (+ x y))\n",
         "wrong": "  (- x y))\n",
+        "helper": "  (plus x y))\n(define (plus a b) (+ a b))\n",
         "early": "  (+ x y))\n(exit 0)\n",
         "shadow": "  (+ x y))\n(define-syntax-rule (check-equal? a b) (void))\n",
         "hidden": {
@@ -261,8 +265,8 @@ def test_a_multipl_e_row(client: CollimateClient, language: str) -> None:
     task = row_task(hub_ground_truth(row), row=row)
     assert isinstance(task.spec, ProgramReward) and task.spec.language == language
     hidden = case["hidden"]
-    names = ["right", "wrong", "early", "shadow", *hidden]
-    sources = {**{n: case[n] for n in ("right", "wrong", "early", "shadow")}, **hidden}
+    names = ["right", "wrong", "helper", "early", "shadow", *hidden]
+    sources = {**{n: case[n] for n in names[:5]}, **hidden}
     uncut = ProgramReward(case["tests"], language=case["language"], prompt=case["prompt"])
     results = grade_batch(
         client,
@@ -273,7 +277,9 @@ def test_a_multipl_e_row(client: CollimateClient, language: str) -> None:
     got = dict(zip(names, results, strict=True))
     assert not any(r.infra_error for r in results), [r.explain() for r in results]
     assert got["right"].reward == 1.0, got["right"].explain()
-    assert {n: got[n].reward for n in names[1:]} == dict.fromkeys(names[1:], 0.0), [
+    assert got["helper"].reward == 1.0, got["helper"].explain()
+    wrong = [n for n in names if n not in ("right", "helper")]
+    assert {n: got[n].reward for n in wrong} == dict.fromkeys(wrong, 0.0), [
         (n, got[n].explain()) for n in names if got[n].reward
     ]
     assert got["early"].detail["verdicts"] == ["wrong_answer"], got["early"].detail

@@ -73,9 +73,13 @@ _R_SYNTAX: Final = (
     "*", "/", "c", "list", "invisible", "stop", "stopifnot", "isTRUE", "all.equal",
     "identical", "is.logical", "length", "is.na", "all", "any",
 )  # fmt: skip
-#: S3 group generics: a method of one (``Ops.foo``) changes what ``==``
-#: and arithmetic mean for the candidate's values.
-_R_GROUPS: Final = ("Ops", "Math", "Summary", "Complex", "matrixOps")
+#: S3 group generics, and the internal generics what the tests call uses:
+#: a method of one (``Ops.foo``, ``length.foo``) changes what ``==``,
+#: arithmetic or ``length`` mean for the candidate's values.
+_R_GROUPS: Final = (
+    "Ops", "Math", "Summary", "Complex", "matrixOps", "c", "length", "all", "any", "is.na",
+    "as.character", "as.double", "as.numeric", "as.vector", "unlist", "rep",
+)  # fmt: skip
 
 #: ``{T}_reset`` and ``{T}_end``; the harness's environment's parent is
 #: base, so nothing the candidate puts in the global environment (or on the
@@ -88,7 +92,7 @@ _R: Final = r"""local({
   unlink(sub("^--file=", "", args[startsWith(args, "--file=")]))
   base <- baseenv()
   protected <- c({PROTECTED})
-  prefixes <- paste0(c(protected, {GROUPS}), ".")
+  prefixes <- paste0(c({GENERICS}, {GROUPS}), ".")
   in_base <- protected[vapply(protected, exists, NA, envir = base, inherits = FALSE)]
   held <- mget(in_base, envir = base)
   methods <- get(".__S3MethodsTable__.", envir = base)
@@ -203,7 +207,7 @@ def _r_shadowed(candidate: str, tests: str, prompt: str | None) -> list[str]:
     own = _r_own(candidate, prompt)
     theirs = _r_theirs(tests, prompt)
     used = _r_used(_r_code(tests)) | set(_R_SYNTAX)
-    generics = (used - theirs) | set(_R_GROUPS)
+    generics = (_r_used(_r_code(tests)) - theirs) | set(_R_GROUPS)
     shadowed = {n for n in own - theirs if n in used}
     shadowed |= {n for n in own if any(n.startswith(g + ".") for g in generics)}
     return sorted(shadowed)
@@ -224,9 +228,11 @@ def _assemble_r(tc: Toolchain, candidate: str, tests: str, prompt: str | None) -
     # the tests define themselves (an active or locked binding of the
     # candidate's would outlive their definition)
     tests_define = _r_declared(_r_code(tests), _r_code(tests, keep_strings=True))
-    protected = (_r_used(_r_code(tests)) - theirs) | tests_define | set(_R_SYNTAX)
+    used = _r_used(_r_code(tests)) - theirs
+    protected = used | tests_define | set(_R_SYNTAX)
     head = (
         _R.replace("{PROTECTED}", _r_quoted(protected))
+        .replace("{GENERICS}", _r_quoted(used | tests_define))
         .replace("{GROUPS}", _r_quoted(set(_R_GROUPS)))
         .replace("{T}", t)
     )
