@@ -756,7 +756,17 @@ def _run(req: dict[str, Any], root: str, confined: bool) -> None:
               "nproc": RUN_TASKS}  # fmt: skip
     ran = False  # whether any of the program's code has run in this exec
     alive = False  # whether processes it left outlived every kill
+    # ``stop_after_failure``: the reward is all or nothing, so the runs after
+    # the first failed one cannot change it (and a looper would spend its
+    # budget again in each); ``expect``: each run's expected output digest
+    # (under ``compare``), or None where only the host can tell
+    stop = bool(req.get("stop_after_failure"))
+    expect = req.get("expect") or [None] * len(items)
+    failed = False
     for i, item in enumerate(items):
+        if failed:
+            _emit({"phase": "run", "index": i, "limit": "skipped"})
+            continue
         if alive:  # (they could reach this run's files)
             _setup_failed(i, "processes an earlier run left could not be stopped", True)
             continue
@@ -797,6 +807,10 @@ def _run(req: dict[str, Any], root: str, confined: bool) -> None:
         if killed is None and len(stdout) > output:
             killed = "output_limit"
         stdout = stdout[:output]
+        sums = digests(stdout)
+        if stop and killed != "starved":
+            wrong = expect[i] is not None and sums.get(req.get("compare") or "") != expect[i]
+            failed = killed is not None or code != 0 or wrong
         files = {}
         for name in req.get("fetch_files") or ():
             data = fetch_file(here, name, output)
@@ -814,7 +828,7 @@ def _run(req: dict[str, Any], root: str, confined: bool) -> None:
                 # bounded, and a test's right output may be megabytes)
                 "stdout": _b64(stdout[: int(req.get("return_stdout", output))]),
                 "stdout_size": len(stdout),
-                "digests": digests(stdout),
+                "digests": sums,
                 "stderr": _b64(_pread(io[2], STDERR_CAP)),
                 "cpu": used["cpu"],
                 "wall": used["wall"],

@@ -32,7 +32,8 @@ Verdicts per test: ``accepted``, ``wrong_answer``, ``runtime_error``,
 ``time_limit``, ``memory_limit``, ``output_limit``; ``compile_error`` for
 every test of a program that did not compile (a compile out of CPU time
 included). The reward is the fraction of tests accepted, or 1.0 only if
-all are (``scoring: "all"``).
+all are (``scoring: "all"``); then the tests after the first failed one
+are not run (``skipped``): none of them could change the 0.0.
 """
 
 from __future__ import annotations
@@ -526,6 +527,9 @@ async def _judge_one(
     if build.verdict != "ok":
         return _summary(problem, ["compile_error"] * total, [0.0] * total, compiled, [])
     reads = problem.checker is not None or problem.compare == "float"
+    # all or nothing: a contest judge's stop at the first failed test (what
+    # the runner can compare itself, by digest, or a run that ended badly)
+    expect = None if reads else [expected_digest(o, problem.compare) for o in problem.outputs]
     records = await languages.run(
         tc,
         build,
@@ -535,6 +539,9 @@ async def _judge_one(
         memory_bytes=problem.memory_limit_mb << 20,
         output_bytes=OUTPUT_LIMIT_READ if reads else OUTPUT_LIMIT,
         return_stdout=None if reads else OUTPUT_SHOWN,
+        stop_after_failure=problem.scoring == "all",
+        expect=expect,
+        compare=problem.compare,
     )
     verdicts: list[str] = []
     points: list[float] = []

@@ -380,9 +380,16 @@ class LanguageRuns:
         files: Mapping[str, str] | None = None,
         fetch_files: Sequence[str] = (),
         return_stdout: int | None = None,
+        stop_after_failure: bool = False,
+        expect: Sequence[str | None] | None = None,
+        compare: str | None = None,
     ) -> list[RunRecord]:
         """The program on each of ``inputs``, each in a fresh process (in
-        one exec). A run the machine starved is run again, alone."""
+        one exec). A run the machine starved is run again, alone.
+
+        ``stop_after_failure``: once a run fails (a limit, a nonzero exit, or
+        an output whose ``compare`` digest is not its ``expect`` entry), the
+        runs after it are not started and come back ``limit="skipped"``."""
         results: list[RunRecord | None] = [None] * len(inputs)
         todo = list(range(len(inputs)))
         for _ in range(STARVED_TRIES):
@@ -400,6 +407,9 @@ class LanguageRuns:
                     "output_bytes": output_bytes,
                     "fetch_files": list(fetch_files),
                     "return_stdout": output_bytes if return_stdout is None else return_stdout,
+                    "stop_after_failure": stop_after_failure,
+                    "expect": [expect[i] for i in todo] if expect is not None else None,
+                    "compare": compare,
                 },
                 wall_limit(cpu_limit) * len(todo),
                 "run",

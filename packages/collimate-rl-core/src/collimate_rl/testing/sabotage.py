@@ -341,9 +341,14 @@ DEFAULT_TIME_LIMIT: Final = 0.5
 
 
 def spec(language: str) -> ContestReward:
-    """:data:`TESTS` judged in ``language``, with its :data:`TIME_LIMIT`."""
+    """:data:`TESTS` judged in ``language``, with its :data:`TIME_LIMIT`,
+    all or nothing: a sabotage fails its first test, and the judge stops
+    there (a spinning one burns its limit once, not once per test); a
+    tampering right answer still runs every test, each laid out afresh."""
     limit = TIME_LIMIT.get(language, DEFAULT_TIME_LIMIT)
-    return ContestReward(TESTS, language=language, time_limit=limit, memory_limit_mb=256)
+    return ContestReward(
+        TESTS, language=language, time_limit=limit, memory_limit_mb=256, scoring="all"
+    )
 
 
 def _verdicts(results: list[GradeResult]) -> list[tuple[float, str | None, bool]]:
