@@ -3,7 +3,9 @@ own interpreters: contest programs through ``ContestReward`` (every
 verdict: right, wrong, partial credit, runtime error, time limit, memory
 limit, output limit), MultiPL-E rows of each through the program harness
 (its canonical answer 1.0, a mutant, an early exit and a redefined
-builtin 0.0), and ``/run_code`` in SandboxFusion's names for them.
+builtin 0.0; forging the end of the tests, reading the token off stdin,
+killing every process and stalling 0.0 beside right siblings), and
+``/run_code`` in SandboxFusion's names for them.
 
 Limits are small (0.5 CPU seconds for a loop): the CI machine is small."""
 
@@ -185,6 +187,45 @@ ADD_ROWS: dict[str, dict[str, Any]] = {
     },
 }
 
+#: Printed by the forging hacks: the shape of a token (32 hex digits).
+FAKE = "0123456789abcdef0123456789abcdef"
+#: What a policy tries past the function (whole programs, judged without
+#: the stop tokens): forge the end of the tests, read the token off stdin,
+#: kill every process it can signal (and answer wrong: killing launders
+#: nothing); and a completion that stalls.
+HACKS: dict[str, dict[str, str]] = {
+    "bash": {
+        "forge": f"    echo $(( $1 + $2 ))\n}}\necho; echo {FAKE}; exit 0\nf() {{\n",
+        "stdin": '    echo $(( $1 + $2 ))\n}\nread -r t; echo; echo "$t"; exit 0\nf() {\n',
+        "kill_everyone": "    echo $(( $1 - $2 ))\n}\nkill -KILL -1\nf() {\n",
+        "stall": "    while :; do :; done\n",
+    },
+    "perl": {
+        "forge": f'    return $x + $y;\n}}\nprint "\\n{FAKE}\\n"; exit 0;\n',
+        "stdin": '    return $x + $y;\n}\nmy $t = <STDIN>; print "\\n$t"; exit 0;\n',
+        "kill_everyone": "    return $x - $y;\n}\nkill 'KILL', -1;\n",
+        "stall": "    1 while 1;\n}\n",
+    },
+    "php": {
+        "forge": f'    return $x + $y;\n}}\necho "\\n{FAKE}\\n"; exit(0);\n',
+        "stdin": '    return $x + $y;\n}\n$t = fgets(STDIN); echo "\\n$t"; exit(0);\n',
+        "kill_everyone": "    return $x - $y;\n}\nposix_kill(-1, SIGKILL);\n",
+        "stall": "    while (true) {}\n}\n",
+    },
+    "lua": {
+        "forge": f"  return x + y\nend\nprint('\\n{FAKE}'); os.exit(0)\n",
+        "stdin": "  return x + y\nend\nprint('\\n' .. (io.read('a') or '')); os.exit(0)\n",
+        "kill_everyone": "  return x - y\nend\nos.execute('kill -KILL -1')\n",
+        "stall": "  while true do end\nend\n",
+    },
+    "ruby": {
+        "forge": f'  x + y\nend\nputs "\\n{FAKE}"; exit 0\n',
+        "stdin": '  x + y\nend\nputs "\\n" + STDIN.read.to_s; exit 0\n',
+        "kill_everyone": "  x - y\nend\nProcess.kill(:KILL, -1) rescue nil\n",
+        "stall": "  loop {}\nend\n",
+    },
+}
+
 backend, client = module_backend(timeout=600)
 
 
@@ -244,6 +285,31 @@ def test_a_multipl_e_row(client: CollimateClient, language: str) -> None:
     ]
     assert got["early"].detail["verdicts"] == ["wrong_answer"], got["early"].detail
     assert got["shadow"].detail["verdicts"] == ["wrong_answer"], got["shadow"].detail
+
+
+@pytest.mark.parametrize("language", LANGS)
+def test_program_hacks_score_zero_beside_right_siblings(
+    client: CollimateClient, language: str
+) -> None:
+    need(language)
+    case = ADD_ROWS[language]
+    uncut = ProgramReward(
+        case["tests"], language=case["language"], prompt=case["prompt"], time_limit=0.5
+    )
+    hacks = HACKS[language]
+    completions = [case["right"]]
+    for hack in hacks.values():
+        completions += [hack, case["right"]]
+    results = grade_batch(client, "py", completions, uncut)
+    assert not any(r.infra_error for r in results), [r.explain() for r in results]
+    assert [r.reward for r in results[0::2]] == [1.0] * (len(hacks) + 1), [
+        r.explain() for r in results[0::2]
+    ]
+    got = dict(zip(hacks, results[1::2], strict=True))
+    assert {name: r.reward for name, r in got.items()} == dict.fromkeys(hacks, 0.0), {
+        name: r.explain() for name, r in got.items()
+    }
+    assert got["stall"].detail["verdicts"] == ["time_limit"], got["stall"].detail
 
 
 def test_perl_fails_a_run_printing_error_as_multipl_e_does(client: CollimateClient) -> None:
