@@ -1,7 +1,7 @@
 """Bash, Perl, PHP, Lua and Ruby on a real local backend, with the hosts'
 own interpreters: contest programs through ``ContestReward`` (every
 verdict: right, wrong, partial credit, runtime error, time limit, memory
-limit, output limit), MultiPL-E rows of each through the program harness
+limit, output limit; a problem with a checker), MultiPL-E rows of each through the program harness
 (its canonical answer 1.0, a mutant, an early exit and a redefined
 builtin 0.0; forging the end of the tests, reading the token off stdin,
 killing every process and stalling 0.0 beside right siblings), and
@@ -46,6 +46,7 @@ PROGRAMS: dict[str, dict[str, str]] = {
         "memory": "printf -v s '%*s' 150000000 ''\necho ${#s}\n",
         # (bash's own printf writes too slowly to flood within the time limit)
         "flood": "exec yes " + "x" * 64 + "\n",
+        "echo": "read a b\necho $a $b\n",
     },
     "perl": {
         "right": "my ($a, $b) = split ' ', <STDIN>;\nprint $a + $b, \"\\n\";\n",
@@ -56,6 +57,7 @@ PROGRAMS: dict[str, dict[str, str]] = {
         "loop": "1 while 1;\n",
         "memory": "my $s = 'x' x (200 << 20);\nprint length($s), \"\\n\";\n",
         "flood": "my $s = ('x' x 65535) . \"\\n\";\nprint $s while 1;\n",
+        "echo": "print <STDIN>;\n",
     },
     "php": {
         "right": PHP_READ + 'echo $a + $b, "\\n";\n',
@@ -65,6 +67,7 @@ PROGRAMS: dict[str, dict[str, str]] = {
         "loop": "<?php\nwhile (true) {}\n",
         "memory": '<?php\n$s = str_repeat("x", 200 << 20);\necho strlen($s), "\\n";\n',
         "flood": '<?php\n$s = str_repeat("x", 65535) . "\\n";\nwhile (true) echo $s;\n',
+        "echo": "<?php\necho fgets(STDIN);\n",
     },
     "lua": {
         "right": 'local a, b = io.read("n", "n")\nprint(a + b)\n',
@@ -75,6 +78,7 @@ PROGRAMS: dict[str, dict[str, str]] = {
         "loop": "while true do end\n",
         "memory": 'local s = string.rep("x", 200 << 20)\nprint(#s)\n',
         "flood": 'local s = string.rep("x", 65535) .. "\\n"\nwhile true do io.write(s) end\n',
+        "echo": 'io.write(io.read("a"))\n',
     },
     "ruby": {
         "right": "a, b = $stdin.read.split.map(&:to_i)\nputs a + b\n",
@@ -84,7 +88,18 @@ PROGRAMS: dict[str, dict[str, str]] = {
         "loop": "loop {}\n",
         "memory": 's = "x" * (200 << 20)\nputs s.size\n',
         "flood": 's = "x" * 65535 + "\\n"\nloop { $stdout.write(s) }\n',
+        "echo": "print $stdin.read\n",
     },
+}
+
+#: Accepts two numbers summing to the answer (a checker as open-r1 calls
+#: it: input, answer and output files; prints 1 or 0).
+SUM_CHECKER = {
+    "protocol": "openr1",
+    "language": "python",
+    "source": "import sys\n"
+    "inp, answer, got = (open(p).read().split() for p in sys.argv[1:4])\n"
+    "print(1 if len(got) == 2 and int(got[0]) + int(got[1]) == int(answer[0]) else 0)\n",
 }
 
 #: A MultiPL-E row (HumanEval_53_add) per language, in MultiPL-E's own
@@ -254,6 +269,11 @@ def test_every_verdict(client: CollimateClient, language: str) -> None:
     assert got["runtime_error"] == (0.0, ["runtime_error"] * 3)
     assert got["loop"] == (0.0, ["time_limit"])
     assert got["flood"] == (0.0, ["output_limit"])
+    # a problem with a checker (open-r1's protocol, in Python): any two
+    # numbers summing to the answer are right, so the input echoed is
+    checked = ContestReward(TESTS, language=language, time_limit=0.5, checker=SUM_CHECKER)
+    echo, wrong = grade_batch(client, "py", [programs["echo"], programs["wrong"]], checked)
+    assert (echo.reward, wrong.reward) == (1.0, 0.0), (echo.explain(), wrong.explain())
     # memory costs CPU to touch (less under a lower limit: 200 MiB against
     # 64), judged alone, with time to spare
     roomy = ContestReward(TESTS[:1], language=language, time_limit=5, memory_limit_mb=64)
