@@ -4,7 +4,8 @@
 # Ruby (bash and perl are normally there) from Debian's packages, Chromium
 # (the browser template) from Debian's too, TypeScript (with Node's type
 # definitions) from npm, and the test libraries of MultiPL-E, HumanEval-X
-# and MBXP (javatuples, testify, lodash, js-md5; Perl's Test::Deep).
+# and MBXP (javatuples, testify, lodash, js-md5; Perl's Test::Deep and
+# Data::Compare).
 # Idempotent;
 # run as root (apt-get, npm -g). The tests of every language need them; in
 # CI (CI=true) a missing one fails its tests instead of skipping them.
@@ -35,6 +36,8 @@ command -v ruby >/dev/null 2>&1 || apt_packages+=(ruby)
 # MultiPL-E's Perl tests use Test::Deep (its Lua tests' luaunit is the
 # harness's own, its Ruby tests' test-unit comes with Debian's ruby)
 perl -MTest::Deep -e 1 >/dev/null 2>&1 || apt_packages+=(libtest-deep-perl)
+# MBXP's Perl tests use Data::Compare
+perl -MData::Compare -e 1 >/dev/null 2>&1 || apt_packages+=(libdata-compare-perl)
 # the browser template's headless Chromium (connect_browser and its tests)
 [[ -x /usr/lib/chromium/chromium ]] || command -v chromium >/dev/null 2>&1 ||
   apt_packages+=(chromium)
