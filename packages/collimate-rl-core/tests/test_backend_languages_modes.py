@@ -417,3 +417,12 @@ def test_a_missing_framework_names_what_to_install(
     missing = _FINDERS[mode]()
     assert isinstance(missing, MissingToolchain)
     assert package in missing.message() and repr(mode) in missing.message()
+
+
+@pytest.mark.parametrize("mode", MODES)
+def test_judge_takes_no_mode(backend: LocalCollimateBackend, mode: str) -> None:
+    """``/v1/judge`` judges programs by their tests, never the candidate's
+    own: a mode is not a language there."""
+    body = {"problems": [{"language": mode, "tests": [["", ""]]}], "candidates": [{"source": ""}]}
+    r = httpx.post(f"{backend.base_url}/v1/judge", json=body, timeout=60)
+    assert r.status_code == 400 and "unknown language" in r.json()["error"], r.text

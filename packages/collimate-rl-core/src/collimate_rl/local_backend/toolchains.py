@@ -75,6 +75,8 @@ LANGUAGES: Final = (
     "bash", "perl", "php", "lua", "ruby",
     "pytest", "junit", "jest", "go_test",
 )  # fmt: skip
+#: SandboxFusion's test-framework modes: the code runs its own tests.
+TEST_MODES: Final = ("pytest", "junit", "jest", "go_test")
 
 
 @dataclass(frozen=True)
@@ -131,6 +133,14 @@ Found = Toolchain | MissingToolchain
 def resolve_language(name: str) -> str | None:
     """Our name for ``name`` (SandboxFusion's included), or None."""
     return ALIASES.get(name.strip().lower()) if isinstance(name, str) else None
+
+
+def judged_language(name: str) -> str | None:
+    """Our name for a language ``/v1/judge`` judges programs in: not one of
+    SandboxFusion's test-framework modes (``TEST_MODES``), whose runs are
+    judged by the candidate's own tests (``/run_code`` only)."""
+    found = resolve_language(name)
+    return None if found in TEST_MODES else found
 
 
 def _version(argv: list[str], line: int = 0) -> str:
