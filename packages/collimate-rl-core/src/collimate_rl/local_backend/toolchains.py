@@ -756,8 +756,10 @@ _FINDERS: Final = {
 #: The interpreters the script languages are found as.
 _SCRIPT_TOOLS: Final = ("bash", "perl", "php", "lua5.4", "ruby")
 #: What the test-framework modes are found as, beyond the languages' tools
-#: (jest's install is in node_module_roots' stamps below).
-_MODE_FILES: Final = (JUNIT_STANDALONE, "/usr/bin/python3")
+#: (jest's install is in node_module_roots' stamps below): the launcher,
+#: Debian's python3 and its pytest (python3-pytest installed after a probe
+#: changes its directory, not the interpreter)
+_MODE_FILES: Final = (JUNIT_STANDALONE, "/usr/bin/python3", "/usr/lib/python3/dist-packages/pytest")
 
 
 def _fingerprint() -> str:
