@@ -409,7 +409,7 @@ def test_a_missing_framework_names_what_to_install(
 ) -> None:
     monkeypatch.setattr(toolchains, "JUNIT_STANDALONE", "/nonexistent/junit.jar")
     monkeypatch.setattr(toolchains, "node_module_roots", lambda with_npm: [])
-    monkeypatch.setattr(toolchains, "_pytest_origin", lambda: None)
+    monkeypatch.setattr(toolchains, "_npm_root", lambda: None)
     no_pytest = subprocess.CompletedProcess([], 1, "", "No module named pytest")
     monkeypatch.setattr(toolchains, "run_tool", lambda *_a, **_k: no_pytest)
     if mode == "go_test":

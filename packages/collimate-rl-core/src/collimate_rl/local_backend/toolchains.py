@@ -19,15 +19,15 @@ from __future__ import annotations
 
 import contextlib
 import hashlib
-import importlib.util
 import json
 import os
 import re
 import shutil
 import subprocess
 import sys
+import sysconfig
 import zipfile
-from collections.abc import Mapping
+from collections.abc import Iterator, Mapping
 from dataclasses import dataclass, field
 from functools import lru_cache
 from pathlib import Path
@@ -486,36 +486,40 @@ _JEST_INSTALL: Final = (
 _PUBLIC_CLASS: Final = re.compile(r"\bpublic\s+(abstract\s+|final\s+)?class\s+(\w+)")
 
 
-def _pytest_origin() -> str | None:
-    """Where the server's interpreter would import pytest from (no import)."""
-    with contextlib.suppress(ImportError, ValueError):
-        spec = importlib.util.find_spec("pytest")
-        return spec.origin if spec is not None else None
-    return None
+def _pytest_dirs() -> tuple[str, ...]:
+    """Where the interpreters the pytest mode may run keep pytest (stamped
+    in the probe's fingerprint, so that installing it is seen): the
+    server's base interpreter's site-packages (a virtualenv's are not the
+    ``python`` language's: it runs the interpreter itself), Debian's."""
+    base = {"base": sys.base_prefix, "platbase": sys.base_prefix}
+    site = sysconfig.get_path("purelib", vars=base)
+    return (os.path.join(site, "pytest"), "/usr/lib/python3/dist-packages/pytest")
 
 
 def _pytest() -> Found:
-    """pytest in the server's interpreter (the ``python`` language's, as
-    SandboxFusion's pytest is its python's), else in Debian's python3."""
+    """pytest in the interpreter the ``python`` language runs (the
+    server's, as SandboxFusion's pytest is its python's), else in Debian's
+    python3."""
     install = (
         "install pytest into the server's Python (pip install pytest), "
         "or Debian's (apt-get install python3-pytest)"
     )
-    candidates = [os.path.realpath(sys.executable)] if _pytest_origin() else []
-    if os.path.isfile("/usr/bin/python3"):
-        candidates.append("/usr/bin/python3")
+    candidates = dict.fromkeys([os.path.realpath(sys.executable), "/usr/bin/python3"])
     for exe in candidates:
+        if not os.path.isfile(exe):
+            continue
+        # (one process, importing pytest alone: faster than pytest --version)
+        probe = "import sys, pytest; print(pytest.__version__, sys.version.split()[0])"
         try:
-            out = run_tool([exe, "-I", "-m", "pytest", "--version"], timeout=60)
+            out = run_tool([exe, "-I", "-c", probe], timeout=60)
         except (OSError, subprocess.SubprocessError):
             continue
-        if out.returncode != 0:
+        if out.returncode != 0 or len(out.stdout.split()) != 2:
             continue
-        version = (out.stdout or out.stderr).strip().splitlines()[-1]
-        python = _version([exe, "-I", "-c", "import sys; print(sys.version.split()[0])"])
+        version, python = out.stdout.split()
         return Toolchain(
             "pytest",
-            f"{version} on CPython {python}",
+            f"pytest {version} on CPython {python}",
             "test_main.py",
             # no cache written, no plugin but pytest's own loaded (the
             # environment's PYTEST_DISABLE_PLUGIN_AUTOLOAD), no ini file or
@@ -565,6 +569,16 @@ def _junit_version() -> str:
     return "unknown"
 
 
+def _jdk_version(home: str) -> str:
+    """The JDK's version from its ``release`` file (no JVM started: the
+    java language's probe starts one already)."""
+    with contextlib.suppress(OSError), open(os.path.join(home, "release"), encoding="utf-8") as fh:
+        for line in fh:
+            if line.startswith("JAVA_VERSION="):
+                return line.split("=", 1)[1].strip().strip('"')
+    return "unknown"
+
+
 def junit_source(code: str) -> str:
     """The file a junit run's code is written to: its public class's, as
     SandboxFusion names it (``Main.java`` when it has none)."""
@@ -586,9 +600,10 @@ def _junit() -> Found:
     # the launcher and the request's jars
     classpath = f"{JUNIT_STANDALONE}:{{dir}}:{{dir}}/*"
     script = 'exec "$0" -encoding UTF-8 -J-XX:+UseSerialGC -J-Xshare:auto -cp "$1" -d "$2" ./*.java'
+    home = os.path.dirname(os.path.dirname(javac))
     return Toolchain(
         "junit",
-        f"JUnit Platform {_junit_version()} on {_version([javac, '-version'])}",
+        f"JUnit Platform {_junit_version()} on javac {_jdk_version(home)}",
         "Main.java",  # (the public class's name: see junit_source)
         compile=(os.path.realpath(sh), "-c", script, javac, classpath, "{build}"),
         # the launcher scans the classpath's directories (the build) for
@@ -641,11 +656,20 @@ def _jest_config(root: str, babel_jest: str) -> str:
     return text.replace("{", "{{").replace("}", "}}").replace(dir_, "{dir}")
 
 
+def _jest_roots() -> Iterator[str]:
+    """Where jest may be installed: the usual roots, then npm's own (a
+    process: asked only when those have none)."""
+    yield from node_module_roots(with_npm=False)
+    npm = _npm_root()
+    if npm is not None:
+        yield npm
+
+
 def _jest() -> Found:
     node = shutil.which("node")
     if node is None:
         return MissingToolchain("jest", _JEST_INSTALL)
-    for root in node_module_roots(with_npm=True):
+    for root in _jest_roots():
         parts = [os.path.join(root, p) for p in _JEST_PARTS]
         babel_jest = next(
             (
@@ -756,10 +780,9 @@ _FINDERS: Final = {
 #: The interpreters the script languages are found as.
 _SCRIPT_TOOLS: Final = ("bash", "perl", "php", "lua5.4", "ruby")
 #: What the test-framework modes are found as, beyond the languages' tools
-#: (jest's install is in node_module_roots' stamps below): the launcher,
-#: Debian's python3 and its pytest (python3-pytest installed after a probe
-#: changes its directory, not the interpreter)
-_MODE_FILES: Final = (JUNIT_STANDALONE, "/usr/bin/python3", "/usr/lib/python3/dist-packages/pytest")
+#: (jest's install is in node_module_roots' stamps below, pytest's in
+#: _pytest_dirs'): the launcher, Debian's python3
+_MODE_FILES: Final = (JUNIT_STANDALONE, "/usr/bin/python3")
 
 
 def _fingerprint() -> str:
@@ -775,7 +798,7 @@ def _fingerprint() -> str:
         real = os.path.realpath(found)
         st = os.stat(real)
         parts.append([tool, found, real, st.st_mtime_ns, st.st_size])
-    for path in _MODE_FILES:
+    for path in (*_MODE_FILES, *_pytest_dirs()):
         parts.append([path, os.stat(path).st_mtime_ns if os.path.exists(path) else None])
     for root in node_module_roots(with_npm=False):
         for sub in ("typescript/package.json", "@types/node/package.json", *_JEST_PARTS):
@@ -784,7 +807,6 @@ def _fingerprint() -> str:
     rustup = os.environ.get("RUSTUP_HOME") or os.path.expanduser("~/.rustup")
     settings = os.path.join(rustup, "settings.toml")
     parts.append([settings, os.stat(settings).st_mtime_ns if os.path.exists(settings) else None])
-    parts.append(_pytest_origin())
     parts.append(os.environ.get("PATH", ""))
     parts.append(os.path.realpath(sys.executable))
     blob = json.dumps(parts, sort_keys=True).encode()
