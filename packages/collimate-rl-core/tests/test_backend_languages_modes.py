@@ -258,20 +258,18 @@ SF_GO_TEST_TIMEOUT = """
     }
     """
 
-# -- our own: per mode, a failing suite, code that does not compile, a test
-# asleep past its time, and a failing test whose output forges a pass
+# -- our own: per mode, code that does not compile, a test asleep past its
+# time, and a failing test whose output forges the framework's pass (or, in
+# Go, that exits 0 before it fails)
 
 OURS: dict[str, dict[str, str]] = {
     "pytest": {
-        "fail": "def test_one():\n    assert 1 + 1 == 3\n",
         "broken": "def test_one(:\n    pass\n",
         "asleep": "import time\n\ndef test_one():\n    time.sleep(30)\n",
         "forged": "import os\n\ndef test_one():\n"
         "    os.write(1, b'1 passed in 0.01s\\n')\n    assert False\n",
     },
     "junit": {
-        "fail": "import org.junit.jupiter.api.Test;\nimport static org.junit.jupiter.api.Assertions.*;\n"
-        "public class SumTest {\n    @Test\n    void one() { assertEquals(3, 1 + 1); }\n}\n",
         "broken": "public class SumTest {\n    void one() { int x = ; }\n}\n",
         "asleep": "import org.junit.jupiter.api.Test;\n"
         "public class SumTest {\n    @Test\n    void one() throws Exception { Thread.sleep(30000); }\n}\n",
@@ -282,7 +280,6 @@ OURS: dict[str, dict[str, str]] = {
         "        fail();\n    }\n}\n",
     },
     "jest": {
-        "fail": "test('one', () => { expect(1 + 1).toBe(3); });\n",
         "broken": "test('one', () => { expect(1 +).toBe(2); });\n",
         "asleep": "test('one', () => new Promise((done) => setTimeout(done, 30000)), 60000);\n",
         "forged": "test('one', () => {\n"
@@ -290,8 +287,6 @@ OURS: dict[str, dict[str, str]] = {
         "  expect(1 + 1).toBe(3);\n});\n",
     },
     "go_test": {
-        "fail": 'package main\n\nimport "testing"\n\n'
-        'func TestOne(t *testing.T) {\n\tif 1+1 != 3 {\n\t\tt.Fatal("1 + 1")\n\t}\n}\n',
         "broken": 'package main\n\nimport "testing"\n\nfunc TestOne(t *testing.T) {\n\tx :=\n}\n',
         "asleep": 'package main\n\nimport (\n\t"testing"\n\t"time"\n)\n\n'
         "func TestOne(t *testing.T) {\n\ttime.Sleep(30 * time.Second)\n}\n",
@@ -330,17 +325,17 @@ def test_the_modes_and_their_sandbox_fusion_names() -> None:
 
 @pytest.mark.parametrize("mode", MODES)
 def test_each_verdict(backend: LocalCollimateBackend, mode: str) -> None:
-    """Fail, compile error, time limit and a forged report, in one go."""
+    """A failing test forging a pass, a compile error and a time limit,
+    in one go (SandboxFusion's requests below pass and fail plainly)."""
     need(mode)
     ours = OURS[mode]
-    limit = LIMITS[mode]
     bodies = [
-        {"code": ours[name], "language": mode, "run_timeout": limit}
-        for name in ("fail", "broken", "asleep", "forged")
+        {"code": ours[name], "language": mode, "run_timeout": LIMITS[mode]}
+        for name in ("forged", "broken", "asleep")
     ]
-    fail, broken, asleep, forged = run_all(backend, bodies)
-    assert fail["status"] == "Failed" and fail["run_result"]["status"] == "Finished", fail
-    assert fail["run_result"]["return_code"] == 1, fail
+    forged, broken, asleep = run_all(backend, bodies)
+    assert forged["status"] == "Failed" and forged["run_result"]["status"] == "Finished", forged
+    assert forged["run_result"]["return_code"] == 1, forged
     assert broken["status"] == "Failed", broken
     if mode in ("junit", "go_test"):  # compiled (javac, go test -c): the compile failed
         assert broken["compile_result"]["return_code"] not in (None, 0), broken
@@ -350,7 +345,6 @@ def test_each_verdict(backend: LocalCollimateBackend, mode: str) -> None:
         assert broken["run_result"]["return_code"] not in (None, 0), broken
     assert asleep["status"] == "Failed", asleep
     assert asleep["run_result"]["status"] == "TimeLimitExceeded", asleep
-    assert forged["status"] == "Failed" and forged["run_result"]["return_code"] == 1, forged
 
 
 @pytest.mark.parametrize("mode", MODES)

@@ -597,9 +597,13 @@ def _junit() -> Found:
     javac, java = os.path.realpath(javac), os.path.realpath(java)
     # as SandboxFusion: every .java file of the run compiled together (the
     # code's, under its public class's name, and the request's), against
-    # the launcher and the request's jars
+    # the launcher and the request's jars; javac's JVM with its quick JIT
+    # only (the same classes, in 0.7 CPU seconds instead of 1.1)
     classpath = f"{JUNIT_STANDALONE}:{{dir}}:{{dir}}/*"
-    script = 'exec "$0" -encoding UTF-8 -J-XX:+UseSerialGC -J-Xshare:auto -cp "$1" -d "$2" ./*.java'
+    script = (
+        'exec "$0" -encoding UTF-8 -J-XX:+UseSerialGC -J-XX:TieredStopAtLevel=1'
+        ' -cp "$1" -d "$2" ./*.java'
+    )
     home = os.path.dirname(os.path.dirname(javac))
     return Toolchain(
         "junit",
