@@ -259,8 +259,9 @@ SF_GO_TEST_TIMEOUT = """
     """
 
 # -- our own: per mode, code that does not compile, a test asleep past its
-# time, and a failing test whose output forges the framework's pass (or, in
-# Go, that exits 0 before it fails)
+# time, and a failing test forging a pass: printing the framework's report
+# (pytest, jest), shadowing JUnit's assertions with its own, exiting 0
+# before it fails (Go)
 
 OURS: dict[str, dict[str, str]] = {
     "pytest": {
@@ -273,11 +274,11 @@ OURS: dict[str, dict[str, str]] = {
         "broken": "public class SumTest {\n    void one() { int x = ; }\n}\n",
         "asleep": "import org.junit.jupiter.api.Test;\n"
         "public class SumTest {\n    @Test\n    void one() throws Exception { Thread.sleep(30000); }\n}\n",
-        "forged": "import org.junit.jupiter.api.Test;\nimport static org.junit.jupiter.api.Assertions.*;\n"
-        "public class SumTest {\n    @Test\n    void one() {\n"
-        '        System.out.println("[         1 tests successful      ]");\n'
-        '        System.out.println("[         0 tests failed          ]");\n'
-        "        fail();\n    }\n}\n",
+        # its own Assertions, in JUnit's package, standing in for JUnit's
+        # (it would, with the build first on the class path)
+        "forged": "package org.junit.jupiter.api;\n"
+        "public class Assertions {\n    public static void assertEquals(int a, int b) {}\n}\n"
+        "class SumTest {\n    @Test\n    void one() { Assertions.assertEquals(3, 1 + 1); }\n}\n",
     },
     "jest": {
         "broken": "test('one', () => { expect(1 +).toBe(2); });\n",
