@@ -65,7 +65,7 @@ from .program_harness import (
     new_token,
     run_passed,
 )
-from .toolchains import Toolchain, resolve_language
+from .toolchains import Toolchain, judged_language, resolve_language
 from .wire_errors import bad_request
 
 __all__ = ["COMPARES", "JudgeProblem", "compare_output", "judge_body", "parse_judge_body"]
@@ -157,7 +157,7 @@ def _checker(raw: Any, what: str) -> Checker | None:
     if protocol not in CHECKERS:
         raise bad_request(f"{what}.checker.protocol must be one of {list(CHECKERS)}")
     language = raw.get("language", "cpp")
-    if not isinstance(language, str) or resolve_language(language) is None:
+    if not isinstance(language, str) or judged_language(language) is None:
         raise bad_request(f"{what}.checker.language: unknown language {language!r}")
     source = raw.get("source")
     if not isinstance(source, str) or not source.strip():
@@ -191,7 +191,7 @@ def _problem(raw: Any, i: int) -> JudgeProblem:
         raise bad_request(f"{what} must be an object")
     language = raw.get("language")
     auto = language == "auto" and raw.get("program") is None
-    if not isinstance(language, str) or (resolve_language(language) is None and not auto):
+    if not isinstance(language, str) or (judged_language(language) is None and not auto):
         raise bad_request(f"{what}.language: unknown language {language!r}")
     if raw.get("program") is not None:
         if raw.get("tests") is not None or raw.get("checker") is not None:
@@ -268,7 +268,7 @@ def parse_judge_body(body: Any) -> tuple[list[JudgeProblem], list[tuple[int, str
         if not isinstance(source, str):
             raise bad_request(f"candidates[{i}].source must be a string")
         language = c.get("language", problems[p].language)
-        if not isinstance(language, str) or resolve_language(language) is None:
+        if not isinstance(language, str) or judged_language(language) is None:
             raise bad_request(
                 f"candidates[{i}].language: unknown language {language!r}"
                 + (" (its problem's language is auto)" if language == "auto" else "")

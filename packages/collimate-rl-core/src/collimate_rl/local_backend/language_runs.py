@@ -348,7 +348,7 @@ class LanguageRuns:
             return Build("ok", "", {}, 0, 0.0, 0.0)
         if tc.language == "cpp" and tc.compile:
             await self._precompiled_header(tc.compile[0])
-        if tc.language == "go" and tc.compile:
+        if tc.language in ("go", "go_test") and tc.compile:
             await self._go_seed(tc.compile[0], tc.env)
         return await self.cache.get(key, compile_)
 

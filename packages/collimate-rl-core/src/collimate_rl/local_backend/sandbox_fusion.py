@@ -41,6 +41,7 @@ import math
 import os
 import sys
 from collections.abc import Mapping
+from dataclasses import replace
 from functools import lru_cache
 from typing import Any, Final
 
@@ -56,6 +57,7 @@ from .language_runs import (
 )
 from .routing import Request, Response, Router
 from .service import BackendService
+from .toolchains import junit_source
 from .wire_errors import WireError
 
 __all__ = [
@@ -82,6 +84,7 @@ LANGUAGES: Final = (
 RUNNABLE_LANGUAGES: Final = (
     "python", "cpp", "java", "nodejs", "typescript", "rust", "go",
     "bash", "perl", "php", "lua", "ruby",
+    "pytest", "junit", "jest", "go_test",
 )  # fmt: skip
 #: Seconds the exec gets beyond ``run_timeout`` (writing files, forking, reading back).
 EXEC_MARGIN_S: Final = 10
@@ -398,22 +401,41 @@ def _run_result(record: RunRecord) -> dict[str, Any]:
     }
 
 
+#: A go_test whose build took all of its run_timeout (see answer_compiled).
+_GO_TEST_BUILD_TIMEOUT: Final = {
+    "status": "TimeLimitExceeded",
+    "execution_time": None,
+    "return_code": None,
+    "stdout": "",
+    "stderr": "go test: building the test binary took the whole run_timeout\n",
+}
+
+
 async def answer_compiled(languages: LanguageRuns, run: dict[str, Any]) -> dict[str, Any]:
     """A ``/run_code`` in a language other than python: compiled once per
     distinct program (the server's compile cache), then run."""
     try:
         tc = await languages.toolchain(run["language"])
+        if tc.language == "junit":  # (javac wants the public class's name)
+            tc = replace(tc, source=junit_source(run["code"]))
         build = await languages.build(tc, run["code"], run["files"], run["compile_timeout"])
         compiled = _compile_result(build) if tc.compiled else None
         if build.verdict != "ok":
             return _answer("Failed", compile_result=compiled)
+        limit = run["run_timeout"]
+        if tc.language == "go_test":
+            # SandboxFusion's go test builds the test binary within
+            # run_timeout: the run gets what its build's CPU time left
+            limit -= build.cpu
+            if limit <= 0:
+                return _answer("Failed", run_result=_GO_TEST_BUILD_TIMEOUT, compile_result=compiled)
         memory = run["memory_limit_MB"]
         (record,) = await languages.run(
             tc,
             build,
             run["code"],
             [(run["stdin"] or "").encode()],
-            cpu_limit=run["run_timeout"],
+            cpu_limit=limit,
             memory_bytes=memory << 20 if memory > 0 else 0,
             output_bytes=_OUTPUT_CAP,
             files=run["files"],
