@@ -47,6 +47,10 @@ import types
 # joined in here when shipped).
 from .request_paths import _PathRefused, fetch_file, make_image_dirs, write_file
 
+TYPE_CHECKING = False
+if TYPE_CHECKING:  # never at run time: the guest interpreter imports no typing
+    from typing import Any
+
 JUPYTER_MARK = "\x1ecollimate-jupyter "
 #: At most this much of each cell's stdout and stderr is returned.
 CELL_OUTPUT_CAP = 1024 * 1024
@@ -62,21 +66,25 @@ def _cell_timed_out(signum: int, frame: object) -> None:
     raise TimeoutError("the cell ran past its cell_timeout")
 
 
-def _run_cell(namespace: dict[str, object], code: str, index: int, cell_timeout: float) -> dict:
+def _run_cell(
+    namespace: dict[str, Any], code: str, index: int, cell_timeout: float
+) -> dict[str, Any]:
     """One cell in ``namespace``: what it displayed and the error it raised."""
     import ast
     import linecache
     import traceback
 
     display: list[dict[str, str]] = []
-    error: list[dict[str, object]] = []
+    error: list[dict[str, Any]] = []
     filename = f"<cell {index + 1}>"
     linecache.cache[filename] = (len(code), None, code.splitlines(True), filename)
     try:
         tree = ast.parse(code, filename, "exec")
         last = None
-        if tree.body and isinstance(tree.body[-1], ast.Expr):
-            last = ast.Expression(tree.body.pop().value)
+        trailing = tree.body[-1] if tree.body else None
+        if isinstance(trailing, ast.Expr):
+            tree.body.pop()
+            last = ast.Expression(trailing.value)
         if cell_timeout > 0:
             signal.setitimer(signal.ITIMER_REAL, cell_timeout)
         try:
@@ -100,7 +108,7 @@ def _redirect(fd: int, path: str, flags: int) -> None:
     os.close(opened)
 
 
-def _kernel(root: str, req: dict, io_base: str, results: int) -> None:
+def _kernel(root: str, req: dict[str, Any], io_base: str, results: int) -> None:
     """In the forked process: run every cell, never return."""
     code = 1
     try:

@@ -44,7 +44,9 @@ How a run is judged, so that a busy machine never turns a pass into a fail:
 * wall time is only a backstop, far above the time limit: a run that
   reaches it having used neither its CPU time nor its idle time waited
   for a CPU most of the time. That is ``starved``, which the server
-  answers as its own failure, never as the program's;
+  answers as its own failure, never as the program's (but for a request
+  whose wall limit is its time limit, ``wall_is_limit``: SandboxFusion's
+  ``run_timeout`` is wall time, and a run past it is ``time_limit``);
 * memory is what the run really uses, its resident set (the JVM, Go and
   Node reserve gigabytes of address space they never touch, so
   ``RLIMIT_AS`` is not set), polled; a run past ``memory_bytes`` is killed
@@ -802,7 +804,7 @@ def _run(req: dict[str, Any], root: str, confined: bool) -> None:
         used = _watch(pid, cpu_limit, float(req["wall_limit"]), memory, io[1], output)
         alive = not _kill_leftovers()
         code = os.waitstatus_to_exitcode(used["status"])
-        killed = _run_limit(used, code, cpu_limit, memory)
+        killed = _run_limit(used, code, cpu_limit, memory, bool(req.get("wall_is_limit")))
         stdout = _pread(io[1], output + 1)
         if killed is None and len(stdout) > output:
             killed = "output_limit"
@@ -874,8 +876,13 @@ def _starved(used: dict[str, Any]) -> bool:
     return bool(used["waited"] >= STARVED_WAIT_SHARE * used["wall"])
 
 
-def _run_limit(used: dict[str, Any], code: int, cpu_limit: float, memory: int) -> str | None:
-    """The limit a run ended on, or None when it ended by itself."""
+def _run_limit(
+    used: dict[str, Any], code: int, cpu_limit: float, memory: int, wall_is_limit: bool = False
+) -> str | None:
+    """The limit a run ended on, or None when it ended by itself.
+    ``wall_is_limit``: the wall limit is the request's own time limit
+    (SandboxFusion's ``run_timeout``), never a backstop: past it is
+    ``time_limit``, never ``starved``."""
     killed = used["killed"]
     if killed == "output":
         return "output_limit"
@@ -884,7 +891,7 @@ def _run_limit(used: dict[str, Any], code: int, cpu_limit: float, memory: int) -
     if killed in ("cpu", "idle") or code == -signal.SIGXCPU:
         return "time_limit"
     if killed == "wall":  # neither its CPU time nor its idle time ran out
-        return "starved" if _starved(used) else "time_limit"
+        return "starved" if _starved(used) and not wall_is_limit else "time_limit"
     if code == -signal.SIGXFSZ:
         return "output_limit"
     if code == -signal.SIGKILL and memory and used["peak_rss"] >= memory * 0.75:

@@ -27,7 +27,7 @@ import subprocess
 import sys
 import sysconfig
 import zipfile
-from collections.abc import Iterator, Mapping
+from collections.abc import Callable, Iterator, Mapping
 from dataclasses import dataclass, field
 from functools import lru_cache
 from pathlib import Path
@@ -770,7 +770,7 @@ def _go_test() -> Found:
     )
 
 
-_FINDERS: Final = {
+_FINDERS: Final[dict[str, Callable[[], Found]]] = {
     "cpp": _cpp,
     "java": _java,
     "javascript": _javascript,
@@ -910,16 +910,16 @@ def available() -> dict[str, Toolchain]:
 #: missing: a request for one is the backend's failure (``SandboxError``,
 #: an infra error), never the program's.
 _UNSUPPLIED: Final = {
-    "julia": "Julia (julia on PATH; Debian 12 has no julia package)",
-    "swift": "Swift (swiftc on PATH; Debian 12 has no swift package)",
-    "lean": "Lean 4 with lake and Mathlib (from elan; in no registry here)",
-    "cuda": "an NVIDIA GPU with its driver and the CUDA toolkit (nvcc)",
-    "python_gpu": "an NVIDIA GPU with its driver, CUDA and a CUDA build of PyTorch",
+    "julia": ("Julia (julia)", "Debian 12 has no julia package"),
+    "swift": ("Swift (swiftc)", "Debian 12 has no swift package"),
+    "lean": ("Lean 4 with lake and Mathlib", "they come from elan, in no registry here"),
+    "cuda": ("the CUDA toolkit (nvcc)", "it needs an NVIDIA GPU and its driver"),
+    "python_gpu": ("CUDA and a CUDA build of PyTorch", "it needs an NVIDIA GPU and its driver"),
 }
 
 
 def _unsupplied(language: str) -> MissingToolchain:
+    what, why = _UNSUPPLIED[language]
     return MissingToolchain(
-        language,
-        f"a host needs {_UNSUPPLIED[language]}, and this backend has no {language} runner yet",
+        language, f"install {what} ({why}); this backend has no {language} runner yet either"
     )
