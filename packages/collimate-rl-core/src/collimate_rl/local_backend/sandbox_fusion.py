@@ -469,7 +469,7 @@ async def answer_compiled(languages: LanguageRuns, run: dict[str, Any]) -> dict[
             output_bytes=_OUTPUT_CAP,
             files=run["files"],
             fetch_files=run["fetch_files"],
-            wall_clock=True,
+            own_time=True,
         )
     except (LanguageUnavailable, LanguageInfraError) as exc:
         return sandbox_error(str(exc))
