@@ -54,6 +54,9 @@ if TYPE_CHECKING:  # never at run time: the guest interpreter imports no typing
 JUPYTER_MARK = "\x1ecollimate-jupyter "
 #: At most this much of each cell's stdout and stderr is returned.
 CELL_OUTPUT_CAP = 1024 * 1024
+#: At most this much of the cells' results is read from the kernel (a cell
+#: flooding the results pipe ends the request instead of filling memory).
+RESULTS_CAP = 64 * 1024 * 1024
 #: At most this much of one fetched file.
 FETCH_CAP = 5 * 1024 * 1024
 
@@ -191,7 +194,7 @@ def _jupyter_main(blob: str) -> None:
         if not ready:
             continue
         chunk = os.read(read_end, 65536)
-        if not chunk:
+        if not chunk or len(buffer) + len(chunk) > RESULTS_CAP:
             break
         buffer += chunk
     elapsed = time.monotonic() - started

@@ -460,6 +460,18 @@ def _sample() -> tuple[float, bool, float, float, int]:
     return cpu, runnable, busy, waited, len(below)
 
 
+def _lead_waited(pid: int) -> float:
+    """Seconds the first thread of ``pid`` has waited for a CPU (0 when it
+    cannot be read): the run's own time is its wall time less this. Not the
+    sum over its threads: a Go program's idle runtime threads queue too,
+    and their waiting is no time the program was kept from running."""
+    try:
+        with open("/proc/%d/schedstat" % pid, "rb") as fh:
+            return int(fh.read().split()[1]) / 1e9
+    except (OSError, IndexError, ValueError):
+        return 0.0
+
+
 def _watch(
     pid: int,
     cpu_limit: float,
@@ -485,14 +497,15 @@ def _watch(
     see ``_SCHED_CALLS``). The file open on ``out`` reaching ``cap`` bytes
     ends it too (a runtime that ignores ``SIGXFSZ``, as the JVM does, would
     write on, failing, forever). ``own_limit`` (when above 0) bounds the
-    run's own time, its wall time less the time it waited for a CPU (read
-    at each sample): what a clock on the wall would show on an idle
-    machine, sleeps included."""
+    run's own time, its wall time less the time its first thread waited
+    for a CPU (read at each sample): what a clock on the wall would show on
+    an idle machine, sleeps included."""
     started = last = time.monotonic()
     cpu = idle = busy = waited = 0.0
     peak = 0
     many = False  # whether the last sample found more than the run's one process
     own_over = False  # whether the last sample found the run past its own-time limit
+    lead_waited = 0.0  # seconds the run's first thread waited for a CPU (own_limit only)
     ended = None
     killed = None
     try:
@@ -523,7 +536,9 @@ def _watch(
             busy = tree_busy
             waited = max(waited, tree_waited)
             last = now
-            own_over = bool(own_limit) and now - started - waited > own_limit
+            if own_limit:
+                lead_waited = max(lead_waited, _lead_waited(pid))
+                own_over = now - started - lead_waited > own_limit
         else:
             cpu = max(cpu, _below_cpu() if many else _proc_cpu(pid))
         rss = _proc_rss(pid)
@@ -565,6 +580,7 @@ def _watch(
         "killed": killed,
         "idle": idle,
         "waited": waited,
+        "lead_waited": lead_waited,
     }
 
 
@@ -909,7 +925,7 @@ def _run_limit(
         return "time_limit"
     if killed == "wall":  # neither its CPU time nor its idle time ran out
         return "starved" if _starved(used) else "time_limit"
-    if own_time and used["wall"] - used["waited"] > cpu_limit:
+    if own_time and used["wall"] - used["lead_waited"] > cpu_limit:
         return "time_limit"
     if code == -signal.SIGXFSZ:
         return "output_limit"

@@ -643,7 +643,9 @@ def jupyter_response(output: str, exit_code: int) -> dict[str, Any]:
         driver["stderr"] = "the cells ran past total_timeout\n"
         return _jupyter_answer("Failed", driver=driver)
     if not done["all_cells"]:
-        driver["stderr"] = f"the kernel died during cell {len(cells) + 1}\n"
+        driver["stderr"] = (
+            f"the kernel died during cell {len(cells) + 1} (or flooded its results pipe)\n"
+        )
         return _jupyter_answer("Failed", driver=driver)
     return _jupyter_answer("Success", driver=driver, cells=cells, files=done["files"])
 
