@@ -308,7 +308,14 @@ def run_pytest(
 
 
 def _suite_env(peer: ModuleType) -> dict[str, str]:
-    env: dict[str, str] = peer._clean_env()
+    """This process's environment for SandboxFusion's pytest: less what
+    points at another interpreter's packages, and less the pytest settings
+    of a run this one is part of (CI's ``PYTEST_ADDOPTS`` loads a plugin of
+    its own from a ``PYTHONPATH`` SandboxFusion's interpreter does not get)."""
+    env: dict[str, str] = {
+        k: v for k, v in peer._clean_env().items() if not k.startswith("PYTEST_")
+    }
+    env.pop("COLLIMATE_CI_CPU_DIR", None)
     env.update(SUITE_ENV)
     return env
 
