@@ -383,13 +383,17 @@ class LanguageRuns:
         stop_after_failure: bool = False,
         expect: Sequence[str | None] | None = None,
         compare: str | None = None,
+        own_time: bool = False,
     ) -> list[RunRecord]:
         """The program on each of ``inputs``, each in a fresh process (in
         one exec). A run the machine starved is run again, alone.
 
         ``stop_after_failure``: once a run fails (a limit, a nonzero exit, or
         an output whose ``compare`` digest is not its ``expect`` entry), the
-        runs after it are not started and come back ``limit="skipped"``."""
+        runs after it are not started and come back ``limit="skipped"``.
+        ``own_time``: ``cpu_limit`` bounds the run's own time too (its wall
+        time less the time it waited for a CPU: sleeping counts), as
+        SandboxFusion's ``run_timeout`` bounds its wall time."""
         results: list[RunRecord | None] = [None] * len(inputs)
         todo = list(range(len(inputs)))
         for _ in range(STARVED_TRIES):
@@ -403,6 +407,7 @@ class LanguageRuns:
                     "inputs": [_input_wire(inputs[i]) for i in todo],
                     "cpu_limit": cpu_limit,
                     "wall_limit": wall_limit(cpu_limit),
+                    "own_time": own_time,
                     "memory_bytes": memory_bytes,
                     "output_bytes": output_bytes,
                     "fetch_files": list(fetch_files),

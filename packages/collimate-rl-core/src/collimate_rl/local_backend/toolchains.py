@@ -27,7 +27,7 @@ import subprocess
 import sys
 import sysconfig
 import zipfile
-from collections.abc import Iterator, Mapping
+from collections.abc import Callable, Iterator, Mapping
 from dataclasses import dataclass, field
 from functools import lru_cache
 from pathlib import Path
@@ -68,12 +68,21 @@ ALIASES: Final = {
     "junit": "junit",
     "jest": "jest",
     "go_test": "go_test",
+    # SandboxFusion's languages no registry here supplies (see _UNSUPPLIED)
+    "julia": "julia",
+    "jl": "julia",
+    "swift": "swift",
+    "lean": "lean",
+    "lean4": "lean",
+    "cuda": "cuda",
+    "python_gpu": "python_gpu",
 }
 #: Our languages, in the order they are listed.
 LANGUAGES: Final = (
     "cpp", "java", "javascript", "typescript", "rust", "go", "python",
     "bash", "perl", "php", "lua", "ruby",
     "pytest", "junit", "jest", "go_test",
+    "julia", "swift", "lean", "cuda", "python_gpu",
 )  # fmt: skip
 #: SandboxFusion's test-framework modes: the code runs its own tests.
 TEST_MODES: Final = ("pytest", "junit", "jest", "go_test")
@@ -761,7 +770,7 @@ def _go_test() -> Found:
     )
 
 
-_FINDERS: Final = {
+_FINDERS: Final[dict[str, Callable[[], Found]]] = {
     "cpp": _cpp,
     "java": _java,
     "javascript": _javascript,
@@ -778,6 +787,11 @@ _FINDERS: Final = {
     "junit": _junit,
     "jest": _jest,
     "go_test": _go_test,
+    "julia": lambda: _unsupplied("julia"),
+    "swift": lambda: _unsupplied("swift"),
+    "lean": lambda: _unsupplied("lean"),
+    "cuda": lambda: _unsupplied("cuda"),
+    "python_gpu": lambda: _unsupplied("python_gpu"),
 }
 
 
@@ -888,3 +902,24 @@ def find_toolchains() -> dict[str, Found]:
 
 def available() -> dict[str, Toolchain]:
     return {n: t for n, t in find_toolchains().items() if isinstance(t, Toolchain)}
+
+
+#: SandboxFusion's languages that no package registry this backend's hosts
+#: install from (Debian 12, PyPI, npm) supplies, or that need a GPU: what a
+#: host would need. This backend has no runner for them, so they are always
+#: missing: a request for one is the backend's failure (``SandboxError``,
+#: an infra error), never the program's.
+_UNSUPPLIED: Final = {
+    "julia": ("Julia (julia)", "Debian 12 has no julia package"),
+    "swift": ("Swift (swiftc)", "Debian 12 has no swift package"),
+    "lean": ("Lean 4 with lake and Mathlib", "they come from elan, in no registry here"),
+    "cuda": ("the CUDA toolkit (nvcc)", "it needs an NVIDIA GPU and its driver"),
+    "python_gpu": ("CUDA and a CUDA build of PyTorch", "it needs an NVIDIA GPU and its driver"),
+}
+
+
+def _unsupplied(language: str) -> MissingToolchain:
+    what, why = _UNSUPPLIED[language]
+    return MissingToolchain(
+        language, f"install {what} ({why}); this backend has no {language} runner yet either"
+    )
