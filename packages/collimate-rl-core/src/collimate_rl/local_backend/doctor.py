@@ -178,6 +178,8 @@ def _libraries() -> list[Finding]:
          os.path.isfile("/usr/include/boost/any.hpp"), "apt-get install libboost-dev"),
         ("Test::Deep (MultiPL-E's Perl)", _perl_module("Test/Deep.pm"),
          "apt-get install libtest-deep-perl"),
+        ("Data::Compare (MBXP's Perl)", _perl_module("Data/Compare.pm"),
+         "apt-get install libdata-compare-perl"),
         # (MultiPL-E's Racket checks are the harness's own; /run_code's are rackunit's)
         ("rackunit (Racket programs /run_code runs)",
          os.path.isfile("/usr/share/racket/pkgs/rackunit-lib/rackunit/main.rkt"),
