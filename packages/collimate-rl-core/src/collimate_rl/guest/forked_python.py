@@ -37,6 +37,16 @@ def limit_memory(memory_mb: int) -> None:
         resource.setrlimit(which, (soft, hard))
 
 
+def settle(root: str, memory_mb: int) -> None:
+    """The forked process's own ground: a process group of its own (what
+    the runner kills), SIGPIPE's default, ``root`` as its working
+    directory, ``memory_mb`` as its limit."""
+    os.setpgid(0, 0)
+    signal.signal(signal.SIGPIPE, signal.SIG_DFL)
+    os.chdir(root)
+    limit_memory(memory_mb)
+
+
 def fresh_main(root: str, path: str) -> types.ModuleType:
     """A new ``__main__`` for the code (``path`` its file, ``""`` for cells
     with none), with ``root`` first on the import path."""

@@ -45,7 +45,7 @@ import time
 # How a request's paths are placed: the language runner's rules, and how a
 # cell compiles: the kernel's (shared, joined in here when shipped).
 from .cells import compile_cell
-from .forked_python import fresh_main, limit_memory, read_capped, reap_group, redirect
+from .forked_python import fresh_main, read_capped, reap_group, redirect, settle
 from .request_paths import _PathRefused, fetched_files, request_root
 
 TYPE_CHECKING = False
@@ -101,14 +101,11 @@ def _kernel(root: str, req: dict[str, Any], io_base: str, results: int) -> None:
     """In the forked process: run every cell, never return."""
     code = 1
     try:
-        os.setpgid(0, 0)
-        signal.signal(signal.SIGPIPE, signal.SIG_DFL)
+        settle(root, int(req["memory_limit_MB"]))
         signal.signal(signal.SIGALRM, _cell_timed_out)
         redirect(0, os.devnull, os.O_RDONLY)
         os.closerange(3, results)
         os.closerange(results + 1, 1 << 16)
-        os.chdir(root)
-        limit_memory(int(req["memory_limit_MB"]))
         main = fresh_main(root, "")
         write = os.O_WRONLY | os.O_CREAT | os.O_TRUNC
         for index, cell in enumerate(req["cells"]):

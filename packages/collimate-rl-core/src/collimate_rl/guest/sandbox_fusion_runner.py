@@ -37,7 +37,6 @@ import contextlib
 import json
 import os
 import select
-import signal
 import sys
 import time
 
@@ -46,10 +45,10 @@ import time
 from .forked_python import (
     flush_and_exit,
     fresh_main,
-    limit_memory,
     read_capped,
     reap_group,
     redirect,
+    settle,
 )
 from .request_paths import _PathRefused, fetched_files, request_root
 
@@ -74,16 +73,13 @@ def _run_code(root: str, path: str, source: str, io_paths: list[str], memory_mb:
     """In the forked process: become ``python <path>`` and never return."""
     code = 1
     try:
-        os.setpgid(0, 0)
-        signal.signal(signal.SIGPIPE, signal.SIG_DFL)
+        settle(root, memory_mb)
         write = os.O_WRONLY | os.O_CREAT | os.O_TRUNC
         for target, (name, flags) in enumerate(
             ((io_paths[0], os.O_RDONLY), (io_paths[1], write), (io_paths[2], write))
         ):
             redirect(target, name, flags)
         os.closerange(3, 1 << 16)
-        os.chdir(root)
-        limit_memory(memory_mb)
         for stream in (sys.stdout, sys.stderr):
             reconfigure = getattr(stream, "reconfigure", None)
             if reconfigure is not None:

@@ -226,11 +226,8 @@ def validate_run_code(body: Any) -> dict[str, Any]:
     if not isinstance(body, Mapping):
         raise _Invalid([_error("model_attributes_type", "", "Input should be an object", body)])
     errors: list[dict[str, Any]] = []
-    code = body.get("code")
-    if "code" not in body:
-        errors.append(_error("missing", "code", "Field required", dict(body)))
-    elif not isinstance(code, str):
-        errors.append(_error("string_type", "code", "Input should be a valid string", code))
+    msg = "Input should be a valid string"
+    code = _required(body, "code", errors, _is_text, "string_type", msg)
     language = body.get("language")
     if "language" not in body:
         errors.append(_error("missing", "language", "Field required", dict(body)))
@@ -262,6 +259,32 @@ def validate_run_code(body: Any) -> dict[str, Any]:
         "run_timeout": run_timeout,
         **common,
     }
+
+
+def _is_text(value: Any) -> bool:
+    return isinstance(value, str)
+
+
+def _is_texts(value: Any) -> bool:
+    return isinstance(value, list) and all(isinstance(v, str) for v in value)
+
+
+def _required(
+    body: Mapping[str, Any],
+    key: str,
+    errors: list[dict[str, Any]],
+    accepts: Callable[[Any], bool],
+    kind: str,
+    msg: str,
+) -> Any:
+    """A field the request must have, as given (its error noted when it is
+    missing or ``accepts`` refuses it)."""
+    value = body.get(key)
+    if key not in body:
+        errors.append(_error("missing", key, "Field required", dict(body)))
+    elif not accepts(value):
+        errors.append(_error(kind, key, msg, value))
+    return value
 
 
 def _timeout_field(
@@ -557,11 +580,8 @@ def validate_run_jupyter(body: Any) -> dict[str, Any]:
     if not isinstance(body, Mapping):
         raise _Invalid([_error("model_attributes_type", "", "Input should be an object", body)])
     errors: list[dict[str, Any]] = []
-    cells = body.get("cells")
-    if "cells" not in body:
-        errors.append(_error("missing", "cells", "Field required", dict(body)))
-    elif not isinstance(cells, list) or not all(isinstance(c, str) for c in cells):
-        errors.append(_error("list_type", "cells", "Input should be a list of strings", cells))
+    msg = "Input should be a list of strings"
+    cells = _required(body, "cells", errors, _is_texts, "list_type", msg)
     cell_timeout = _number(body, "cell_timeout", 0, errors)
     total_timeout = _timeout_field(body, "total_timeout", 45, errors)
     if cell_timeout < 0:
