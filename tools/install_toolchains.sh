@@ -1,13 +1,13 @@
 #!/usr/bin/env bash
 # Install the compilers and runtimes the local backend's languages use,
-# where they are missing: g++, a JDK, Node.js, rustc, Go, PHP, Lua 5.4 and
-# Ruby (bash and perl are normally there) from Debian's packages, Chromium
-# (the browser template) from Debian's too, TypeScript (with Node's type
-# definitions) from npm, and the test libraries of MultiPL-E, HumanEval-X
-# and MBXP (javatuples, testify, lodash, js-md5; Perl's Test::Deep).
-# Idempotent;
-# run as root (apt-get, npm -g). The tests of every language need them; in
-# CI (CI=true) a missing one fails its tests instead of skipping them.
+# where they are missing: g++, a JDK, Node.js, rustc, Go, PHP, Lua 5.4,
+# Ruby (bash and perl are normally there), Mono's C# and LDC's D from
+# Debian's packages, Chromium (the browser template) from Debian's too,
+# TypeScript (with Node's type definitions) from npm, and the test libraries
+# of MultiPL-E, HumanEval-X and MBXP (javatuples, testify, lodash, js-md5;
+# Perl's Test::Deep; C#'s System.Numerics). Idempotent; run as root
+# (apt-get, npm -g). The tests of every language need them; in CI (CI=true)
+# a missing one fails its tests instead of skipping them.
 #
 #   bash tools/install_toolchains.sh
 set -euo pipefail
@@ -38,6 +38,12 @@ perl -MTest::Deep -e 1 >/dev/null 2>&1 || apt_packages+=(libtest-deep-perl)
 # the browser template's headless Chromium (connect_browser and its tests)
 [[ -x /usr/lib/chromium/chromium ]] || command -v chromium >/dev/null 2>&1 ||
   apt_packages+=(chromium)
+# C# on Mono (mcs, mono; System.Numerics, which MultiPL-E's C# references)
+# and D (LDC)
+command -v mcs >/dev/null 2>&1 || apt_packages+=(mono-mcs)
+command -v mono >/dev/null 2>&1 || apt_packages+=(mono-runtime)
+[[ -f /usr/lib/mono/4.5/System.Numerics.dll ]] || apt_packages+=(libmono-system-numerics4.0-cil)
+command -v ldc2 >/dev/null 2>&1 || apt_packages+=(ldc)
 if ((${#apt_packages[@]})); then
   say "apt-get install ${apt_packages[*]}"
   apt-get update -qq >/dev/null
@@ -60,4 +66,6 @@ say "g++ $(g++ -dumpfullversion), $(javac -version 2>&1), node $(node --version)
   "tsc $(node "$npm_root/typescript/lib/tsc.js" --version | cut -d' ' -f2)," \
   "$( (/usr/lib/chromium/chromium --version || chromium --version) 2>/dev/null | head -1)," \
   "bash ${BASH_VERSION%%(*}, perl $(perl -e 'print substr($^V, 1)'), $(php -r 'echo "php ", PHP_VERSION;')," \
-  "$(lua5.4 -v 2>&1 | cut -d' ' -f1-2), $(ruby --version | cut -d' ' -f1-2)"
+  "$(lua5.4 -v 2>&1 | cut -d' ' -f1-2), $(ruby --version | cut -d' ' -f1-2)," \
+  "mcs $(mcs --version | cut -d' ' -f5), mono $(mono --version | head -1 | cut -d' ' -f5)," \
+  "ldc2 $(ldc2 --version | head -1 | tr -d '():' | cut -d' ' -f7)"

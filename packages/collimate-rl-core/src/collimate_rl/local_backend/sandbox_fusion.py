@@ -55,6 +55,7 @@ from .language_runs import (
     marked_records,
 )
 from .routing import Request, Response, Router
+from .sandbox_fusion_csharp import sandbox_fusion_program
 from .service import BackendService
 from .wire_errors import WireError
 
@@ -82,6 +83,7 @@ LANGUAGES: Final = (
 RUNNABLE_LANGUAGES: Final = (
     "python", "cpp", "java", "nodejs", "typescript", "rust", "go",
     "bash", "perl", "php", "lua", "ruby",
+    "csharp", "D_ut",
 )  # fmt: skip
 #: Seconds the exec gets beyond ``run_timeout`` (writing files, forking, reading back).
 EXEC_MARGIN_S: Final = 10
@@ -403,7 +405,10 @@ async def answer_compiled(languages: LanguageRuns, run: dict[str, Any]) -> dict[
     distinct program (the server's compile cache), then run."""
     try:
         tc = await languages.toolchain(run["language"])
-        build = await languages.build(tc, run["code"], run["files"], run["compile_timeout"])
+        code, files = run["code"], run["files"]
+        if tc.language == "csharp":  # .NET's implicit usings and Debug.Assert
+            tc, code, files = sandbox_fusion_program(tc, code, files)
+        build = await languages.build(tc, code, files, run["compile_timeout"])
         compiled = _compile_result(build) if tc.compiled else None
         if build.verdict != "ok":
             return _answer("Failed", compile_result=compiled)
@@ -411,7 +416,7 @@ async def answer_compiled(languages: LanguageRuns, run: dict[str, Any]) -> dict[
         (record,) = await languages.run(
             tc,
             build,
-            run["code"],
+            code,
             [(run["stdin"] or "").encode()],
             cpu_limit=run["run_timeout"],
             memory_bytes=memory << 20 if memory > 0 else 0,

@@ -61,11 +61,17 @@ ALIASES: Final = {
     "lua": "lua",
     "ruby": "ruby",
     "rb": "ruby",
+    "csharp": "csharp",
+    "cs": "csharp",
+    "c#": "csharp",
+    "d": "d",
+    "d_ut": "d_ut",
 }
 #: Our languages, in the order they are listed.
 LANGUAGES: Final = (
     "cpp", "java", "javascript", "typescript", "rust", "go", "python",
     "bash", "perl", "php", "lua", "ruby",
+    "csharp", "d", "d_ut",
 )  # fmt: skip
 
 
@@ -445,6 +451,81 @@ def _ruby() -> Found:
     return _interpreter("ruby", ("ruby",), "ruby", "main.rb", ("--disable=rubyopt",))
 
 
+#: The assembly MultiPL-E's C# programs reference (``-r:System.Numerics.dll``,
+#: for ``BigInteger``); Debian's mono-mcs does not always bring it.
+MONO_NUMERICS: Final = "/usr/lib/mono/4.5/System.Numerics.dll"
+
+
+def _csharp() -> Found:
+    mcs, mono = shutil.which("mcs"), shutil.which("mono")
+    install = (
+        "install Mono's C# compiler and runtime "
+        "(Debian: apt-get install mono-mcs mono-runtime libmono-system-numerics4.0-cil)"
+    )
+    if mcs is None or mono is None or not os.path.isfile(MONO_NUMERICS):
+        return MissingToolchain("csharp", install)
+    mcs, mono = os.path.realpath(mcs), os.path.realpath(mono)
+    version = _version([mcs, "--version"]).removeprefix("Mono C# compiler version ")
+    runtime = _version([mono, "--version"]).removeprefix("Mono JIT compiler version ")
+    return Toolchain(
+        "csharp",
+        f"mcs {version} on mono {runtime.split()[0]}",
+        "main.cs",
+        # optimized, as contest judges run C# on Mono (Codeforces:
+        # -define:ONLINE_JUDGE -o+); Debug.Assert is compiled out (no
+        # DEBUG), System.Numerics referenced for BigInteger
+        compile=(
+            mcs,
+            "-optimize+",
+            "-define:ONLINE_JUDGE",
+            f"-r:{MONO_NUMERICS}",
+            "-out:{build}/main.exe",
+            "{src}",
+        ),
+        run=(mono, "{build}/main.exe"),
+        env={
+            "PATH": _PATH,
+            "LANG": "C.UTF-8",
+            # no /dev/shm/mono.<pid> performance-counter area per process
+            # (mcs is a Mono program too), and the registry (if a program
+            # uses Microsoft.Win32.Registry) in the run's own directory
+            "MONO_DISABLE_SHARED_AREA": "1",
+            "MONO_REGISTRY_PATH": "{dir}/.mono/registry",
+        },
+    )
+
+
+def _ldc(language: str, flags: tuple[str, ...]) -> Found:
+    ldc2 = shutil.which("ldc2")
+    if ldc2 is None:
+        return MissingToolchain(language, "install LDC, the LLVM D compiler (Debian: apt-get install ldc)")
+    ldc2 = os.path.realpath(ldc2)
+    lines = _version([ldc2, "--version"]), _version([ldc2, "--version"], 1)
+    version = lines[0].removeprefix("LDC - the LLVM D compiler ").strip("():")
+    return Toolchain(
+        language,
+        f"ldc2 {version} ({lines[1].removeprefix('based on ').split(' and ')[0]})",
+        "main.d",
+        compile=(ldc2, *flags, "-of={build}/main", "{src}"),
+        run=("{build}/main",),
+        env={"PATH": _PATH, "LANG": "C.UTF-8"},
+    )
+
+
+def _d() -> Found:
+    # as contest judges compile D (Codeforces: -O -release
+    # -version=ONLINE_JUDGE): asserts and contracts off, bounds checked
+    # in @safe code only
+    return _ldc("d", ("-O", "-release", "-version=ONLINE_JUDGE"))
+
+
+def _d_ut() -> Found:
+    # SandboxFusion's D_ut: ``dmd -unittest``, unoptimized, asserts on; the
+    # unittest blocks run before main (and main not at all when there are
+    # any: druntime's default), a failing one exits 1
+    return _ldc("d_ut", ("-unittest",))
+
+
 _FINDERS: Final = {
     "cpp": _cpp,
     "java": _java,
@@ -458,11 +539,16 @@ _FINDERS: Final = {
     "php": _php,
     "lua": _lua,
     "ruby": _ruby,
+    "csharp": _csharp,
+    "d": _d,
+    "d_ut": _d_ut,
 }
 
 
 #: The interpreters the script languages are found as.
 _SCRIPT_TOOLS: Final = ("bash", "perl", "php", "lua5.4", "ruby")
+#: C#'s compiler and runtime, D's compiler.
+_MONO_LDC_TOOLS: Final = ("mcs", "mono", "ldc2")
 
 
 def _fingerprint() -> str:
@@ -470,7 +556,8 @@ def _fingerprint() -> str:
     process): the tools on PATH, where they lead, the typescript install,
     rustup's home, and this module's own source."""
     parts: list[Any] = [_source_hash()]
-    for tool in ("g++", "javac", "java", "node", "npm", "rustc", "go", *_SCRIPT_TOOLS):
+    for tool in ("g++", "javac", "java", "node", "npm", "rustc", "go", *_SCRIPT_TOOLS,
+                 *_MONO_LDC_TOOLS):  # fmt: skip
         found = shutil.which(tool)
         if found is None:
             parts.append([tool, None])
@@ -485,6 +572,7 @@ def _fingerprint() -> str:
     rustup = os.environ.get("RUSTUP_HOME") or os.path.expanduser("~/.rustup")
     settings = os.path.join(rustup, "settings.toml")
     parts.append([settings, os.stat(settings).st_mtime_ns if os.path.exists(settings) else None])
+    parts.append([MONO_NUMERICS, os.path.exists(MONO_NUMERICS)])
     parts.append(os.environ.get("PATH", ""))
     parts.append(os.path.realpath(sys.executable))
     blob = json.dumps(parts, sort_keys=True).encode()
