@@ -45,6 +45,7 @@ _LEAD: Final = re.compile(
     r"(?:\s+|//[^\n]*|/\*.*?\*/|#[ \t]*(?:define|undef)\b[^\n]*|extern\s+alias\s+\w+\s*;)*",
     re.DOTALL,
 )
+_USING: Final = re.compile(r"(?m)^\s*using\s+([\w.]+)\s*;")
 #: The listener's class (a program naming a class so is refused by mcs: a
 #: duplicate definition, which no program here does).
 _LISTENER: Final = "CollimateSandboxFusionAssert"
@@ -81,15 +82,17 @@ _RELEASE_FLAGS: Final = ("-optimize+", "-define:ONLINE_JUDGE")
 
 
 def with_implicit_usings(code: str) -> str:
-    """``code`` with the implicit usings before its first token (a using
-    it has too is a warning, CS0105, as in .NET), its lines numbered as
-    they were."""
+    """``code`` with the implicit usings it lacks before its first token,
+    its lines numbered as they were."""
     end = _LEAD.match(code).end()  # type: ignore[union-attr]  # (matches the empty string)
     start = code.rfind("\n", 0, end) + 1
     if not code[start:end].strip():
         end = start  # at the start of its line
     line = code.count("\n", 0, end) + 1
-    usings = " ".join(f"using {name};" for name in IMPLICIT_USINGS)
+    has = set(_USING.findall(code))
+    usings = " ".join(f"using {name};" for name in IMPLICIT_USINGS if name not in has)
+    if not usings:
+        return code
     gap = "\n" if end and code[end - 1] != "\n" else ""
     return f"{code[:end]}{gap}{usings}\n#line {line}\n{code[end:]}"
 

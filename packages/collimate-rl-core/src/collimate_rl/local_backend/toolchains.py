@@ -491,6 +491,10 @@ def _csharp() -> Found:
             # uses Microsoft.Win32.Registry) in the run's own directory
             "MONO_DISABLE_SHARED_AREA": "1",
             "MONO_REGISTRY_PATH": "{dir}/.mono/registry",
+            # the runtime's own log, which Mono writes to stdout, away from
+            # the output judged: a run may not change its scheduling (see
+            # language_runner), and every Mono thread start warns of that
+            "MONO_LOG_DEST": "/dev/null",
         },
     )
 
@@ -516,7 +520,7 @@ def _d() -> Found:
     # as contest judges compile D (Codeforces: -O -release
     # -version=ONLINE_JUDGE): asserts and contracts off, bounds checked
     # in @safe code only
-    return _ldc("d", ("-O", "-release", "-version=ONLINE_JUDGE"))
+    return _ldc("d", ("-O", "-release", "--d-version=ONLINE_JUDGE"))
 
 
 def _d_ut() -> Found:
