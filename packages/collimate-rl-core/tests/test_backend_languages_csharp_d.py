@@ -148,7 +148,8 @@ ADD_ROWS: dict[str, dict[str, Any]] = {
         "shadow": "{\n    return x - y;\n}\n"
         "extern(C) int memcmp(const void* a, const void* b, size_t n) { return 0; }\n",
         "mixin": "{\n    return x - y;\n}\n"
-        'mixin("extern" ~ "(C) int memcmp(const void* a, const void* b, size_t n) { return 0; }");\n',
+        'mixin("extern" ~ "(C) int memcmp(const void* a, const void* b, size_t n)"'
+        ' ~ " { return 0; }");\n',
         # druntime's unittest run skipped: the harness runs them itself
         "tester": "{\n    return x - y;\n}\nshared static this() {\n    import core.runtime;\n"
         "    Runtime.extendedModuleUnitTester = () => UnitTestResult(0, 0, true, false);\n}\n",

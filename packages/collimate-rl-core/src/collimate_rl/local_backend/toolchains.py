@@ -502,7 +502,8 @@ def _csharp() -> Found:
 def _ldc(language: str, flags: tuple[str, ...]) -> Found:
     ldc2 = shutil.which("ldc2")
     if ldc2 is None:
-        return MissingToolchain(language, "install LDC, the LLVM D compiler (Debian: apt-get install ldc)")
+        install = "install LDC, the LLVM D compiler (Debian: apt-get install ldc)"
+        return MissingToolchain(language, install)
     ldc2 = os.path.realpath(ldc2)
     lines = _version([ldc2, "--version"]), _version([ldc2, "--version"], 1)
     version = lines[0].removeprefix("LDC - the LLVM D compiler ").strip("():")

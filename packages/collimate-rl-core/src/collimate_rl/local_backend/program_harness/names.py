@@ -138,14 +138,15 @@ _BASH_ENABLE: Final = re.compile(r"(?m)(?:^|[;&|(`{]|\$\()[ \t]*enable\b")
 #: A C# member (method, field, property) or local: a type's last token,
 #: then the name. In the tests' class a member shadows what the tests name
 #: (a field ``Tuple`` is what ``Tuple.Create`` then means).
-_CSHARP_MEMBER: Final = re.compile(r"(\w+|[\]>?])[ \t]*\s+([A-Za-z_]\w*)\s*(?:=>|[=;({])")
+_CSHARP_MEMBER: Final = re.compile(r"(\w+|[\]>?])\s+([A-Za-z_]\w*)\s*(?:=>|[=;({])")
 #: Words before a name that make it no declaration (``return F(x)``).
-_CSHARP_NOT_TYPES: Final = frozenset(
-    "return new else throw await case in is as out ref yield goto using namespace params this"
-    " base typeof nameof sizeof default checked unchecked lock fixed when where select from"
-    " let orderby group by into on equals join ascending descending not and or if while for"
-    " foreach switch catch do try finally".split()
-)
+_CSHARP_NOT_TYPES: Final = frozenset({
+    "return", "new", "else", "throw", "await", "case", "in", "is", "as", "out", "ref", "yield",
+    "goto", "using", "namespace", "params", "this", "base", "typeof", "nameof", "sizeof",
+    "default", "checked", "unchecked", "lock", "fixed", "when", "where", "select", "from", "let",
+    "orderby", "group", "by", "into", "on", "equals", "join", "ascending", "descending", "not",
+    "and", "or", "if", "while", "for", "foreach", "switch", "catch", "do", "try", "finally",
+})  # fmt: skip
 #: Go's grouped declarations: ``var ( a = 1; b = 2 )``.
 _GO_GROUP: Final = re.compile(r"\b(?:var|const|type)\s*\(([^()]*)\)")
 
