@@ -289,7 +289,8 @@ CS_HEAD = (
 )
 CS_RIGHT = (
     "string[] s = Console.In.ReadToEnd().Split((char[])null,"
-    " StringSplitOptions.RemoveEmptyEntries); Console.WriteLine(long.Parse(s[0]) + long.Parse(s[1]));"
+    " StringSplitOptions.RemoveEmptyEntries);"
+    " Console.WriteLine(long.Parse(s[0]) + long.Parse(s[1]));"
 )
 CSHARP = {
     "unlink_build": "N.unlink(N.Self());",
