@@ -471,9 +471,9 @@ def _csharp() -> Found:
         "csharp",
         f"mcs {version} on mono {runtime.split()[0]}",
         "main.cs",
-        # optimized, as contest judges run C# on Mono (Codeforces:
-        # -define:ONLINE_JUDGE -o+); Debug.Assert is compiled out (no
-        # DEBUG), System.Numerics referenced for BigInteger
+        # an optimized build with the symbol online judges define;
+        # Debug.Assert is compiled out (no DEBUG), System.Numerics
+        # referenced for BigInteger
         compile=(
             mcs,
             "-optimize+",
@@ -518,9 +518,8 @@ def _ldc(language: str, flags: tuple[str, ...]) -> Found:
 
 
 def _d() -> Found:
-    # as contest judges compile D (Codeforces: -O -release
-    # -version=ONLINE_JUDGE): asserts and contracts off, bounds checked
-    # in @safe code only
+    # the optimized release build online judges make of D: asserts and
+    # contracts off, bounds checked in @safe code only
     return _ldc("d", ("-O", "-release", "--d-version=ONLINE_JUDGE"))
 
 
