@@ -39,8 +39,8 @@ RIGHT = {
     " string[] s = Console.In.ReadToEnd().Split((char[])null,"
     " StringSplitOptions.RemoveEmptyEntries);"
     f' Console.WriteLine((long.Parse(s[0]) + long.Parse(s[1])) + " {SECRET}"); }} }}',
-    "d": 'import std.stdio;\nvoid main() { long a, b; readf(" %d %d", &a, &b);'
-    f' writeln(a + b, " {SECRET}"); }}',
+    "d": 'import core.stdc.stdio;\nvoid main() { long a, b; scanf("%lld %lld", &a, &b);'
+    f' printf("%lld {SECRET}\\n", a + b); }}',
 }
 #: The hacks every language can write.
 HACKS = {
