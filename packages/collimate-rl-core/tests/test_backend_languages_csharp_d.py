@@ -242,8 +242,8 @@ def test_a_multipl_e_row(client: CollimateClient, language: str) -> None:
     assert got["shadow"].detail["verdicts"] == ["wrong_answer"], got["shadow"].detail
 
 
-#: SandboxFusion's own tests of its csharp and D_ut runners
-#: (sandbox/tests/runners/test_csharp.py, test_d_ut.py): each request, and
+#: SandboxFusion's own tests of its csharp and D_ut runners (its runners'
+#: test files for the two languages): each request, and
 #: the status, run status and stdout they assert. One differs: its C#
 #: sleep is 1 s, not 200 ms, against a 0.1 s limit. A limit here is CPU
 #: time plus idle time, and idle time is seen by samples 0.1 s apart: a

@@ -12,8 +12,9 @@ Mono differs on each, so a ``/run_code`` program is built here as
 code (after what must come first: ``#define``, ``extern alias``), with a
 ``#line`` so the compiler's messages keep the program's own line numbers;
 ``-define:DEBUG;TRACE`` unoptimized, as a Debug build is; and a trace
-listener compiled in and named by the program's ``.exe.config`` (Mono
-reads it beside the ``.exe``) that ends the process as .NET does (Mono's
+listener compiled in and named by the program's configuration file
+(main.exe.config, which Mono reads beside the program) that ends the
+process as .NET does (Mono's
 own would print nothing and go on). ``System.Net.Http`` is the one
 implicit using left out: Debian's Mono runtime does not ship it, and no
 sandboxed run has a network.

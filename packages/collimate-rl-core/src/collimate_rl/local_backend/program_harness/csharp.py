@@ -12,7 +12,7 @@ unhandled exception. Here the program is compiled with ``-define:DEBUG``
   tests' class, the candidate's too, is first touched by the call of the
   tests' ``Main`` below, so its static constructor runs after), keeps it
   in a local (out of reach of reflection), puts ``/dev/null`` on fd 0 and
-  deletes ``.run.in``;
+  deletes the file it came from;
 * refuses a candidate's class that derives from a type of the base class
   library and overrides ``Equals`` (what the tests' ``.Equals(expected)``
   would call on a ``List<long>`` subclass returned for a ``List<long>``);

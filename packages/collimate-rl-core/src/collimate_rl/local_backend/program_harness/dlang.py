@@ -15,9 +15,9 @@ together (``-unittest``, asserts on, unoptimized as rdmd's default):
   beside ``std.typecons``' is an ambiguity, D's guard against hijacking,
   and so a compile error;
 * the launcher's (named after the key), first on the command line: a
-  function in ``.preinit_array`` (before any initializer or module
-  constructor of the candidate) reads the token with raw system calls,
-  puts ``/dev/null`` on fd 0 and deletes ``.run.in``; its ``main`` calls
+  function in the program's preinit array (run before any initializer or
+  module constructor of the candidate) reads the token with raw system
+  calls, puts ``/dev/null`` on fd 0 and deletes the file it came from; its ``main`` calls
   each ``unittest`` of the candidate's module and the tests' by
   ``__traits(getUnitTests)`` (compiled in, so nothing done to druntime's
   ModuleInfo or unit-test hooks at run time skips one), then the tests'
