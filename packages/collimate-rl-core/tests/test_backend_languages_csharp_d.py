@@ -242,6 +242,26 @@ def test_a_multipl_e_row(client: CollimateClient, language: str) -> None:
     assert got["shadow"].detail["verdicts"] == ["wrong_answer"], got["shadow"].detail
 
 
+def test_csharp_rows_join_as_multipl_e_joins_them(client: CollimateClient) -> None:
+    """A completion ending in a ``//`` comment keeps the tests' first line
+    (the closing brace) out of it; one with a ``Main`` of its own beside the
+    tests' is csc's compile error (two entry points), as in MultiPL-E."""
+    need("csharp")
+    case = ADD_ROWS["csharp"]
+    spec = ProgramReward(case["tests"], language="cs", prompt=case["prompt"])
+    commented, two_mains = grade_batch(
+        client,
+        "py",
+        [
+            "        return x + y;\n        // done",
+            "        return x + y;\n    }\n    public static void Main() {\n",
+        ],
+        spec,
+    )
+    assert commented.reward == 1.0, commented.explain()
+    assert two_mains.reward == 0.0 and "CS0017" in two_mains.explain(), two_mains.explain()
+
+
 #: SandboxFusion's own tests of its csharp and D_ut runners (its runners'
 #: test files for the two languages): each request, and
 #: the status, run status and stdout they assert. One differs: its C#

@@ -32,7 +32,7 @@ import re
 from typing import Final
 
 from ..toolchains import Toolchain
-from .common import Assembly, ProgramUnusable, tag
+from .common import Assembly, ProgramRejected, ProgramUnusable, tag
 from .names import code_only
 
 __all__ = ["assemble_csharp"]
@@ -135,6 +135,14 @@ def assemble_csharp(
     t = tag("csharp", candidate, tests, prompt or "")
     if _CS_MAIN.search(code_only(tests, "csharp")) is None:
         raise ProgramUnusable("the tests have no static Main to run")
+    if _CS_MAIN.search(code_only(candidate, "csharp")) is not None:
+        # with the tests' Main, two entry points: csc's CS0017, as in
+        # MultiPL-E's compile (the launcher's -main: would hide it)
+        raise ProgramRejected(
+            "the program has more than one entry point (a Main of the candidate's and the "
+            "tests'): error CS0017",
+            "compile_error",
+        )
     declared = _CS_CLASS.findall(code_only(tests, "csharp"))
     mains = declared + [n for n in _CS_CLASS.findall(code_only(prompt or "", "csharp"))
                         if n not in declared]  # fmt: skip
@@ -146,5 +154,7 @@ def assemble_csharp(
     at = flags.index("{src}")
     flags[at:at] = ["-define:DEBUG", f"-main:{t}"]
     return Assembly(
-        f"{candidate}{body}\n{launcher}", {}, dataclasses.replace(tc, compile=tuple(flags))
+        # (a newline between: a candidate ending in a // comment must not
+        # swallow the tests' first line)
+        f"{candidate}\n{body}\n{launcher}", {}, dataclasses.replace(tc, compile=tuple(flags))
     )
