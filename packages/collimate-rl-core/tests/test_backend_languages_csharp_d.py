@@ -262,6 +262,18 @@ def test_csharp_rows_join_as_multipl_e_joins_them(client: CollimateClient) -> No
     assert two_mains.reward == 0.0 and "CS0017" in two_mains.explain(), two_mains.explain()
 
 
+def test_a_d_module_named_as_a_librarys_is_refused(client: CollimateClient) -> None:
+    """``module std.typecons;`` would make the candidate's ``tuple`` the one
+    the tests import."""
+    need("d")
+    tests = "unittest { assert(pair() == tuple(1, 2)); }\nvoid main(){}"
+    tests = "import std.typecons;\n" + tests  # (a whole program: no prompt)
+    spec = ProgramReward(tests, language="d")
+    forged = "module std.typecons;\nauto tuple(A...)(A a) { return 0; }\nauto pair() { return 0; }\n"
+    (result,) = grade_batch(client, "py", [forged], spec)
+    assert result.reward == 0.0 and "a library's name" in result.explain(), result.explain()
+
+
 #: SandboxFusion's own tests of its csharp and D_ut runners (its runners'
 #: test files for the two languages): each request, and
 #: the status, run status and stdout they assert. One differs: its C#

@@ -31,7 +31,9 @@ it; a string ``mixin`` hides any declaration from a reading of the
 source; ``ldc.attributes`` places code in the program's initializers) is
 refused: a candidate using ``extern(C)``, ``extern(C++)``,
 ``pragma(mangle)``, ``pragma(crt_constructor)``, a string ``mixin`` or LDC's
-attributes is judged wrong without running.
+attributes is judged wrong without running, and so is one naming its
+module as a library's (``module std.typecons;`` would stand in for Phobos'
+in the tests' imports).
 """
 
 from __future__ import annotations
@@ -133,6 +135,10 @@ def assemble_d(
         )
     declared = _D_MODULE.match(code)
     module = declared.group(1) if declared else tc.source.removesuffix(".d")
+    if "." in module or module == "object":
+        # a module named as a library's (std.typecons, druntime's object)
+        # would stand in for it in the tests' imports
+        raise ProgramRejected(f"the candidate names its module {module!r}, a library's name")
     imports = [m.group() for m in _D_IMPORT.finditer(code_only(prompt or "", "d"))]
     imports += [m.group() for m in _D_PLAIN_IMPORT.finditer(code)]
     tests_main = ""
