@@ -269,7 +269,9 @@ def test_a_d_module_named_as_a_librarys_is_refused(client: CollimateClient) -> N
     tests = "unittest { assert(pair() == tuple(1, 2)); }\nvoid main(){}"
     tests = "import std.typecons;\n" + tests  # (a whole program: no prompt)
     spec = ProgramReward(tests, language="d")
-    forged = "module std.typecons;\nauto tuple(A...)(A a) { return 0; }\nauto pair() { return 0; }\n"
+    forged = (
+        "module std.typecons;\nauto tuple(A...)(A a) { return 0; }\nauto pair() { return 0; }\n"
+    )
     (result,) = grade_batch(client, "py", [forged], spec)
     assert result.reward == 0.0 and "a library's name" in result.explain(), result.explain()
 
