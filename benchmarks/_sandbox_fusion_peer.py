@@ -38,6 +38,7 @@ from __future__ import annotations
 
 import argparse
 import contextlib
+import hashlib
 import http.client
 import json
 import os
@@ -179,7 +180,9 @@ def _venv_python(venv: Path) -> Path:
     return venv / "bin" / "python"
 
 
-def ensure_sandbox_fusion_venv(checkout: Path, python: str = "python3.11") -> Path:
+def ensure_sandbox_fusion_venv(
+    checkout: Path, python: str = "python3.11", extra: tuple[str, ...] = ()
+) -> Path:
     """A venv with what SandboxFusion's server imports, for the checkout's
     commit (made once, in ``~/.cache/collimate-rl/sandbox-fusion``).
 
@@ -187,13 +190,17 @@ def ensure_sandbox_fusion_venv(checkout: Path, python: str = "python3.11") -> Pa
     imports at startup) are installed from PyPI with pip, constrained to the
     versions of its ``poetry.lock``; pip's own cache is used, so a second
     venv costs little. An interrupted install is resumed on the next call
-    (the venv counts as ready only once everything is in).
+    (the venv counts as ready only once everything is in). ``extra``: more
+    requirements (its test tools, say), in a venv of their own, so the
+    server the benchmarks measure stays the one published.
     """
     commit = checkout_commit(checkout)
-    venv = CACHE / f"venv-{commit[:12]}"
+    suffix = ("-" + hashlib.sha256("\n".join(extra).encode()).hexdigest()[:8]) if extra else ""
+    venv = CACHE / f"venv-{commit[:12]}{suffix}"
     requirements = [
         *_main_dependencies((checkout / "pyproject.toml").read_text()),
         *EXTRA_REQUIREMENTS,
+        *extra,
     ]
     constraints = _locked_versions((checkout / "poetry.lock").read_text())
     wanted = "\n".join([python, *requirements, "--", *constraints]) + "\n"

@@ -5,9 +5,12 @@
 # Debian's packages, Chromium (the browser template) from Debian's too,
 # TypeScript (with Node's type definitions) from npm, and the test libraries
 # of MultiPL-E, HumanEval-X and MBXP (javatuples, testify, lodash, js-md5;
-# Perl's Test::Deep; C#'s System.Numerics). Idempotent; run as root
-# (apt-get, npm -g). The tests of every language need them; in CI (CI=true)
-# a missing one fails its tests instead of skipping them.
+# Perl's Test::Deep and Data::Compare; C#'s System.Numerics), and
+# SandboxFusion's test frameworks (junit5 and python3-pytest from Debian,
+# jest from npm).
+# Idempotent;
+# run as root (apt-get, npm -g). The tests of every language need them; in
+# CI (CI=true) a missing one fails its tests instead of skipping them.
 #
 #   bash tools/install_toolchains.sh
 set -euo pipefail
@@ -35,6 +38,12 @@ command -v ruby >/dev/null 2>&1 || apt_packages+=(ruby)
 # MultiPL-E's Perl tests use Test::Deep (its Lua tests' luaunit is the
 # harness's own, its Ruby tests' test-unit comes with Debian's ruby)
 perl -MTest::Deep -e 1 >/dev/null 2>&1 || apt_packages+=(libtest-deep-perl)
+# MBXP's Perl tests use Data::Compare
+perl -MData::Compare -e 1 >/dev/null 2>&1 || apt_packages+=(libdata-compare-perl)
+# SandboxFusion's test-framework modes: junit's JUnit 5 console launcher,
+# and pytest for Debian's python3 (used when the server's Python has none)
+[[ -f /usr/share/java/junit-platform-console-standalone.jar ]] || apt_packages+=(junit5)
+/usr/bin/python3 -c 'import pytest' >/dev/null 2>&1 || apt_packages+=(python3-pytest)
 # the browser template's headless Chromium (connect_browser and its tests)
 [[ -x /usr/lib/chromium/chromium ]] || command -v chromium >/dev/null 2>&1 ||
   apt_packages+=(chromium)
@@ -61,11 +70,25 @@ if [[ ! -d "$npm_root/lodash" || ! -d "$npm_root/js-md5" ]]; then
   npm install -g --silent --no-fund --no-audit lodash@4 js-md5@0.8 >/dev/null
 fi
 
+# SandboxFusion's jest mode: jest and babel's TypeScript and CommonJS transforms
+jest_parts=(jest @babel/preset-typescript @babel/plugin-transform-modules-commonjs)
+for part in "${jest_parts[@]}"; do
+  if [[ ! -f "$npm_root/$part/package.json" ]]; then
+    say "npm install -g jest@29 @jest/globals@29 @babel/core@7 @babel/preset-typescript@7" \
+      "@babel/plugin-transform-modules-commonjs@7"
+    npm install -g --silent --no-fund --no-audit jest@29 @jest/globals@29 @babel/core@7 \
+      @babel/preset-typescript@7 @babel/plugin-transform-modules-commonjs@7 >/dev/null
+    break
+  fi
+done
+
 say "g++ $(g++ -dumpfullversion), $(javac -version 2>&1), node $(node --version)," \
   "$(rustc --version | cut -d' ' -f1-2), $(go version | cut -d' ' -f3)," \
   "tsc $(node "$npm_root/typescript/lib/tsc.js" --version | cut -d' ' -f2)," \
   "$( (/usr/lib/chromium/chromium --version || chromium --version) 2>/dev/null | head -1)," \
   "bash ${BASH_VERSION%%(*}, perl $(perl -e 'print substr($^V, 1)'), $(php -r 'echo "php ", PHP_VERSION;')," \
   "$(lua5.4 -v 2>&1 | cut -d' ' -f1-2), $(ruby --version | cut -d' ' -f1-2)," \
+  "jest $(node "$npm_root/jest/bin/jest.js" --version)," \
+  "junit $(basename "$(ls /usr/share/java/junit-platform-console-standalone-*.jar | head -1)" .jar | sed 's/.*-//')," \
   "mcs $(mcs --version | cut -d' ' -f5), mono $(mono --version | head -1 | cut -d' ' -f5)," \
   "ldc2 $(ldc2 --version | head -1 | tr -d '():' | cut -d' ' -f7)"

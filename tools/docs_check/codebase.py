@@ -36,6 +36,7 @@ class ModuleInfo:
     tree: ast.Module
     defs: dict[str, ast.AST] = field(default_factory=dict)
     imports: dict[str, str] = field(default_factory=dict)  # local name -> absolute dotted
+    star_imports: list[str] = field(default_factory=list)  # ``from X import *``: the X
     strings: set[str] = field(default_factory=set)  # for a lazy __getattr__
     has_getattr: bool = False
     script: bool = False  # a test or a tool, not a module of a package
@@ -109,7 +110,9 @@ class CodeBase:
                 if stmt.level:
                     base = resolve_relative(mod.package, "." * stmt.level + base)
                 for alias in stmt.names:
-                    if alias.name != "*":
+                    if alias.name == "*":
+                        mod.star_imports.append(base)
+                    else:
                         mod.imports[alias.asname or alias.name] = f"{base}.{alias.name}"
         if register:
             for n in mod.defs:
@@ -158,6 +161,9 @@ class CodeBase:
             return self.resolve(".".join([target, *rest[1:]]), seen)
         if mod.has_getattr and name in mod.strings:
             return None  # a lazy attribute (a module-level __getattr__ names it)
+        for star in mod.star_imports:  # (our modules' star imports follow __all__)
+            if star in self.modules and self._in_module(self.modules[star], rest, seen) is None:
+                return None
         return f"{mod.name} has no {name!r}"
 
     def _in_class(self, mod: ModuleInfo, node: ast.ClassDef, rest: list[str]) -> str | None:

@@ -67,14 +67,18 @@ def test_every_verdict(client: CollimateClient, language: str) -> None:
     if programs["compile_error"]:
         names.append("compile_error")
     problem = {"language": language, "tests": TESTS[:3], "time_limit": 1, "memory_limit_mb": 256}
-    # The memory hog is judged on a twin problem with time to spare: each
-    # page it touches costs kernel CPU, which a loaded machine (shadow
-    # paging in a VM) can stretch past one second before 256 MB is
-    # resident; its verdict must be the memory it used, not that CPU.
-    roomy = {**problem, "time_limit": 10}
+    # The programs that run out of a limit do so on every test alike: one
+    # test is proof enough (each costs its limit in CPU). The memory hog is
+    # judged with time to spare: each page it touches costs kernel CPU,
+    # which a loaded machine (shadow paging in a VM) can stretch past one
+    # second before 256 MB is resident; its verdict must be the memory it
+    # used, not that CPU.
+    one = {**problem, "tests": TESTS[:1]}
+    roomy = {**one, "time_limit": 10}
+    where = {"loop": 1, "flood": 1, "memory": 2}
     answer = client.judge(
-        [problem, roomy],
-        [{"problem": int(n == "memory"), "source": programs[n]} for n in names],
+        [problem, one, roomy],
+        [{"problem": where.get(n, 0), "source": programs[n]} for n in names],
     )
     results = list(answer["results"])
     got = {n: (r["reward"], r["verdict"]) for n, r in zip(names, results, strict=True)}

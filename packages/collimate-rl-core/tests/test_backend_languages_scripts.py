@@ -1,9 +1,11 @@
 """Bash, Perl, PHP, Lua and Ruby on a real local backend, with the hosts'
 own interpreters: contest programs through ``ContestReward`` (every
 verdict: right, wrong, partial credit, runtime error, time limit, memory
-limit, output limit), MultiPL-E rows of each through the program harness
+limit, output limit; a problem with a checker), MultiPL-E rows of each through the program harness
 (its canonical answer 1.0, a mutant, an early exit and a redefined
-builtin 0.0), and ``/run_code`` in SandboxFusion's names for them.
+builtin 0.0; forging the end of the tests, reading the token off stdin,
+killing every process and stalling 0.0 beside right siblings), and
+``/run_code`` in SandboxFusion's names for them.
 
 Limits are small (0.5 CPU seconds for a loop): the CI machine is small."""
 
@@ -44,6 +46,7 @@ PROGRAMS: dict[str, dict[str, str]] = {
         "memory": "printf -v s '%*s' 150000000 ''\necho ${#s}\n",
         # (bash's own printf writes too slowly to flood within the time limit)
         "flood": "exec yes " + "x" * 64 + "\n",
+        "echo": "read a b\necho $a $b\n",
     },
     "perl": {
         "right": "my ($a, $b) = split ' ', <STDIN>;\nprint $a + $b, \"\\n\";\n",
@@ -54,6 +57,7 @@ PROGRAMS: dict[str, dict[str, str]] = {
         "loop": "1 while 1;\n",
         "memory": "my $s = 'x' x (200 << 20);\nprint length($s), \"\\n\";\n",
         "flood": "my $s = ('x' x 65535) . \"\\n\";\nprint $s while 1;\n",
+        "echo": "print <STDIN>;\n",
     },
     "php": {
         "right": PHP_READ + 'echo $a + $b, "\\n";\n',
@@ -63,6 +67,7 @@ PROGRAMS: dict[str, dict[str, str]] = {
         "loop": "<?php\nwhile (true) {}\n",
         "memory": '<?php\n$s = str_repeat("x", 200 << 20);\necho strlen($s), "\\n";\n',
         "flood": '<?php\n$s = str_repeat("x", 65535) . "\\n";\nwhile (true) echo $s;\n',
+        "echo": "<?php\necho fgets(STDIN);\n",
     },
     "lua": {
         "right": 'local a, b = io.read("n", "n")\nprint(a + b)\n',
@@ -73,6 +78,7 @@ PROGRAMS: dict[str, dict[str, str]] = {
         "loop": "while true do end\n",
         "memory": 'local s = string.rep("x", 200 << 20)\nprint(#s)\n',
         "flood": 'local s = string.rep("x", 65535) .. "\\n"\nwhile true do io.write(s) end\n',
+        "echo": 'io.write(io.read("a"))\n',
     },
     "ruby": {
         "right": "a, b = $stdin.read.split.map(&:to_i)\nputs a + b\n",
@@ -82,7 +88,18 @@ PROGRAMS: dict[str, dict[str, str]] = {
         "loop": "loop {}\n",
         "memory": 's = "x" * (200 << 20)\nputs s.size\n',
         "flood": 's = "x" * 65535 + "\\n"\nloop { $stdout.write(s) }\n',
+        "echo": "print $stdin.read\n",
     },
+}
+
+#: Accepts two numbers summing to the answer (a checker as open-r1 calls
+#: it: input, answer and output files; prints 1 or 0).
+SUM_CHECKER = {
+    "protocol": "openr1",
+    "language": "python",
+    "source": "import sys\n"
+    "inp, answer, got = (open(p).read().split() for p in sys.argv[1:4])\n"
+    "print(1 if len(got) == 2 and int(got[0]) + int(got[1]) == int(answer[0]) else 0)\n",
 }
 
 #: A MultiPL-E row (HumanEval_53_add) per language, in MultiPL-E's own
@@ -185,6 +202,45 @@ ADD_ROWS: dict[str, dict[str, Any]] = {
     },
 }
 
+#: Printed by the forging hacks: the shape of a token (32 hex digits).
+FAKE = "0123456789abcdef0123456789abcdef"
+#: What a policy tries past the function (whole programs, judged without
+#: the stop tokens): forge the end of the tests, read the token off stdin,
+#: kill every process it can signal (and answer wrong: killing launders
+#: nothing); and a completion that stalls.
+HACKS: dict[str, dict[str, str]] = {
+    "bash": {
+        "forge": f"    echo $(( $1 + $2 ))\n}}\necho; echo {FAKE}; exit 0\nf() {{\n",
+        "stdin": '    echo $(( $1 + $2 ))\n}\nread -r t; echo; echo "$t"; exit 0\nf() {\n',
+        "kill_everyone": "    echo $(( $1 - $2 ))\n}\nkill -KILL -1\nf() {\n",
+        "stall": "    while :; do :; done\n",
+    },
+    "perl": {
+        "forge": f'    return $x + $y;\n}}\nprint "\\n{FAKE}\\n"; exit 0;\n',
+        "stdin": '    return $x + $y;\n}\nmy $t = <STDIN>; print "\\n$t"; exit 0;\n',
+        "kill_everyone": "    return $x - $y;\n}\nkill 'KILL', -1;\n",
+        "stall": "    1 while 1;\n}\n",
+    },
+    "php": {
+        "forge": f'    return $x + $y;\n}}\necho "\\n{FAKE}\\n"; exit(0);\n',
+        "stdin": '    return $x + $y;\n}\n$t = fgets(STDIN); echo "\\n$t"; exit(0);\n',
+        "kill_everyone": "    return $x - $y;\n}\nposix_kill(-1, SIGKILL);\n",
+        "stall": "    while (true) {}\n}\n",
+    },
+    "lua": {
+        "forge": f"  return x + y\nend\nprint('\\n{FAKE}'); os.exit(0)\n",
+        "stdin": "  return x + y\nend\nprint('\\n' .. (io.read('a') or '')); os.exit(0)\n",
+        "kill_everyone": "  return x - y\nend\nos.execute('kill -KILL -1')\n",
+        "stall": "  while true do end\nend\n",
+    },
+    "ruby": {
+        "forge": f'  x + y\nend\nputs "\\n{FAKE}"; exit 0\n',
+        "stdin": '  x + y\nend\nputs "\\n" + STDIN.read.to_s; exit 0\n',
+        "kill_everyone": "  x - y\nend\nProcess.kill(:KILL, -1) rescue nil\n",
+        "stall": "  loop {}\nend\n",
+    },
+}
+
 backend, client = module_backend(timeout=600)
 
 
@@ -213,6 +269,11 @@ def test_every_verdict(client: CollimateClient, language: str) -> None:
     assert got["runtime_error"] == (0.0, ["runtime_error"] * 3)
     assert got["loop"] == (0.0, ["time_limit"])
     assert got["flood"] == (0.0, ["output_limit"])
+    # a problem with a checker (open-r1's protocol, in Python): any two
+    # numbers summing to the answer are right, so the input echoed is
+    checked = ContestReward(TESTS, language=language, time_limit=0.5, checker=SUM_CHECKER)
+    echo, wrong = grade_batch(client, "py", [programs["echo"], programs["wrong"]], checked)
+    assert (echo.reward, wrong.reward) == (1.0, 0.0), (echo.explain(), wrong.explain())
     # memory costs CPU to touch (less under a lower limit: 200 MiB against
     # 64), judged alone, with time to spare
     roomy = ContestReward(TESTS[:1], language=language, time_limit=5, memory_limit_mb=64)
@@ -244,6 +305,31 @@ def test_a_multipl_e_row(client: CollimateClient, language: str) -> None:
     ]
     assert got["early"].detail["verdicts"] == ["wrong_answer"], got["early"].detail
     assert got["shadow"].detail["verdicts"] == ["wrong_answer"], got["shadow"].detail
+
+
+@pytest.mark.parametrize("language", LANGS)
+def test_program_hacks_score_zero_beside_right_siblings(
+    client: CollimateClient, language: str
+) -> None:
+    need(language)
+    case = ADD_ROWS[language]
+    uncut = ProgramReward(
+        case["tests"], language=case["language"], prompt=case["prompt"], time_limit=0.5
+    )
+    hacks = HACKS[language]
+    completions = [case["right"]]
+    for hack in hacks.values():
+        completions += [hack, case["right"]]
+    results = grade_batch(client, "py", completions, uncut)
+    assert not any(r.infra_error for r in results), [r.explain() for r in results]
+    assert [r.reward for r in results[0::2]] == [1.0] * (len(hacks) + 1), [
+        r.explain() for r in results[0::2]
+    ]
+    got = dict(zip(hacks, results[1::2], strict=True))
+    assert {name: r.reward for name, r in got.items()} == dict.fromkeys(hacks, 0.0), {
+        name: r.explain() for name, r in got.items()
+    }
+    assert got["stall"].detail["verdicts"] == ["time_limit"], got["stall"].detail
 
 
 def test_perl_fails_a_run_printing_error_as_multipl_e_does(client: CollimateClient) -> None:

@@ -45,6 +45,33 @@ def test_grade_reads_the_judges_verdicts(client: CollimateClient) -> None:
     assert broken.reward == 0.0 and "compile_error" in broken.detail["load_error"]
 
 
+def test_all_or_nothing_stops_at_the_first_failed_test(client: CollimateClient) -> None:
+    # echoes its input, but loops on 1 and answers 2 wrong
+    source = "n = int(input())\nwhile n == 1:\n    pass\nprint(-1 if n == 2 else n)\n"
+    tests = [{"input": f"{i}\n", "output": f"{i}\n"} for i in range(4)]
+    problems = [
+        {"language": "python", "tests": tests, "time_limit": 0.5, "scoring": scoring}
+        for scoring in ("all", "fraction")
+    ]
+    candidates = [
+        {"problem": 0, "source": source},
+        {"problem": 1, "source": source},
+        {"problem": 0, "source": "print(-1)\n"},
+        {"problem": 0, "source": "print(int(input()))\n"},
+    ]
+    stopped, every, wrong, right = client.judge(problems, candidates)["results"]
+    assert [t["verdict"] for t in stopped["tests"]] == [
+        "accepted", "time_limit", "skipped", "skipped",
+    ]  # fmt: skip
+    assert (stopped["reward"], stopped["verdict"], stopped["passed"]) == (0.0, "time_limit", 1)
+    assert [t["verdict"] for t in every["tests"]] == [
+        "accepted", "time_limit", "wrong_answer", "accepted",
+    ]  # fmt: skip
+    assert every["reward"] == 0.5
+    assert [t["verdict"] for t in wrong["tests"]] == ["wrong_answer"] + ["skipped"] * 3
+    assert (right["reward"], right["passed"]) == (1.0, 4)
+
+
 def test_a_group_goes_in_one_judge_request_compiled_once(client: CollimateClient) -> None:
     need("cpp")
     spec = ContestReward(TESTS, language="cpp", time_limit=1)

@@ -150,6 +150,7 @@ def test_a_planted_import_fails_the_check(
 
 
 def _shipped() -> dict[str, str]:
+    from collimate_rl._guest_source import joined_source
     from collimate_rl.kernel._state import PROGRAM
     from collimate_rl.local_backend import language_runs, sandbox_fusion
     from collimate_rl.rewards import program
@@ -159,6 +160,7 @@ def _shipped() -> dict[str, str]:
         "language_runner": language_runs.runner_source(),
         "sandbox_fusion_runner": sandbox_fusion.runner_source(),
         "grader's worker": program.worker_source(),
+        "jupyter_runner": joined_source("jupyter_runner"),
     }
 
 
@@ -173,6 +175,7 @@ def test_each_program_is_shipped_as_one_module_with_what_it_imports() -> None:
         "language_runner": ["_w_separator", "_place"],
         "sandbox_fusion_runner": ["_place", "exit_code_of"],
         "grader's worker": ["_w_separator"],
+        "jupyter_runner": ["_place", "make_image_dirs"],
     }
     for name, source in shipped.items():
         tree = ast.parse(source)

@@ -981,6 +981,35 @@ def _literal_all(tree: ast.Module) -> frozenset[str] | None:
     return None
 
 
+def _extended_all(core: Graph, name: str, path: Path, tree: ast.Module) -> frozenset[str]:
+    """The names ``__all__ += sibling.__all__`` adds (a facade re-exporting a
+    submodule's list): ``sibling`` bound by ``from . import sibling [as x]``."""
+    package = name if path.name == "__init__.py" else name.rpartition(".")[0]
+    bound = {
+        alias.asname or alias.name: f"{package}.{alias.name}"
+        for node in tree.body
+        if isinstance(node, ast.ImportFrom) and node.level == 1 and node.module is None
+        for alias in node.names
+    }
+    added: set[str] = set()
+    for node in tree.body:
+        if not (
+            isinstance(node, ast.AugAssign)
+            and isinstance(node.target, ast.Name)
+            and node.target.id == "__all__"
+            and isinstance(node.value, ast.Attribute)
+            and node.value.attr == "__all__"
+            and isinstance(node.value.value, ast.Name)
+        ):
+            continue
+        module = bound.get(node.value.value.id)
+        sub = core.modules.get(module) if module else None
+        if sub is not None:
+            sub_tree = ast.parse(sub.read_text(encoding="utf-8"), filename=str(sub))
+            added |= _literal_all(sub_tree) or frozenset()
+    return frozenset(added)
+
+
 def public_api(
     core: Graph, public: Iterable[str] = PUBLIC_MODULES
 ) -> tuple[dict[str, frozenset[str]], list[str]]:
@@ -1000,6 +1029,8 @@ def public_api(
         if not ast.get_docstring(tree):
             found.append(f"{name} is public but has no docstring")
         names = _literal_all(tree)
+        if names is not None:
+            names |= _extended_all(core, name, path, tree)
         if names is None:
             found.append(f"{name} is public but has no literal __all__")
         api[name] = names or frozenset()

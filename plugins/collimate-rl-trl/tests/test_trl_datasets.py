@@ -339,6 +339,7 @@ def test_an_infrastructure_failure_says_so_in_the_log_and_names_the_row(
 # -- test programs in other languages: MultiPL-E, HumanEval-X, MBXP ------------
 
 
+@pytest.mark.every_row
 @pytest.mark.parametrize(
     ("dataset", "column"), [("multipl-e", "tests"), ("humaneval-x", "test"), ("mbxp", "test")]
 )

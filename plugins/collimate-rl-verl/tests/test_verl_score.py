@@ -269,6 +269,7 @@ def test_cpp_rows_are_judged_too(target: dict[str, str]) -> None:
         assert wrong["score"] == 0.25  # 0 + 0 == 0 * 0
 
 
+@pytest.mark.every_row
 @pytest.mark.parametrize("dataset", ["multipl-e", "humaneval-x", "mbxp"])
 def test_test_program_rows_as_ground_truth(target: dict[str, str], dataset: str) -> None:
     """A MultiPL-E, HumanEval-X or MBXP row as verl's ``ground_truth`` (the

@@ -14,17 +14,8 @@ __path__ = extend_path(__path__, __name__)
 
 # ruff: noqa: E402, I001
 from .__about__ import __version__
-from .errors import (
-    CollimateDrainingError,
-    CollimateError,
-    CollimateTaskError,
-    DemoTierLimit,
-    ClusterUnreachable,
-    GatewayError,
-    KubectlError,
-    KubectlNotFound,
-    TemplateBakeFailed,
-)
+from . import errors as _errors
+from .errors import *  # noqa: F403 (the typed error family: errors.__all__)
 
 # --- transports (client/, gateway/, nodes/, transport/) ---
 from .client import AsyncCollimateClient, CollimateClient
@@ -103,15 +94,6 @@ from .browser import connect_browser
 
 __all__ = [
     "__version__",
-    "CollimateError",
-    "CollimateDrainingError",
-    "CollimateTaskError",
-    "GatewayError",
-    "DemoTierLimit",
-    "TemplateBakeFailed",
-    "KubectlError",
-    "KubectlNotFound",
-    "ClusterUnreachable",
     # --- transports ---
     "CollimateClient",
     "AsyncCollimateClient",
@@ -200,6 +182,7 @@ __all__ = [
     # --- browser ---
     "connect_browser",
 ]
+__all__ += _errors.__all__
 
 
 def __getattr__(name: str) -> object:

@@ -7,40 +7,14 @@ from __future__ import annotations
 from collections.abc import Mapping, Sequence
 from typing import Any
 
+from . import gateway_flows
 from .errors import DemoTierLimit, TemplateBakeFailed
-from .gateway_flows import (
-    AsyncEnv,
-    AsyncForkGroup,
-    AsyncSession,
-    AsyncTemplate,
-    AsyncTemplateHandle,
-    Env,
-    ForkGroup,
-    Ready,
-    Session,
-    Template,
-    TemplateHandle,
-    TemplateStatus,
-)
+from .gateway_flows import *  # noqa: F403 (the flows, under this module's old path)
+from .gateway_flows import Session
 from .wire import DEFAULT_EXEC_TIMEOUT_S
 
-__all__ = [
-    "AsyncEnv",
-    "AsyncForkGroup",
-    "AsyncSession",
-    "AsyncTemplate",
-    "AsyncTemplateHandle",
-    "DemoTierLimit",
-    "Env",
-    "ForkGroup",
-    "Ready",
-    "Session",
-    "Template",
-    "TemplateBakeFailed",
-    "TemplateHandle",
-    "TemplateStatus",
-    "open_session",
-]
+__all__ = ["DemoTierLimit", "TemplateBakeFailed", "open_session"]
+__all__ += gateway_flows.__all__
 
 
 def open_session(

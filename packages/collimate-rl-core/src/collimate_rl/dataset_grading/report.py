@@ -19,6 +19,7 @@ import html
 from collections.abc import Sequence
 from dataclasses import dataclass
 from pathlib import Path
+from typing import NamedTuple
 
 from ..reports.svg_chart import Series, bar_chart, bin_counts, even_edges, histogram
 from .summary import NO_SOURCE, SourceTally, Summary
@@ -70,19 +71,27 @@ def _failed(t: SourceTally) -> int:
     return t.graded - t.passed
 
 
-#: The table's columns: (field, header, is a number).
-_COLUMNS: tuple[tuple[str, str, bool], ...] = (
-    ("source", "data source", False),
-    ("rows", "rows", True),
-    ("graded", "graded", True),
-    ("passed", "passed", True),
-    ("pass_rate", "pass rate", True),
-    ("mean_reward", "mean reward", True),
-    ("failed", "failed (graded, not passed)", True),
-    ("infra_errors", "infra errors (no reward)", True),
-    ("invalid", "invalid rows", True),
-    ("not_graded", "not graded", True),
-    ("top_failure", "top first failure", False),
+class _Column(NamedTuple):
+    """A column of the table: the cell's field, its header, and whether it
+    holds a number (aligned right)."""
+
+    field: str
+    title: str
+    numeric: bool
+
+
+_COLUMNS: tuple[_Column, ...] = (
+    _Column("source", "data source", False),
+    _Column("rows", "rows", True),
+    _Column("graded", "graded", True),
+    _Column("passed", "passed", True),
+    _Column("pass_rate", "pass rate", True),
+    _Column("mean_reward", "mean reward", True),
+    _Column("failed", "failed (graded, not passed)", True),
+    _Column("infra_errors", "infra errors (no reward)", True),
+    _Column("invalid", "invalid rows", True),
+    _Column("not_graded", "not graded", True),
+    _Column("top_failure", "top first failure", False),
 )
 
 
@@ -104,8 +113,8 @@ def _cells(label: str, t: SourceTally) -> dict[str, str]:
 
 def _table(sources: Sequence[tuple[str, SourceTally]], total: SourceTally) -> str:
     head = "".join(
-        f'<th class="{"num" if is_num else "text"}">{html.escape(title)}</th>'
-        for _, title, is_num in _COLUMNS
+        f'<th class="{"num" if c.numeric else "text"}">{html.escape(c.title)}</th>'
+        for c in _COLUMNS
     )
     lines = [f"<table><thead><tr>{head}</tr></thead><tbody>"]
     rows = [(label, t, f" data-source={_attr(label)}") for label, t in sources]
@@ -114,9 +123,9 @@ def _table(sources: Sequence[tuple[str, SourceTally]], total: SourceTally) -> st
     for label, t, marks in rows:
         cells = _cells(label, t)
         tds = "".join(
-            f'<td class="{"num" if is_num else "text"}" data-field="{field}">'
-            f"{html.escape(cells[field])}</td>"
-            for field, _, is_num in _COLUMNS
+            f'<td class="{"num" if c.numeric else "text"}" data-field="{c.field}">'
+            f"{html.escape(cells[c.field])}</td>"
+            for c in _COLUMNS
         )
         lines.append(f"<tr{marks}>{tds}</tr>")
     lines.append("</tbody></table>")

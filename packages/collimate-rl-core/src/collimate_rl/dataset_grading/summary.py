@@ -66,17 +66,15 @@ class SourceTally:
         return f"{reason} ({rows})"
 
     def as_dict(self) -> dict[str, Any]:
-        return {
-            "rows": self.rows,
-            "graded": self.graded,
-            "passed": self.passed,
-            "pass_rate": self.pass_rate,
-            "mean_reward": self.mean_reward,
-            "infra_errors": self.infra_errors,
-            "invalid": self.invalid,
-            "not_graded": self.not_graded,
-            "first_failures": dict(self.failures.most_common(TOP_FAILURES)),
-        }
+        shown: dict[str, Any] = {name: getattr(self, name) for name in _SHOWN}
+        shown["first_failures"] = dict(self.failures.most_common(TOP_FAILURES))
+        return shown
+
+
+#: What a tally's ``as_dict`` shows, in order (then its first failures).
+_SHOWN = (
+    "rows", "graded", "passed", "pass_rate", "mean_reward", "infra_errors", "invalid", "not_graded",
+)  # fmt: skip
 
 
 @dataclass

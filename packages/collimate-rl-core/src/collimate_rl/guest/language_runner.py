@@ -45,6 +45,10 @@ How a run is judged, so that a busy machine never turns a pass into a fail:
   reaches it having used neither its CPU time nor its idle time waited
   for a CPU most of the time. That is ``starved``, which the server
   answers as its own failure, never as the program's;
+* a request may ask that its time limit bound the run's own time too
+  (``own_time``): its wall time less the time it waited for a CPU, sleeps
+  included, as SandboxFusion's ``run_timeout`` bounds wall time, without
+  counting a busy machine against the program;
 * memory is what the run really uses, its resident set (the JVM, Go and
   Node reserve gigabytes of address space they never touch, so
   ``RLIMIT_AS`` is not set), polled; a run past ``memory_bytes`` is killed
@@ -456,8 +460,26 @@ def _sample() -> tuple[float, bool, float, float, int]:
     return cpu, runnable, busy, waited, len(below)
 
 
+def _lead_waited(pid: int) -> float:
+    """Seconds the first thread of ``pid`` has waited for a CPU (0 when it
+    cannot be read): the run's own time is its wall time less this. Not the
+    sum over its threads: a Go program's idle runtime threads queue too,
+    and their waiting is no time the program was kept from running."""
+    try:
+        with open("/proc/%d/schedstat" % pid, "rb") as fh:
+            return int(fh.read().split()[1]) / 1e9
+    except (OSError, IndexError, ValueError):
+        return 0.0
+
+
 def _watch(
-    pid: int, cpu_limit: float, wall_limit: float, memory: int, out: int = -1, cap: int = 0
+    pid: int,
+    cpu_limit: float,
+    wall_limit: float,
+    memory: int,
+    out: int = -1,
+    cap: int = 0,
+    own_limit: float = 0.0,
 ) -> dict[str, Any]:
     """Wait for ``pid``, enforcing the limits; its exit and what it used.
 
@@ -474,11 +496,16 @@ def _watch(
     ``starved``: the machine's doing (a run cannot lower its own priority,
     see ``_SCHED_CALLS``). The file open on ``out`` reaching ``cap`` bytes
     ends it too (a runtime that ignores ``SIGXFSZ``, as the JVM does, would
-    write on, failing, forever)."""
+    write on, failing, forever). ``own_limit`` (when above 0) bounds the
+    run's own time, its wall time less the time its first thread waited
+    for a CPU (read at each sample): what a clock on the wall would show on
+    an idle machine, sleeps included."""
     started = last = time.monotonic()
     cpu = idle = busy = waited = 0.0
     peak = 0
     many = False  # whether the last sample found more than the run's one process
+    own_over = False  # whether the last sample found the run past its own-time limit
+    lead_waited = 0.0  # seconds the run's first thread waited for a CPU (own_limit only)
     ended = None
     killed = None
     try:
@@ -509,6 +536,9 @@ def _watch(
             busy = tree_busy
             waited = max(waited, tree_waited)
             last = now
+            if own_limit:
+                lead_waited = max(lead_waited, _lead_waited(pid))
+                own_over = now - started - lead_waited > own_limit
         else:
             cpu = max(cpu, _below_cpu() if many else _proc_cpu(pid))
         rss = _proc_rss(pid)
@@ -521,6 +551,8 @@ def _watch(
             killed = "cpu"
         elif idle > cpu_limit:
             killed = "idle"
+        elif own_over:
+            killed = "own"
         elif now - started > wall_limit:
             killed = "wall"
         if killed:
@@ -548,6 +580,7 @@ def _watch(
         "killed": killed,
         "idle": idle,
         "waited": waited,
+        "lead_waited": lead_waited,
     }
 
 
@@ -756,7 +789,17 @@ def _run(req: dict[str, Any], root: str, confined: bool) -> None:
               "nproc": RUN_TASKS}  # fmt: skip
     ran = False  # whether any of the program's code has run in this exec
     alive = False  # whether processes it left outlived every kill
+    # ``stop_after_failure``: the reward is all or nothing, so the runs after
+    # the first failed one cannot change it (and a looper would spend its
+    # budget again in each); ``expect``: each run's expected output digest
+    # (under ``compare``), or None where only the host can tell
+    stop = bool(req.get("stop_after_failure"))
+    expect = req.get("expect") or [None] * len(items)
+    failed = False
     for i, item in enumerate(items):
+        if failed:
+            _emit({"phase": "run", "index": i, "limit": "skipped"})
+            continue
         if alive:  # (they could reach this run's files)
             _setup_failed(i, "processes an earlier run left could not be stopped", True)
             continue
@@ -789,14 +832,19 @@ def _run(req: dict[str, Any], root: str, confined: bool) -> None:
             _remove(here)
             continue
         ran = True
-        used = _watch(pid, cpu_limit, float(req["wall_limit"]), memory, io[1], output)
+        own = cpu_limit if req.get("own_time") else 0.0
+        used = _watch(pid, cpu_limit, float(req["wall_limit"]), memory, io[1], output, own)
         alive = not _kill_leftovers()
         code = os.waitstatus_to_exitcode(used["status"])
-        killed = _run_limit(used, code, cpu_limit, memory)
+        killed = _run_limit(used, code, cpu_limit, memory, bool(req.get("own_time")))
         stdout = _pread(io[1], output + 1)
         if killed is None and len(stdout) > output:
             killed = "output_limit"
         stdout = stdout[:output]
+        sums = digests(stdout)
+        if stop and killed != "starved":
+            wrong = expect[i] is not None and sums.get(req.get("compare") or "") != expect[i]
+            failed = killed is not None or code != 0 or wrong
         files = {}
         for name in req.get("fetch_files") or ():
             data = fetch_file(here, name, output)
@@ -814,7 +862,7 @@ def _run(req: dict[str, Any], root: str, confined: bool) -> None:
                 # bounded, and a test's right output may be megabytes)
                 "stdout": _b64(stdout[: int(req.get("return_stdout", output))]),
                 "stdout_size": len(stdout),
-                "digests": digests(stdout),
+                "digests": sums,
                 "stderr": _b64(_pread(io[2], STDERR_CAP)),
                 "cpu": used["cpu"],
                 "wall": used["wall"],
@@ -860,17 +908,25 @@ def _starved(used: dict[str, Any]) -> bool:
     return bool(used["waited"] >= STARVED_WAIT_SHARE * used["wall"])
 
 
-def _run_limit(used: dict[str, Any], code: int, cpu_limit: float, memory: int) -> str | None:
-    """The limit a run ended on, or None when it ended by itself."""
+def _run_limit(
+    used: dict[str, Any], code: int, cpu_limit: float, memory: int, own_time: bool = False
+) -> str | None:
+    """The limit a run ended on, or None when it ended by itself.
+    ``own_time``: the limit bounds the run's own time too (wall time less
+    waiting for a CPU, SandboxFusion's ``run_timeout`` made fair to a busy
+    machine): a run past it is ``time_limit`` even if it ended by itself
+    before a sample caught it."""
     killed = used["killed"]
     if killed == "output":
         return "output_limit"
     if killed == "memory" or (memory and used["peak_rss"] > memory):
         return "memory_limit"
-    if killed in ("cpu", "idle") or code == -signal.SIGXCPU:
+    if killed in ("cpu", "idle", "own") or code == -signal.SIGXCPU:
         return "time_limit"
     if killed == "wall":  # neither its CPU time nor its idle time ran out
         return "starved" if _starved(used) else "time_limit"
+    if own_time and used["wall"] - used["lead_waited"] > cpu_limit:
+        return "time_limit"
     if code == -signal.SIGXFSZ:
         return "output_limit"
     if code == -signal.SIGKILL and memory and used["peak_rss"] >= memory * 0.75:

@@ -17,6 +17,7 @@ it (it imports it relatively).
 # ruff: noqa: UP031, SIM105
 from __future__ import annotations
 
+import contextlib
 import os
 
 
@@ -44,6 +45,22 @@ def own_root() -> bool:
         return uid != 0 and os.stat("/").st_uid == uid
     except OSError:
         return False
+
+
+#: Top-level directories of SandboxFusion's image that a private root lacks
+#: (its view brings the host's system trees only): programs written for it
+#: write there without making them (its own tests write ``/mnt/b``).
+IMAGE_DIRS = ("/mnt",)
+
+
+def make_image_dirs() -> None:
+    """:data:`IMAGE_DIRS`, empty and this run's own, where ``/`` is its own
+    (a fresh private root per request); nothing anywhere else."""
+    if not own_root():
+        return
+    for path in IMAGE_DIRS:
+        with contextlib.suppress(OSError):
+            os.mkdir(path, 0o755)
 
 
 def _place(root: str, name: str) -> tuple[str, list[str]]:

@@ -44,7 +44,7 @@ import types
 
 # How a request's paths are placed: the language runner's rules (shared,
 # joined in here when shipped).
-from .request_paths import _PathRefused, fetch_file, write_file
+from .request_paths import _PathRefused, fetch_file, make_image_dirs, write_file
 
 # (the exit status of a ``SystemExit``, as the local backend's python execs)
 from .zygote.exit_code import exit_code_of, exit_status
@@ -126,6 +126,7 @@ def _sf_main(blob: str) -> None:
     base = os.getcwd()
     root = os.path.join(base, f"sandbox-fusion-{os.getpid()}")
     os.mkdir(root, 0o700)
+    make_image_dirs()
     try:
         for name, content in req["files"].items():
             write_file(root, name, base64.b64decode(content))

@@ -64,6 +64,10 @@ def cache_key(
     return hashlib.sha256(blob.encode("utf-8", "surrogatepass")).hexdigest()
 
 
+#: The counters ``describe`` shows (with how many builds are kept).
+_COUNTERS = ("compiles", "hits", "joined", "not_kept", "bytes", "max_bytes", "evicted")
+
+
 class CompileCache:
     """Builds by key, with single-flight compiles and counters."""
 
@@ -134,13 +138,5 @@ class CompileCache:
 
     def describe(self) -> dict[str, Any]:
         """The counters ``/v1/health`` shows."""
-        return {
-            "compiles": self.compiles,
-            "hits": self.hits,
-            "joined": self.joined,
-            "not_kept": self.not_kept,
-            "kept": len(self._builds),
-            "bytes": self.bytes,
-            "max_bytes": self.max_bytes,
-            "evicted": self.evicted,
-        }
+        counters = {name: getattr(self, name) for name in _COUNTERS}
+        return {**counters, "kept": len(self._builds)}

@@ -180,6 +180,8 @@ def _libraries() -> list[Finding]:
          os.path.isfile("/usr/include/boost/any.hpp"), "apt-get install libboost-dev"),
         ("Test::Deep (MultiPL-E's Perl)", _perl_module("Test/Deep.pm"),
          "apt-get install libtest-deep-perl"),
+        ("Data::Compare (MBXP's Perl)", _perl_module("Data/Compare.pm"),
+         "apt-get install libdata-compare-perl"),
     ]  # fmt: skip
     return [
         Finding(name, found, "installed" if found else "missing", None if found else fix)

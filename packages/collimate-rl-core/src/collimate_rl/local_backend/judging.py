@@ -32,7 +32,8 @@ Verdicts per test: ``accepted``, ``wrong_answer``, ``runtime_error``,
 ``time_limit``, ``memory_limit``, ``output_limit``; ``compile_error`` for
 every test of a program that did not compile (a compile out of CPU time
 included). The reward is the fraction of tests accepted, or 1.0 only if
-all are (``scoring: "all"``).
+all are (``scoring: "all"``); then the tests after the first failed one
+are not run (``skipped``): none of them could change the 0.0.
 """
 
 from __future__ import annotations
@@ -64,7 +65,7 @@ from .program_harness import (
     new_token,
     run_passed,
 )
-from .toolchains import Toolchain, resolve_language
+from .toolchains import Toolchain, judged_language, resolve_language
 from .wire_errors import bad_request
 
 __all__ = ["COMPARES", "JudgeProblem", "compare_output", "judge_body", "parse_judge_body"]
@@ -156,7 +157,7 @@ def _checker(raw: Any, what: str) -> Checker | None:
     if protocol not in CHECKERS:
         raise bad_request(f"{what}.checker.protocol must be one of {list(CHECKERS)}")
     language = raw.get("language", "cpp")
-    if not isinstance(language, str) or resolve_language(language) is None:
+    if not isinstance(language, str) or judged_language(language) is None:
         raise bad_request(f"{what}.checker.language: unknown language {language!r}")
     source = raw.get("source")
     if not isinstance(source, str) or not source.strip():
@@ -190,7 +191,7 @@ def _problem(raw: Any, i: int) -> JudgeProblem:
         raise bad_request(f"{what} must be an object")
     language = raw.get("language")
     auto = language == "auto" and raw.get("program") is None
-    if not isinstance(language, str) or (resolve_language(language) is None and not auto):
+    if not isinstance(language, str) or (judged_language(language) is None and not auto):
         raise bad_request(f"{what}.language: unknown language {language!r}")
     if raw.get("program") is not None:
         if raw.get("tests") is not None or raw.get("checker") is not None:
@@ -267,7 +268,7 @@ def parse_judge_body(body: Any) -> tuple[list[JudgeProblem], list[tuple[int, str
         if not isinstance(source, str):
             raise bad_request(f"candidates[{i}].source must be a string")
         language = c.get("language", problems[p].language)
-        if not isinstance(language, str) or resolve_language(language) is None:
+        if not isinstance(language, str) or judged_language(language) is None:
             raise bad_request(
                 f"candidates[{i}].language: unknown language {language!r}"
                 + (" (its problem's language is auto)" if language == "auto" else "")
@@ -526,6 +527,9 @@ async def _judge_one(
     if build.verdict != "ok":
         return _summary(problem, ["compile_error"] * total, [0.0] * total, compiled, [])
     reads = problem.checker is not None or problem.compare == "float"
+    # all or nothing: a contest judge's stop at the first failed test (what
+    # the runner can compare itself, by digest, or a run that ended badly)
+    expect = None if reads else [expected_digest(o, problem.compare) for o in problem.outputs]
     records = await languages.run(
         tc,
         build,
@@ -535,6 +539,9 @@ async def _judge_one(
         memory_bytes=problem.memory_limit_mb << 20,
         output_bytes=OUTPUT_LIMIT_READ if reads else OUTPUT_LIMIT,
         return_stdout=None if reads else OUTPUT_SHOWN,
+        stop_after_failure=problem.scoring == "all",
+        expect=expect,
+        compare=problem.compare,
     )
     verdicts: list[str] = []
     points: list[float] = []

@@ -348,7 +348,7 @@ class LanguageRuns:
             return Build("ok", "", {}, 0, 0.0, 0.0)
         if tc.language == "cpp" and tc.compile:
             await self._precompiled_header(tc.compile[0])
-        if tc.language == "go" and tc.compile:
+        if tc.language in ("go", "go_test") and tc.compile:
             await self._go_seed(tc.compile[0], tc.env)
         return await self.cache.get(key, compile_)
 
@@ -380,9 +380,20 @@ class LanguageRuns:
         files: Mapping[str, str] | None = None,
         fetch_files: Sequence[str] = (),
         return_stdout: int | None = None,
+        stop_after_failure: bool = False,
+        expect: Sequence[str | None] | None = None,
+        compare: str | None = None,
+        own_time: bool = False,
     ) -> list[RunRecord]:
         """The program on each of ``inputs``, each in a fresh process (in
-        one exec). A run the machine starved is run again, alone."""
+        one exec). A run the machine starved is run again, alone.
+
+        ``stop_after_failure``: once a run fails (a limit, a nonzero exit, or
+        an output whose ``compare`` digest is not its ``expect`` entry), the
+        runs after it are not started and come back ``limit="skipped"``.
+        ``own_time``: ``cpu_limit`` bounds the run's own time too (its wall
+        time less the time it waited for a CPU: sleeping counts), as
+        SandboxFusion's ``run_timeout`` bounds its wall time."""
         results: list[RunRecord | None] = [None] * len(inputs)
         todo = list(range(len(inputs)))
         for _ in range(STARVED_TRIES):
@@ -396,10 +407,14 @@ class LanguageRuns:
                     "inputs": [_input_wire(inputs[i]) for i in todo],
                     "cpu_limit": cpu_limit,
                     "wall_limit": wall_limit(cpu_limit),
+                    "own_time": own_time,
                     "memory_bytes": memory_bytes,
                     "output_bytes": output_bytes,
                     "fetch_files": list(fetch_files),
                     "return_stdout": output_bytes if return_stdout is None else return_stdout,
+                    "stop_after_failure": stop_after_failure,
+                    "expect": [expect[i] for i in todo] if expect is not None else None,
+                    "compare": compare,
                 },
                 wall_limit(cpu_limit) * len(todo),
                 "run",

@@ -41,7 +41,8 @@ import math
 import os
 import sys
 from collections.abc import Mapping
-from functools import lru_cache
+from dataclasses import replace
+from functools import cache
 from typing import Any, Final
 
 from .._guest_source import joined_source
@@ -54,9 +55,11 @@ from .language_runs import (
     RunRecord,
     marked_records,
 )
+from .program_harness.java import JAVATUPLES_JAR
 from .routing import Request, Response, Router
 from .sandbox_fusion_csharp import sandbox_fusion_program
 from .service import BackendService
+from .toolchains import Toolchain, junit_source, resolve_language
 from .wire_errors import WireError
 
 __all__ = [
@@ -65,6 +68,8 @@ __all__ = [
     "RUNNER_MODULE",
     "absolute_paths_refused",
     "build_sandbox_fusion_router",
+    "jupyter_response",
+    "validate_run_jupyter",
     "path_problem",
     "response_from_output",
     "validate_run_code",
@@ -79,10 +84,12 @@ LANGUAGES: Final = (
 )  # fmt: skip
 #: The languages this backend runs (where the host has their toolchains:
 #: see ``toolchains``; one that is missing is answered ``SandboxError``
-#: naming what to install).
+#: naming what to install, as is one ``toolchains`` knows but no registry
+#: supplies: julia, swift, lean, cuda, python_gpu).
 RUNNABLE_LANGUAGES: Final = (
     "python", "cpp", "java", "nodejs", "typescript", "rust", "go",
     "bash", "perl", "php", "lua", "ruby",
+    "pytest", "junit", "jest", "go_test",
     "csharp", "D_ut",
 )  # fmt: skip
 #: Seconds the exec gets beyond ``run_timeout`` (writing files, forking, reading back).
@@ -102,25 +109,30 @@ def runner_source() -> str:
     return joined_source("sandbox_fusion_runner")
 
 
-@lru_cache(maxsize=1)
-def _runner_block() -> str:
-    """Loading the runner in the guest: its bytecode, compiled once here,
-    where the guest's interpreter is this one's version (compiling it there
-    would cost more than the rest of a request), else its source. Not
-    preloaded in the templates: every fork of a warm interpreter would carry
-    it, graders included."""
-    code = marshal.dumps(compile(runner_source(), RUNNER_MODULE, "exec"))
+@cache
+def loader_block(guest: str, module: str) -> str:
+    """Loading the guest program ``guest`` as ``module`` in the guest: its
+    bytecode, compiled once here, where the guest's interpreter is this
+    one's version (compiling it there would cost more than the rest of a
+    request), else its source. Not preloaded in the templates: every fork of
+    a warm interpreter would carry it, graders included."""
+    source = joined_source(guest)
+    code = marshal.dumps(compile(source, module, "exec"))
     return (
         "import sys, marshal\n"
-        f"_m = sys.modules.get({RUNNER_MODULE!r})\n"
+        f"_m = sys.modules.get({module!r})\n"
         "if _m is None:\n"
-        f"    _m = type(sys)({RUNNER_MODULE!r})\n"
+        f"    _m = type(sys)({module!r})\n"
         f"    if sys.implementation.cache_tag == {sys.implementation.cache_tag!r}:\n"
         f"        _c = marshal.loads(bytes.fromhex({code.hex()!r}))\n"
         "    else:\n"
-        f"        _c = compile({runner_source()!r}, {RUNNER_MODULE!r}, 'exec')\n"
+        f"        _c = compile({source!r}, {module!r}, 'exec')\n"
         "    exec(_c, _m.__dict__)\n"
     )
+
+
+def _runner_block() -> str:
+    return loader_block("sandbox_fusion_runner", RUNNER_MODULE)
 
 
 def exec_code(blob: str) -> str:
@@ -400,29 +412,69 @@ def _run_result(record: RunRecord) -> dict[str, Any]:
     }
 
 
+#: A go_test whose build took all of its run_timeout (see answer_compiled).
+_GO_TEST_BUILD_TIMEOUT: Final = {
+    "status": "TimeLimitExceeded",
+    "execution_time": None,
+    "return_code": None,
+    "stdout": "",
+    "stderr": "go test: building the test binary took the whole run_timeout\n",
+}
+def with_runtime(tc: Toolchain, files: Mapping[str, str]) -> Toolchain:
+    """``tc`` with what SandboxFusion's runtime gives its language beyond the
+    compiler: Java compiles and runs with javatuples (its image ships
+    ``javatuples-1.2.jar``; here Debian's ``libjavatuples-java``) and the
+    request's own ``.jar`` files on the class path, as its java runner does.
+    Its other languages' extras (its python image's packages, lodash for
+    node, testify for go, luaunit) are the host's to install, see
+    ``docs/languages.md``."""
+    if tc.language != "java" or tc.compile is None:
+        return tc
+    jars = [JAVATUPLES_JAR] if os.path.isfile(JAVATUPLES_JAR) else []
+    jars += sorted(name for name in files if name.endswith(".jar"))
+    if not jars:
+        return tc
+    path = ":".join(jars)
+    compile_: list[str] = []
+    for arg in tc.compile:
+        compile_ += ["-cp", path, arg] if arg == "{src}" else [arg]
+    run = tuple(f"{arg}:{path}" if arg == "{build}" else arg for arg in tc.run)
+    return replace(tc, compile=tuple(compile_), run=run)
+
+
 async def answer_compiled(languages: LanguageRuns, run: dict[str, Any]) -> dict[str, Any]:
     """A ``/run_code`` in a language other than python: compiled once per
     distinct program (the server's compile cache), then run."""
     try:
-        tc = await languages.toolchain(run["language"])
+        tc = with_runtime(await languages.toolchain(run["language"]), run["files"])
         code, files = run["code"], run["files"]
+        if tc.language == "junit":  # (javac wants the public class's name)
+            tc = replace(tc, source=junit_source(code))
         if tc.language == "csharp":  # .NET's implicit usings and Debug.Assert
             tc, code, files = sandbox_fusion_program(tc, code, files)
         build = await languages.build(tc, code, files, run["compile_timeout"])
         compiled = _compile_result(build) if tc.compiled else None
         if build.verdict != "ok":
             return _answer("Failed", compile_result=compiled)
+        limit = run["run_timeout"]
+        if tc.language == "go_test":
+            # SandboxFusion's go test builds the test binary within
+            # run_timeout: the run gets what its build's CPU time left
+            limit -= build.cpu
+            if limit <= 0:
+                return _answer("Failed", run_result=_GO_TEST_BUILD_TIMEOUT, compile_result=compiled)
         memory = run["memory_limit_MB"]
         (record,) = await languages.run(
             tc,
             build,
             code,
             [(run["stdin"] or "").encode()],
-            cpu_limit=run["run_timeout"],
+            cpu_limit=limit,
             memory_bytes=memory << 20 if memory > 0 else 0,
             output_bytes=_OUTPUT_CAP,
             files=run["files"],
             fetch_files=run["fetch_files"],
+            own_time=True,
         )
     except (LanguageUnavailable, LanguageInfraError) as exc:
         return sandbox_error(str(exc))
@@ -466,11 +518,149 @@ def _fastapi_error(err: WireError) -> dict[str, Any]:
     return {"detail": err.message}
 
 
+#: The name the jupyter runner is loaded as in the guest.
+JUPYTER_MODULE: Final = "collimate_jupyter_runner"
+_JUPYTER_MARK: Final = "\x1ecollimate-jupyter "
+
+
+def validate_run_jupyter(body: Any) -> dict[str, Any]:
+    """A ``/run_jupyter`` body (SandboxFusion's ``RunJupyterRequest``) with
+    its defaults filled in, or :class:`_Invalid` with every problem found."""
+    if not isinstance(body, Mapping):
+        raise _Invalid([_error("model_attributes_type", "", "Input should be an object", body)])
+    errors: list[dict[str, Any]] = []
+    cells = body.get("cells")
+    if "cells" not in body:
+        errors.append(_error("missing", "cells", "Field required", dict(body)))
+    elif not isinstance(cells, list) or not all(isinstance(c, str) for c in cells):
+        errors.append(_error("list_type", "cells", "Input should be a list of strings", cells))
+    cell_timeout = _number(body, "cell_timeout", 0, errors)
+    total_timeout = _number(body, "total_timeout", 45, errors)
+    if not 0 < total_timeout <= MAX_EXEC_TIMEOUT_S - EXEC_MARGIN_S:
+        bound = MAX_EXEC_TIMEOUT_S - EXEC_MARGIN_S
+        msg = f"Value error, total_timeout must be in (0, {bound}]"
+        errors.append(_error("value_error", "total_timeout", msg, total_timeout))
+    if cell_timeout < 0:
+        msg = "Value error, cell_timeout must not be negative"
+        errors.append(_error("value_error", "cell_timeout", msg, cell_timeout))
+    memory = body.get("memory_limit_MB", -1)
+    if isinstance(memory, bool) or not isinstance(memory, int):
+        errors.append(
+            _error("int_type", "memory_limit_MB", "Input should be a valid integer", memory)
+        )
+        memory = -1
+    kernel = body.get("kernel", "python3")
+    if kernel != "python3":
+        msg = "Input should be 'python3'"
+        errors.append(_error("literal_error", "kernel", msg, kernel, expected="'python3'"))
+    files: dict[str, str] = {}
+    raw_files = body.get("files", {})
+    if not isinstance(raw_files, Mapping):
+        errors.append(_error("dict_type", "files", "Input should be a valid dictionary", raw_files))
+    else:
+        for name, content in raw_files.items():
+            if not _sandbox_path(name, "files", errors):
+                continue
+            try:
+                if not isinstance(content, str):
+                    raise ValueError
+                base64.b64decode(content, validate=True)
+            except (ValueError, binascii.Error):
+                errors.append(
+                    _error("value_error", "files", f"Value error, {name}: not base64", content)
+                )
+                continue
+            files[name] = content
+    fetch = body.get("fetch_files", [])
+    if not isinstance(fetch, list) or not all(isinstance(n, str) for n in fetch):
+        errors.append(_error("list_type", "fetch_files", "Input should be a list of paths", fetch))
+        fetch = []
+    else:
+        fetch = [n for n in fetch if _sandbox_path(n, "fetch_files", errors)]
+    if errors:
+        raise _Invalid(errors)
+    return {
+        "cells": cells,
+        "cell_timeout": cell_timeout,
+        "total_timeout": total_timeout,
+        "memory_limit_MB": memory,
+        "files": files,
+        "fetch_files": fetch,
+    }
+
+
+def jupyter_exec_code(blob: str) -> str:
+    """The exec's code for one ``/run_jupyter``: the jupyter runner, then the request."""
+    return f"{loader_block('jupyter_runner', JUPYTER_MODULE)}_m._jupyter_main({blob!r})\n"
+
+
+def _jupyter_answer(
+    status: str,
+    message: str = "",
+    driver: dict[str, Any] | None = None,
+    cells: list[dict[str, Any]] | None = None,
+    files: dict[str, str] | None = None,
+) -> dict[str, Any]:
+    return {
+        "status": status,
+        "message": message,
+        "driver": driver,
+        "cells": cells or [],
+        "executor_pod_name": None,
+        "files": files or {},
+    }
+
+
+def jupyter_response(output: str, exit_code: int) -> dict[str, Any]:
+    """The ``/run_jupyter`` answer from the runner exec's output, as
+    SandboxFusion shapes it: ``Success`` with every cell's ``stdout``,
+    ``stderr``, ``display`` and ``error``; ``Failed`` with no cells when
+    the cells ran past ``total_timeout`` or the kernel died before the last
+    (its driver says which); ``SandboxError`` when the runner never got to
+    start them."""
+    records: dict[str, dict[str, Any]] = {}
+    for record in marked_records(output, _JUPYTER_MARK):
+        if isinstance(record.get("phase"), str):
+            records.setdefault(record["phase"], record)
+    if "started" not in records:
+        refused = records.get("refused")
+        if refused is not None:
+            return _jupyter_answer("SandboxError", str(refused.get("message", "")))
+        tail = output.strip()[-500:]
+        return _jupyter_answer(
+            "SandboxError", f"the cells could not be started (exit {exit_code}): {tail}"
+        )
+    done = records.get("done")
+    if done is None:
+        driver = {"status": "Finished", "execution_time": None, "return_code": exit_code,
+                  "stdout": "", "stderr": "the run ended without its report"}  # fmt: skip
+        return _jupyter_answer("Failed", driver=driver)
+    timed_out = bool(done["timed_out"])
+    cells = list(done["cells"])
+    driver = {
+        "status": "TimeLimitExceeded" if timed_out else "Finished",
+        "execution_time": done["execution_time"],
+        "return_code": None if timed_out else done["return_code"],
+        "stdout": "",
+        "stderr": "",
+    }
+    if timed_out:
+        driver["stderr"] = "the cells ran past total_timeout\n"
+        return _jupyter_answer("Failed", driver=driver)
+    if not done["all_cells"]:
+        driver["stderr"] = (
+            f"the kernel died during cell {len(cells) + 1} (or flooded its results pipe)\n"
+        )
+        return _jupyter_answer("Failed", driver=driver)
+    return _jupyter_answer("Success", driver=driver, cells=cells, files=done["files"])
+
+
 def build_sandbox_fusion_router(
     service: BackendService, *, template_id: str | None = None
 ) -> Router:
-    """``POST /run_code`` and ``GET /v1/ping`` over ``service``; python runs in
-    ``template_id`` (default: see :func:`python_template`)."""
+    """``POST /run_code``, ``POST /run_jupyter`` and ``GET /v1/ping`` over
+    ``service``; python (and jupyter's cells) runs in ``template_id``
+    (default: see :func:`python_template`)."""
     router = Router("sandbox-fusion", _fastapi_error)
 
     async def run_code(req: Request, _p: dict[str, str]) -> Response:
@@ -484,7 +674,7 @@ def build_sandbox_fusion_router(
             run = validate_run_code(body)
         except _Invalid as bad:
             return Response(422, {"detail": bad.errors})
-        if run["language"] not in RUNNABLE_LANGUAGES:
+        if run["language"] not in RUNNABLE_LANGUAGES and resolve_language(run["language"]) is None:
             return Response(
                 200,
                 sandbox_error(
@@ -516,9 +706,47 @@ def build_sandbox_fusion_router(
             return Response(200, sandbox_error(f"{err.error_code}: {err.message}"))
         return Response(200, response_from_output(result["stdout"], result["exit_code"]))
 
+    async def run_jupyter(req: Request, _p: dict[str, str]) -> Response:
+        try:
+            body = json.loads(req.body) if req.body.strip() else None
+        except (ValueError, UnicodeDecodeError) as exc:
+            detail = [{"type": "json_invalid", "loc": ["body"], "msg": "JSON decode error",
+                       "input": {}, "ctx": {"error": str(exc)}}]  # fmt: skip
+            return Response(422, {"detail": detail})
+        try:
+            run = validate_run_jupyter(body)
+        except _Invalid as bad:
+            return Response(422, {"detail": bad.errors})
+        refused = absolute_paths_refused(run, service.engine.isolation)
+        if refused is not None:
+            return Response(200, _jupyter_answer("SandboxError", refused))
+        template = python_template(service, template_id)
+        if template is None:
+            return Response(
+                200, _jupyter_answer("SandboxError", "this backend has no python template")
+            )
+        blob = base64.b64encode(json.dumps(run).encode()).decode()
+        exec_body = {
+            "template_id": template,
+            "code": jupyter_exec_code(blob),
+            "timeout_seconds": min(
+                MAX_EXEC_TIMEOUT_S, math.ceil(run["total_timeout"]) + EXEC_MARGIN_S
+            ),
+        }
+        try:
+            result = await _exec_waiting_for_capacity(service, exec_body)
+        except WireError as err:
+            if err.error_code == "draining":
+                raise
+            return Response(
+                200, _jupyter_answer("SandboxError", f"{err.error_code}: {err.message}")
+            )
+        return Response(200, jupyter_response(result["stdout"], result["exit_code"]))
+
     async def ping(_req: Request, _p: dict[str, str]) -> Response:
         return Response(200, "pong")
 
     router.add("POST", "/run_code", run_code)
+    router.add("POST", "/run_jupyter", run_jupyter)
     router.add("GET", "/v1/ping", ping)
     return router

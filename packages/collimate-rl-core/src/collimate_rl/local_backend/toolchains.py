@@ -21,16 +21,19 @@ import contextlib
 import hashlib
 import json
 import os
+import re
 import shutil
 import subprocess
 import sys
-from collections.abc import Mapping
+import sysconfig
+import zipfile
+from collections.abc import Callable, Iterator, Mapping
 from dataclasses import dataclass, field
 from functools import lru_cache
 from pathlib import Path
 from typing import Any, Final
 
-from .go_cache import seed_dir
+from .go_cache import GO_LIBRARIES, seed_dir
 from .host_tools import run_tool
 from .precompiled import pch_dir, pch_root
 
@@ -61,6 +64,18 @@ ALIASES: Final = {
     "lua": "lua",
     "ruby": "ruby",
     "rb": "ruby",
+    "pytest": "pytest",
+    "junit": "junit",
+    "jest": "jest",
+    "go_test": "go_test",
+    # SandboxFusion's languages no registry here supplies (see _UNSUPPLIED)
+    "julia": "julia",
+    "jl": "julia",
+    "swift": "swift",
+    "lean": "lean",
+    "lean4": "lean",
+    "cuda": "cuda",
+    "python_gpu": "python_gpu",
     "csharp": "csharp",
     "cs": "csharp",
     "c#": "csharp",
@@ -71,8 +86,12 @@ ALIASES: Final = {
 LANGUAGES: Final = (
     "cpp", "java", "javascript", "typescript", "rust", "go", "python",
     "bash", "perl", "php", "lua", "ruby",
+    "pytest", "junit", "jest", "go_test",
+    "julia", "swift", "lean", "cuda", "python_gpu",
     "csharp", "d", "d_ut",
 )  # fmt: skip
+#: SandboxFusion's test-framework modes: the code runs its own tests.
+TEST_MODES: Final = ("pytest", "junit", "jest", "go_test")
 
 
 @dataclass(frozen=True)
@@ -129,6 +148,14 @@ Found = Toolchain | MissingToolchain
 def resolve_language(name: str) -> str | None:
     """Our name for ``name`` (SandboxFusion's included), or None."""
     return ALIASES.get(name.strip().lower()) if isinstance(name, str) else None
+
+
+def judged_language(name: str) -> str | None:
+    """Our name for a language ``/v1/judge`` judges programs in: not one of
+    SandboxFusion's test-framework modes (``TEST_MODES``), whose runs are
+    judged by the candidate's own tests (``/run_code`` only)."""
+    found = resolve_language(name)
+    return None if found in TEST_MODES else found
 
 
 def _version(argv: list[str], line: int = 0) -> str:
@@ -451,6 +478,304 @@ def _ruby() -> Found:
     return _interpreter("ruby", ("ruby",), "ruby", "main.rb", ("--disable=rubyopt",))
 
 
+# -- SandboxFusion's test-framework modes ---------------------------------
+# pytest, junit, jest and go_test: the code holds its own tests, run by the
+# framework, and the run passes when the framework's process exits 0 (as in
+# SandboxFusion, whose /run_code conveniences they are: see
+# docs/languages.md). Only /run_code takes them.
+
+#: JUnit 5's console launcher with the Jupiter and Vintage engines, whole
+#: (Debian's junit5; SandboxFusion ships junit-platform-console-standalone).
+JUNIT_STANDALONE: Final = "/usr/share/java/junit-platform-console-standalone.jar"
+#: What a jest run needs under a global node_modules (npm install -g).
+_JEST_PARTS: Final = (
+    "jest/package.json",
+    "@babel/preset-typescript/package.json",
+    "@babel/plugin-transform-modules-commonjs/package.json",
+)
+_JEST_INSTALL: Final = (
+    "install Node.js and then: npm install -g jest@29 @jest/globals@29 @babel/core@7 "
+    "@babel/preset-typescript@7 @babel/plugin-transform-modules-commonjs@7"
+)
+#: SandboxFusion's name for a Java file's class (``find_java_public_class_name``).
+_PUBLIC_CLASS: Final = re.compile(r"\bpublic\s+(abstract\s+|final\s+)?class\s+(\w+)")
+
+
+def _pytest_dirs() -> tuple[str, ...]:
+    """Where the interpreters the pytest mode may run keep pytest (stamped
+    in the probe's fingerprint, so that installing it is seen): the
+    server's base interpreter's site-packages (a virtualenv's are not the
+    ``python`` language's: it runs the interpreter itself), Debian's."""
+    base = {"base": sys.base_prefix, "platbase": sys.base_prefix}
+    site = sysconfig.get_path("purelib", vars=base)
+    return (os.path.join(site, "pytest"), "/usr/lib/python3/dist-packages/pytest")
+
+
+def _pytest() -> Found:
+    """pytest in the interpreter the ``python`` language runs (the
+    server's, as SandboxFusion's pytest is its python's), else in Debian's
+    python3."""
+    install = (
+        "install pytest into the server's Python (pip install pytest), "
+        "or Debian's (apt-get install python3-pytest)"
+    )
+    candidates = dict.fromkeys([os.path.realpath(sys.executable), "/usr/bin/python3"])
+    for exe in candidates:
+        if not os.path.isfile(exe):
+            continue
+        # (one process, importing pytest alone: faster than pytest --version)
+        probe = "import sys, pytest; print(pytest.__version__, sys.version.split()[0])"
+        try:
+            out = run_tool([exe, "-I", "-c", probe], timeout=60)
+        except (OSError, subprocess.SubprocessError):
+            continue
+        if out.returncode != 0 or len(out.stdout.split()) != 2:
+            continue
+        version, python = out.stdout.split()
+        return Toolchain(
+            "pytest",
+            f"pytest {version} on CPython {python}",
+            "test_main.py",
+            # no cache written, no plugin but pytest's own loaded (the
+            # environment's PYTEST_DISABLE_PLUGIN_AUTOLOAD), no ini file or
+            # conftest.py read from above the run's directory: -c names an
+            # empty config, the run's directory is the rootdir and where
+            # conftest.py files stop being looked for
+            run=(
+                exe,
+                "-I",
+                "-m",
+                "pytest",
+                "-p",
+                "no:cacheprovider",
+                "-c",
+                "/dev/null",
+                "--rootdir={dir}",
+                "--confcutdir={dir}",
+                "{src}",
+            ),
+            env={
+                "PATH": _PATH,
+                "LANG": "C.UTF-8",
+                "PYTHONDONTWRITEBYTECODE": "1",
+                "PYTEST_DISABLE_PLUGIN_AUTOLOAD": "1",
+            },
+        )
+    return MissingToolchain("pytest", install)
+
+
+def _junit_version() -> str:
+    """The console launcher's version: Debian names it in a versioned link
+    beside the jar (its manifest has none); else the manifest's."""
+    real = os.path.realpath(JUNIT_STANDALONE)
+    folder, name = os.path.split(JUNIT_STANDALONE)
+    with contextlib.suppress(OSError):
+        for entry in sorted(os.listdir(folder)):
+            stem = name.removesuffix(".jar") + "-"
+            linked = os.path.realpath(os.path.join(folder, entry)) == real
+            if entry.startswith(stem) and entry.endswith(".jar") and linked:
+                return entry[len(stem) : -len(".jar")]
+    with contextlib.suppress(OSError, KeyError, zipfile.BadZipFile):
+        with zipfile.ZipFile(JUNIT_STANDALONE) as jar:
+            manifest = jar.read("META-INF/MANIFEST.MF").decode("utf-8", "replace")
+        for line in manifest.splitlines():
+            if line.startswith("Implementation-Version:"):
+                return line.split(":", 1)[1].strip()
+    return "unknown"
+
+
+def _jdk_version(home: str) -> str:
+    """The JDK's version from its ``release`` file (no JVM started: the
+    java language's probe starts one already)."""
+    with contextlib.suppress(OSError), open(os.path.join(home, "release"), encoding="utf-8") as fh:
+        for line in fh:
+            if line.startswith("JAVA_VERSION="):
+                return line.split("=", 1)[1].strip().strip('"')
+    return "unknown"
+
+
+def junit_source(code: str) -> str:
+    """The file a junit run's code is written to: its public class's, as
+    SandboxFusion names it (``Main.java`` when it has none)."""
+    found = _PUBLIC_CLASS.search(code)
+    return f"{found.group(2) if found else 'Main'}.java"
+
+
+def _junit() -> Found:
+    javac, java, sh = shutil.which("javac"), shutil.which("java"), shutil.which("sh")
+    if javac is None or java is None or sh is None:
+        return MissingToolchain(
+            "junit", "install a JDK 17 or later (Debian: apt-get install openjdk-17-jdk-headless)"
+        )
+    if not os.path.isfile(JUNIT_STANDALONE):
+        return MissingToolchain("junit", "install JUnit 5 (Debian: apt-get install junit5)")
+    javac, java = os.path.realpath(javac), os.path.realpath(java)
+    # as SandboxFusion: every .java file of the run compiled together (the
+    # code's, under its public class's name, and the request's), against
+    # the launcher and the request's jars; javac's JVM with its quick JIT
+    # only (the same classes, in 0.7 CPU seconds instead of 1.1)
+    classpath = f"{JUNIT_STANDALONE}:{{dir}}:{{dir}}/*"
+    script = (
+        'exec "$0" -encoding UTF-8 -J-XX:+UseSerialGC -J-XX:TieredStopAtLevel=1'
+        ' -cp "$1" -d "$2" ./*.java'
+    )
+    home = os.path.dirname(os.path.dirname(javac))
+    return Toolchain(
+        "junit",
+        f"JUnit Platform {_junit_version()} on javac {_jdk_version(home)}",
+        "Main.java",  # (the public class's name: see junit_source)
+        compile=(os.path.realpath(sh), "-c", script, javac, classpath, "{build}"),
+        # the launcher scans the classpath's directories (the build) for
+        # tests; it exits 1 when one failed, 0 when none did
+        run=(
+            java,
+            "-XX:+UseSerialGC",
+            "-cp",
+            f"{JUNIT_STANDALONE}:{{build}}:{{dir}}/*",
+            "org.junit.platform.console.ConsoleLauncher",
+            "--scan-class-path",
+        ),
+        env={
+            "PATH": _PATH,
+            "LANG": "C.UTF-8",
+            "JAVA_HOME": os.path.dirname(os.path.dirname(javac)),
+        },
+    )
+
+
+def _jest_config(root: str, babel_jest: str) -> str:
+    """jest's whole configuration (given on its command line, so that no
+    jest.config, package.json or babel config is looked for): the run's
+    directory as the root, TypeScript and ES modules compiled by babel (as
+    SandboxFusion's babel.config.js, less preset-env, which for the
+    current Node only turns imports into requires: that plugin alone starts
+    0.4 s faster), modules resolved from the global node_modules too, the
+    cache inside the run's directory, no watchman, no ``find``
+    process. Braces doubled: the runner fills in ``{dir}``."""
+    dir_ = "@@RUN-DIR@@"
+    config = {
+        "rootDir": dir_,
+        "cacheDirectory": f"{dir_}/.jest-cache",
+        "watchman": False,
+        "haste": {"forceNodeFilesystemAPI": True},
+        "modulePaths": [root],
+        "transform": {
+            r"\.[cm]?[jt]sx?$": [
+                babel_jest,
+                {
+                    "babelrc": False,
+                    "configFile": False,
+                    "presets": [os.path.join(root, "@babel/preset-typescript")],
+                    "plugins": [os.path.join(root, "@babel/plugin-transform-modules-commonjs")],
+                },
+            ]
+        },
+    }
+    text = json.dumps(config, separators=(",", ":"))
+    return text.replace("{", "{{").replace("}", "}}").replace(dir_, "{dir}")
+
+
+def _jest_roots() -> Iterator[str]:
+    """Where jest may be installed: the usual roots, then npm's own (a
+    process: asked only when those have none)."""
+    yield from node_module_roots(with_npm=False)
+    npm = _npm_root()
+    if npm is not None:
+        yield npm
+
+
+def _jest() -> Found:
+    node = shutil.which("node")
+    if node is None:
+        return MissingToolchain("jest", _JEST_INSTALL)
+    for root in _jest_roots():
+        parts = [os.path.join(root, p) for p in _JEST_PARTS]
+        babel_jest = next(
+            (
+                b
+                for b in (
+                    os.path.join(root, "jest", "node_modules", "babel-jest"),
+                    os.path.join(root, "babel-jest"),
+                )
+                if os.path.isfile(os.path.join(b, "package.json"))
+            ),
+            None,
+        )
+        if all(map(os.path.isfile, parts)) and babel_jest is not None:
+            break
+    else:
+        return MissingToolchain("jest", _JEST_INSTALL)
+    with open(parts[0], encoding="utf-8") as fh:
+        version = json.load(fh).get("version", "unknown")
+    node = os.path.realpath(node)
+    return Toolchain(
+        "jest",
+        f"jest {version} on node {_version([node, '--version'])}",
+        # SandboxFusion's name (tmpXXXX.test.ts): jest's default testMatch
+        # finds it, and the request's own test files beside it
+        "main.test.ts",
+        # --ci: no snapshot written; in band: one process, whose CPU and
+        # memory are the run's (a worker would start a second jest)
+        run=(
+            node,
+            os.path.join(root, "jest", "bin", "jest.js"),
+            "--ci",
+            "--runInBand",
+            "--no-cache",
+            "--config",
+            _jest_config(root, babel_jest),
+        ),
+        env={"PATH": _PATH, "LANG": "C.UTF-8", "FORCE_COLOR": "0"},
+    )
+
+
+#: How ``go test`` runs the test binary it built and reports it, for the
+#: binary ``go test -c`` built (cached): its output (stdout and stderr) kept
+#: and shown only when it fails, a summary line, exit 1 on any failure.
+#: Braces doubled: the runner fills in the command's fields.
+_GO_TEST_RUN: Final = """\
+start=$EPOCHREALTIME
+"$0" -test.paniconexit0 -test.timeout=10m0s >.go-test.out 2>&1
+code=$?
+ms=$(( (10#${{EPOCHREALTIME/./}} - 10#${{start/./}}) / 1000 ))
+took=$(printf '%d.%03ds' $((ms / 1000)) $((ms % 1000)))
+if [ $code -eq 0 ]; then
+  printf 'ok  \\tcommand-line-arguments\\t%s\\n' "$took"
+  exit 0
+fi
+cat .go-test.out
+printf 'FAIL\\tcommand-line-arguments\\t%s\\nFAIL\\n' "$took"
+exit 1
+"""
+
+
+def _go_test() -> Found:
+    go, bash = _go(), shutil.which("bash")
+    if isinstance(go, MissingToolchain):
+        return MissingToolchain("go_test", go.install)
+    if bash is None:
+        return MissingToolchain("go_test", "install bash (Debian: apt-get install bash)")
+    assert go.compile is not None
+    return Toolchain(
+        "go_test",
+        go.compiler,
+        # SandboxFusion's name is tmpXXXX_test.go; the package is the file
+        # alone (go test's command-line-arguments), with no module: Debian's
+        # Go libraries (testify) are found on GOPATH, nothing is downloaded
+        "main_test.go",
+        compile=(go.compile[0], "test", "-c", "-ldflags=-s -w", "-o", "{build}/main.test", "{src}"),
+        run=(
+            os.path.realpath(bash),
+            "--norc",
+            "--noprofile",
+            "-c",
+            _GO_TEST_RUN,
+            "{build}/main.test",
+        ),
+        env={**go.env, "GOPATH": f"{{dir}}/.gopath:{GO_LIBRARIES}"},
+    )
+
+
 #: The assembly MultiPL-E's C# programs reference (``-r:System.Numerics.dll``,
 #: for ``BigInteger``); Debian's mono-mcs does not always bring it.
 MONO_NUMERICS: Final = "/usr/lib/mono/4.5/System.Numerics.dll"
@@ -530,7 +855,7 @@ def _d_ut() -> Found:
     return _ldc("d_ut", ("-unittest",))
 
 
-_FINDERS: Final = {
+_FINDERS: Final[dict[str, Callable[[], Found]]] = {
     "cpp": _cpp,
     "java": _java,
     "javascript": _javascript,
@@ -543,6 +868,15 @@ _FINDERS: Final = {
     "php": _php,
     "lua": _lua,
     "ruby": _ruby,
+    "pytest": _pytest,
+    "junit": _junit,
+    "jest": _jest,
+    "go_test": _go_test,
+    "julia": lambda: _unsupplied("julia"),
+    "swift": lambda: _unsupplied("swift"),
+    "lean": lambda: _unsupplied("lean"),
+    "cuda": lambda: _unsupplied("cuda"),
+    "python_gpu": lambda: _unsupplied("python_gpu"),
     "csharp": _csharp,
     "d": _d,
     "d_ut": _d_ut,
@@ -551,6 +885,10 @@ _FINDERS: Final = {
 
 #: The interpreters the script languages are found as.
 _SCRIPT_TOOLS: Final = ("bash", "perl", "php", "lua5.4", "ruby")
+#: What the test-framework modes are found as, beyond the languages' tools
+#: (jest's install is in node_module_roots' stamps below, pytest's in
+#: _pytest_dirs'): the launcher, Debian's python3
+_MODE_FILES: Final = (JUNIT_STANDALONE, "/usr/bin/python3")
 #: C#'s compiler and runtime, D's compiler.
 _MONO_LDC_TOOLS: Final = ("mcs", "mono", "ldc2")
 
@@ -569,8 +907,10 @@ def _fingerprint() -> str:
         real = os.path.realpath(found)
         st = os.stat(real)
         parts.append([tool, found, real, st.st_mtime_ns, st.st_size])
+    for path in (*_MODE_FILES, *_pytest_dirs()):
+        parts.append([path, os.stat(path).st_mtime_ns if os.path.exists(path) else None])
     for root in node_module_roots(with_npm=False):
-        for sub in ("typescript/package.json", "@types/node/package.json"):
+        for sub in ("typescript/package.json", "@types/node/package.json", *_JEST_PARTS):
             path = os.path.join(root, sub)
             parts.append([path, os.stat(path).st_mtime_ns if os.path.exists(path) else None])
     rustup = os.environ.get("RUSTUP_HOME") or os.path.expanduser("~/.rustup")
@@ -654,3 +994,24 @@ def find_toolchains() -> dict[str, Found]:
 
 def available() -> dict[str, Toolchain]:
     return {n: t for n, t in find_toolchains().items() if isinstance(t, Toolchain)}
+
+
+#: SandboxFusion's languages that no package registry this backend's hosts
+#: install from (Debian 12, PyPI, npm) supplies, or that need a GPU: what a
+#: host would need. This backend has no runner for them, so they are always
+#: missing: a request for one is the backend's failure (``SandboxError``,
+#: an infra error), never the program's.
+_UNSUPPLIED: Final = {
+    "julia": ("Julia (julia)", "Debian 12 has no julia package"),
+    "swift": ("Swift (swiftc)", "Debian 12 has no swift package"),
+    "lean": ("Lean 4 with lake and Mathlib", "they come from elan, in no registry here"),
+    "cuda": ("the CUDA toolkit (nvcc)", "it needs an NVIDIA GPU and its driver"),
+    "python_gpu": ("CUDA and a CUDA build of PyTorch", "it needs an NVIDIA GPU and its driver"),
+}
+
+
+def _unsupplied(language: str) -> MissingToolchain:
+    what, why = _UNSUPPLIED[language]
+    return MissingToolchain(
+        language, f"install {what} ({why}); this backend has no {language} runner yet either"
+    )

@@ -59,6 +59,11 @@ _TAGS: Final = {
     "shell": "bash", "perl": "perl", "php": "php", "lua": "lua", "ruby": "ruby", "rb": "ruby",
     "csharp": "csharp", "cs": "csharp", "c#": "csharp", "d": "d",
 }  # fmt: skip
+#: A problem as ``/v1/judge`` takes it: these attributes of the reward.
+_PROBLEM_FIELDS: Final = (
+    "language", "tests", "time_limit", "memory_limit_mb",
+    "compare", "float_tol", "checker", "scoring",
+)  # fmt: skip
 _THINK: Final = re.compile(r"<think>.*?(?:</think>|\Z)", re.DOTALL | re.IGNORECASE)
 _FENCE: Final = re.compile(
     r"^[ \t]*(?P<fence>`{3,}|~{3,})[ \t]*(?P<info>[^\n`]*)\n(?P<body>.*?)"
@@ -251,13 +256,4 @@ class ContestReward(JudgedReward):
 
     def problem(self) -> dict[str, Any]:
         """This reward's problem, as ``/v1/judge`` takes it."""
-        return {
-            "language": self.language,
-            "tests": self.tests,
-            "time_limit": self.time_limit,
-            "memory_limit_mb": self.memory_limit_mb,
-            "compare": self.compare,
-            "float_tol": self.float_tol,
-            "checker": self.checker,
-            "scoring": self.scoring,
-        }
+        return {name: getattr(self, name) for name in _PROBLEM_FIELDS}

@@ -27,6 +27,7 @@ from typing import TYPE_CHECKING, Any, Final
 
 from ..pipeline._sync.grading import grade, grade_batch
 from ..rewards import ContestReward
+from . import sabotage_scripts
 
 if TYPE_CHECKING:
     from ..client._sync import CollimateClient
@@ -381,16 +382,19 @@ _WRONG: Final = {
     "java": "System.out.println(0);",
     "node": "console.log(0);",
     "python": "print(0)",
+    **sabotage_scripts.WRONG,
     "csharp": 'Console.WriteLine("0");',
     "d": 'puts("0");',
 }
 _RIGHT: Final = {"cpp": CPP_RIGHT, "rust": RUST_RIGHT, "go": GO_RIGHT, "java": JAVA_RIGHT,
-                 "node": NODE_RIGHT, "python": PY_RIGHT, "csharp": CS_RIGHT,
-                 "d": D_RIGHT}  # fmt: skip
+                 "node": NODE_RIGHT, "python": PY_RIGHT, **sabotage_scripts.RIGHT,
+                 "csharp": CS_RIGHT, "d": D_RIGHT}  # fmt: skip
 
 
 def _program(language: str, sabotage: str, answer: str) -> str:
     """A program in ``language`` doing ``sabotage``, then ``answer``."""
+    if language in sabotage_scripts.CATALOGUES:
+        return sabotage_scripts.program(language, sabotage, answer)
     if language == "cpp":
         return f"{CPP_HEAD}int main() {{ {sabotage} {answer} }}\n"
     if language == "rust":
@@ -430,11 +434,15 @@ CATALOGUE = {
     "nodejs": NODE,
     "typescript": NODE,
     "python": PYTHON,
+    **sabotage_scripts.CATALOGUES,
     "csharp": CSHARP,
     "d": D,
 }
 UNRUNNABLE = {"cpp": CPP_UNRUNNABLE, "rust": RUST_UNRUNNABLE, "go": GO_UNRUNNABLE,
               "java": JAVA_UNRUNNABLE, "csharp": CS_UNRUNNABLE, "d": D_UNRUNNABLE}  # fmt: skip
+#: The languages built before they run: their builds come from the compile
+#: cache the second time a group is judged.
+COMPILED: Final = ("cpp", "rust", "go", "java", "typescript", "csharp", "d")
 #: Tampering a right answer does before answering: none reaches its next test.
 TAMPER_THEN_RIGHT = ("unlink_build", "chmod_build", "overwrite_build", "chmod_dir", "remove_dir")
 
@@ -450,9 +458,14 @@ DEFAULT_TIME_LIMIT: Final = 0.5
 
 
 def spec(language: str) -> ContestReward:
-    """:data:`TESTS` judged in ``language``, with its :data:`TIME_LIMIT`."""
+    """:data:`TESTS` judged in ``language``, with its :data:`TIME_LIMIT`,
+    all or nothing: a sabotage fails its first test, and the judge stops
+    there (a spinning one burns its limit once, not once per test); a
+    tampering right answer still runs every test, each laid out afresh."""
     limit = TIME_LIMIT.get(language, DEFAULT_TIME_LIMIT)
-    return ContestReward(TESTS, language=language, time_limit=limit, memory_limit_mb=256)
+    return ContestReward(
+        TESTS, language=language, time_limit=limit, memory_limit_mb=256, scoring="all"
+    )
 
 
 def _verdicts(results: list[GradeResult]) -> list[tuple[float, str | None, bool]]:
@@ -475,8 +488,9 @@ def check_alone(client: CollimateClient, language: str) -> None:
 
 def check_group(client: CollimateClient, language: str) -> None:
     """Every sabotage in one group, a right sibling on each side: siblings
-    1.0, sabotage 0.0, no infra error; the same group again (the builds from
-    the compile cache) the same verdicts; a fresh group after it 8/8."""
+    1.0, sabotage 0.0, no infra error; in a compiled language the same group
+    again (the builds from the compile cache) the same verdicts; a fresh
+    group after it 8/8."""
     good = right(language)
     cases = list(CATALOGUE[language])
     group = [good]
@@ -491,12 +505,13 @@ def check_group(client: CollimateClient, language: str) -> None:
         if r.infra_error or r.reward != (1.0 if n == "right" else 0.0)
     ]
     assert not any(r.infra_error for r in first)
-    again = grade_batch(client, "py", group, spec(language))
-    assert _verdicts(again) == _verdicts(first), [
-        (n, a.explain(), b.explain())
-        for n, a, b in zip(names, first, again, strict=True)
-        if _verdicts([a]) != _verdicts([b])
-    ]
+    if language in COMPILED:
+        again = grade_batch(client, "py", group, spec(language))
+        assert _verdicts(again) == _verdicts(first), [
+            (n, a.explain(), b.explain())
+            for n, a, b in zip(names, first, again, strict=True)
+            if _verdicts([a]) != _verdicts([b])
+        ]
     fresh = grade_batch(client, "py", [good] * 8, spec(language))
     assert [r.reward for r in fresh] == [1.0] * 8
 
@@ -504,8 +519,8 @@ def check_group(client: CollimateClient, language: str) -> None:
 def check_tampering(client: CollimateClient, language: str) -> None:
     """Right answers that first tamper with their build or directory: each
     test is laid out afresh, so every one passes; twice in one group (a
-    sibling with the same source), then again through the compile cache,
-    with the same verdicts."""
+    sibling with the same source), then (a compiled language) again through
+    the compile cache, with the same verdicts."""
     # (a JVM loads classes from its class path as it goes: a run that removes
     # its whole directory breaks itself, in every test alike)
     cases = [c for c in TAMPER_THEN_RIGHT if (language, c) != ("java", "remove_dir")]
@@ -514,7 +529,8 @@ def check_tampering(client: CollimateClient, language: str) -> None:
     for case, result in zip(cases + cases, first, strict=True):
         assert (result.reward, result.infra_error) == (1.0, False), (case, result.explain())
         assert result.detail.get("passed") == len(TESTS), (case, result.detail)
-    assert _verdicts(grade_batch(client, "py", group, spec(language))) == _verdicts(first)
+    if language in COMPILED:
+        assert _verdicts(grade_batch(client, "py", group, spec(language))) == _verdicts(first)
 
 
 def check_unrunnable(client: CollimateClient, language: str) -> None:
