@@ -277,17 +277,12 @@ def test_a_d_module_named_as_a_librarys_is_refused(client: CollimateClient) -> N
 
 
 #: SandboxFusion's own tests of its csharp and D_ut runners (its runners'
-#: test files for the two languages): each request, and
-#: the status, run status and stdout they assert. One differs: its C#
-#: sleep is 1 s, not 200 ms, against a 0.1 s limit. A limit here is CPU
-#: time plus idle time, and idle time is seen by samples 0.1 s apart: a
-#: 200 ms sleep idles past 0.1 s by less than a sample, and is a time
-#: limit or not by where the samples fall (SandboxFusion's wall clock
-#: counts ``dotnet run``'s own build: any program is out of 0.1 s there).
+#: test files for the two languages): each request, and the status, run
+#: status and stdout they assert.
 _CS_SLEEP = (
     "\n    using System;\n    using System.Threading;\n\n    public class Program\n    {\n"
     "        public static void Main(string[] args)\n        {\n"
-    "            Thread.Sleep(1000);\n        }\n    }\n    "
+    "            Thread.Sleep(200); // Sleep for 200 milliseconds\n        }\n    }\n    "
 )
 SANDBOX_FUSION: list[tuple[dict[str, Any], str, str, str | None]] = [
     (
