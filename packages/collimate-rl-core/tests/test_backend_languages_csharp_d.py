@@ -373,3 +373,11 @@ def test_health_names_each_compiler_with_its_version() -> None:
         described = found[language].describe()
         assert described["available"] and described["compile"], described
         assert described["compiler"].startswith(starts), described
+
+
+def test_the_judge_takes_no_d_ut(backend: LocalCollimateBackend) -> None:
+    """``d_ut`` is judged by the program's own unittests: like the
+    test-framework modes, ``/run_code`` only."""
+    body = {"problems": [{"language": "d_ut", "tests": [["", ""]]}], "candidates": [{"source": ""}]}
+    r = httpx.post(f"{backend.base_url}/v1/judge", json=body, timeout=60)
+    assert r.status_code == 400 and "unknown language" in r.json()["error"], r.text

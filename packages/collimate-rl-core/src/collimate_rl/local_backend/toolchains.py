@@ -90,8 +90,9 @@ LANGUAGES: Final = (
     "julia", "swift", "lean", "cuda", "python_gpu",
     "csharp", "d", "d_ut",
 )  # fmt: skip
-#: SandboxFusion's test-framework modes: the code runs its own tests.
-TEST_MODES: Final = ("pytest", "junit", "jest", "go_test")
+#: SandboxFusion's test-framework modes: the code runs its own tests
+#: (D_ut: its own ``unittest`` blocks).
+TEST_MODES: Final = ("pytest", "junit", "jest", "go_test", "d_ut")
 
 
 @dataclass(frozen=True)
