@@ -25,6 +25,7 @@ import platform
 import shutil
 import subprocess
 import sys
+import time
 from collections.abc import Sequence
 from dataclasses import asdict, dataclass
 from typing import Any, Final
@@ -38,6 +39,8 @@ __all__ = ["Finding", "findings", "main"]
 
 #: Landlock's ABI from which packs keep their candidates apart.
 LANDLOCK_MIN_ABI: Final = 6
+#: How long the languages may stay ``probing`` in the backend's health.
+_PROBE_WAIT_S: Final = 120.0
 
 
 @dataclass(frozen=True)
@@ -107,7 +110,16 @@ def _backend() -> tuple[dict[str, Any] | None, str]:
         with LocalCollimateBackend() as backend:
             import httpx
 
-            return httpx.get(f"{backend.base_url}/v1/health", timeout=120).json(), ""
+            # the languages are ``probing`` until the toolchains were looked
+            # for (a thread, seconds on a first start): asked again until then
+            deadline = time.monotonic() + _PROBE_WAIT_S
+            while True:
+                health = httpx.get(f"{backend.base_url}/v1/health", timeout=120).json()
+                languages = health.get("languages")
+                probing = isinstance(languages, dict) and languages.get("probing")
+                if not probing or time.monotonic() > deadline:
+                    return health, ""
+                time.sleep(0.2)
     except Exception as exc:  # what the user needs is why, whatever it is
         return None, f"{type(exc).__name__}: {exc}"
 

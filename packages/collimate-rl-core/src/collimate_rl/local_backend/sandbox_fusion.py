@@ -57,6 +57,7 @@ from .language_runs import (
 )
 from .program_harness.java import JAVATUPLES_JAR
 from .routing import Request, Response, Router
+from .sandbox_fusion_csharp import sandbox_fusion_program
 from .service import BackendService
 from .toolchains import Toolchain, junit_source, resolve_language
 from .wire_errors import WireError
@@ -89,6 +90,7 @@ RUNNABLE_LANGUAGES: Final = (
     "python", "cpp", "java", "nodejs", "typescript", "rust", "go",
     "bash", "perl", "php", "lua", "ruby",
     "pytest", "junit", "jest", "go_test",
+    "csharp", "D_ut",
 )  # fmt: skip
 #: Seconds the exec gets beyond ``run_timeout`` (writing files, forking, reading back).
 EXEC_MARGIN_S: Final = 10
@@ -501,9 +503,12 @@ async def answer_compiled(languages: LanguageRuns, run: dict[str, Any]) -> dict[
     distinct program (the server's compile cache), then run."""
     try:
         tc = with_runtime(await languages.toolchain(run["language"]), run["files"])
+        code, files = run["code"], run["files"]
         if tc.language == "junit":  # (javac wants the public class's name)
-            tc = replace(tc, source=junit_source(run["code"]))
-        build = await languages.build(tc, run["code"], run["files"], run["compile_timeout"])
+            tc = replace(tc, source=junit_source(code))
+        if tc.language == "csharp":  # .NET's implicit usings and Debug.Assert
+            tc, code, files = sandbox_fusion_program(tc, code, files)
+        build = await languages.build(tc, code, files, run["compile_timeout"])
         compiled = _compile_result(build) if tc.compiled else None
         if build.verdict != "ok":
             return _answer("Failed", compile_result=compiled)
@@ -518,7 +523,7 @@ async def answer_compiled(languages: LanguageRuns, run: dict[str, Any]) -> dict[
         (record,) = await languages.run(
             tc,
             build,
-            run["code"],
+            code,
             [(run["stdin"] or "").encode()],
             cpu_limit=limit,
             memory_bytes=memory << 20 if memory > 0 else 0,

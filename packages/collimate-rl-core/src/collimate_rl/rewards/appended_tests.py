@@ -65,6 +65,11 @@ _NAMES: Final = {
     "lua": "lua",
     "rb": "ruby",
     "ruby": "ruby",
+    # MultiPL-E's cs and d
+    "cs": "csharp",
+    "csharp": "csharp",
+    "c#": "csharp",
+    "d": "d",
 }
 
 

@@ -41,7 +41,7 @@ show the generic attacks fail in every language.
 
 One module per language (:mod:`.cpp`, :mod:`.rust`, :mod:`.java`,
 :mod:`.script` for JavaScript and TypeScript, :mod:`.go`, :mod:`.interpreted`
-for Bash, Perl, PHP, Lua and Ruby); what they share
+for Bash, Perl, PHP, Lua and Ruby, :mod:`.csharp`, :mod:`.dlang` for D); what they share
 (the token, the harness's names, :class:`Assembly`) is in :mod:`.common`, the
 check of names a candidate redefines in :mod:`.names`.
 """
@@ -54,6 +54,8 @@ from typing import Final
 from ..toolchains import Toolchain
 from .common import Assembly, ProgramRejected, ProgramUnusable, new_token, run_passed
 from .cpp import assemble_cpp
+from .csharp import assemble_csharp
+from .dlang import assemble_d
 from .go import assemble_go
 from .interpreted import assemble_interpreted, failed_by_output
 from .java import JAVATUPLES_JAR, assemble_java
@@ -87,6 +89,8 @@ _ASSEMBLERS: Final[dict[str, _Assembler]] = {
     "php": assemble_interpreted,
     "lua": assemble_interpreted,
     "ruby": assemble_interpreted,
+    "csharp": assemble_csharp,
+    "d": assemble_d,
 }
 #: Languages whose test programs this harness runs.
 PROGRAM_LANGUAGES: Final = tuple(_ASSEMBLERS)
