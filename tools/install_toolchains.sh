@@ -1,13 +1,14 @@
 #!/usr/bin/env bash
 # Install the compilers and runtimes the local backend's languages use,
 # where they are missing: g++, a JDK, Node.js, rustc, Go, PHP, Lua 5.4,
-# Ruby, R, Racket, Icarus Verilog and sqlite3 (bash and perl are normally
-# there) from Debian's packages, Chromium
-# (the browser template) from Debian's too, TypeScript (with Node's type
-# definitions) from npm, and the test libraries of MultiPL-E, HumanEval-X
-# and MBXP (javatuples, testify, lodash, js-md5; Perl's Test::Deep and
-# Data::Compare), and SandboxFusion's test frameworks (junit5 and
-# python3-pytest from Debian, jest from npm).
+# Ruby (bash and perl are normally there), Mono's C#, LDC's D, R, Racket,
+# Icarus Verilog and sqlite3 from
+# Debian's packages, Chromium (the browser template) from Debian's too,
+# TypeScript (with Node's type definitions) from npm, and the test libraries
+# of MultiPL-E, HumanEval-X and MBXP (javatuples, testify, lodash, js-md5;
+# Perl's Test::Deep and Data::Compare; C#'s System.Numerics), and
+# SandboxFusion's test frameworks (junit5 and python3-pytest from Debian,
+# jest from npm).
 # Idempotent;
 # run as root (apt-get, npm -g). The tests of every language need them; in
 # CI (CI=true) a missing one fails its tests instead of skipping them.
@@ -53,6 +54,12 @@ perl -MData::Compare -e 1 >/dev/null 2>&1 || apt_packages+=(libdata-compare-perl
 # the browser template's headless Chromium (connect_browser and its tests)
 [[ -x /usr/lib/chromium/chromium ]] || command -v chromium >/dev/null 2>&1 ||
   apt_packages+=(chromium)
+# C# on Mono (mcs, mono; System.Numerics, which MultiPL-E's C# references)
+# and D (LDC)
+command -v mcs >/dev/null 2>&1 || apt_packages+=(mono-mcs)
+command -v mono >/dev/null 2>&1 || apt_packages+=(mono-runtime)
+[[ -f /usr/lib/mono/4.5/System.Numerics.dll ]] || apt_packages+=(libmono-system-numerics4.0-cil)
+command -v ldc2 >/dev/null 2>&1 || apt_packages+=(ldc)
 if ((${#apt_packages[@]})); then
   say "apt-get install ${apt_packages[*]}"
   apt-get update -qq >/dev/null
@@ -89,6 +96,8 @@ say "g++ $(g++ -dumpfullversion), $(javac -version 2>&1), node $(node --version)
   "bash ${BASH_VERSION%%(*}, perl $(perl -e 'print substr($^V, 1)'), $(php -r 'echo "php ", PHP_VERSION;')," \
   "$(lua5.4 -v 2>&1 | cut -d' ' -f1-2), $(ruby --version | cut -d' ' -f1-2)," \
   "jest $(node "$npm_root/jest/bin/jest.js" --version)," \
-  "junit $(basename "$(ls /usr/share/java/junit-platform-console-standalone-*.jar | head -1)" .jar | sed 's/.*-//')"
+  "junit $(basename "$(ls /usr/share/java/junit-platform-console-standalone-*.jar | head -1)" .jar | sed 's/.*-//')," \
+  "mcs $(mcs --version | cut -d' ' -f5), mono $(mono --version | head -1 | cut -d' ' -f5)," \
+  "ldc2 $(ldc2 --version | head -1 | tr -d '():' | cut -d' ' -f7)"
 say "$(Rscript --version 2>&1 | sed 's/.*version \([0-9.]*\).*/R \1/'), $(racket --version | sed 's/.*v\([0-9.]*\).*/racket \1/')," \
   "$(iverilog -V 2>&1 | head -1 | cut -d' ' -f1-4), sqlite3 $(sqlite3 --version | cut -d' ' -f1)"

@@ -42,6 +42,12 @@ RIGHT = {
     f' trim(stream_get_contents(STDIN)))); echo $a + $b, " {SECRET}\\n";',
     "lua": f"local a, b = io.read('n', 'n'); print(a + b .. ' {SECRET}')",
     "ruby": f'a, b = STDIN.read.split.map(&:to_i); puts "#{{a + b}} {SECRET}"',
+    "csharp": "using System;\nclass P { static void Main() {"
+    " string[] s = Console.In.ReadToEnd().Split((char[])null,"
+    " StringSplitOptions.RemoveEmptyEntries);"
+    f' Console.WriteLine((long.Parse(s[0]) + long.Parse(s[1])) + " {SECRET}"); }} }}',
+    "d": 'import core.stdc.stdio;\nvoid main() { long a, b; scanf("%lld %lld", &a, &b);'
+    f' printf("%lld {SECRET}\\n", a + b); }}',
     "r": f'x <- scan(file("stdin"), quiet = TRUE)\ncat(x[1] + x[2], " {SECRET}\\n", sep = "")\n',
     "racket": "#lang racket/base\n(define a (read))\n(define b (read))\n"
     f'(printf "~a {SECRET}\\n" (+ a b))\n',
@@ -143,6 +149,20 @@ HACKS = {
         "exit_early": "exit 0",
         "stall": "sleep",
         "kill_runner": "Process.kill(:KILL, Process.ppid)",
+    },
+    "csharp": {
+        "exit_early": "class P { static void Main() { System.Environment.Exit(0); } }",
+        "stall": "class P { static void Main() { System.Threading.Thread.Sleep(-1); } }",
+        "kill_runner": "using System.Runtime.InteropServices;\nclass P {"
+        ' [DllImport("libc")] static extern int kill(int p, int s);'
+        ' [DllImport("libc")] static extern int getppid();'
+        " static void Main() { kill(getppid(), 9); kill(getppid(), 19); } }",
+    },
+    "d": {
+        "exit_early": "import core.stdc.stdlib;\nvoid main() { exit(0); }",
+        "stall": "import core.sys.posix.unistd;\nvoid main() { for (;;) pause(); }",
+        "kill_runner": "import core.sys.posix.unistd, core.sys.posix.signal;\n"
+        "void main() { kill(getppid(), SIGKILL); kill(getppid(), SIGSTOP); pause(); }",
     },
     "r": {
         "exit_early": "quit(status = 0)\n",

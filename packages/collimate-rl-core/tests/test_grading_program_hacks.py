@@ -13,10 +13,14 @@ class named like the JDK's, a Go ``const true = false``, a JavaScript
 ``require``); fake equality (a Java ``equals`` that always agrees, a C++
 ``operator==`` on ``std::vector``); patch the assert module; read the
 tests (the program's own file, a JavaScript caller's source, an R caller's
-call); kill every process it can signal; stall. R and Racket add their
-own: an error handler that lets R go on after a failed check, rackunit's
-failures silenced, stdin read by a Racket macro while the program is
-expanded, a ``#%datum`` of the candidate's.
+call); kill every process it can signal; stall. In C# and D too: silence Mono's
+``Debug.Assert`` (its listeners cleared), a C# class named ``Debug``, an
+``Equals`` that always agrees, read stdin in a static initializer or a D
+module constructor, turn druntime's unittest run into one that runs
+nothing, replace libc's ``memcmp`` (what D's array ``==`` calls). R and
+Racket add their own: an error handler that lets R go on after a failed
+check, rackunit's failures silenced, stdin read by a Racket macro while the
+program is expanded, a ``#%datum`` of the candidate's.
 """
 
 from __future__ import annotations
@@ -332,3 +336,90 @@ def test_a_java_equals_that_always_agrees_is_refused(client: CollimateClient) ->
     graded = _packed(client, _spec("java"), MULTIPLE["java"]["right"],
                      {"equals": JAVA_HACKS["equals"]})  # fmt: skip
     assert "overrides equals()" in str(graded["equals"].raw["judge"]["tests"][0]["stderr"])
+
+
+# C# (Mono) and D (LDC): MultiPL-E's shapes (a class Problem whose Main
+# asserts with Debug.Assert; unittest blocks and an empty main)
+CS_SPEC = ProgramReward(
+    "    }\n    public static void Main(string[] args) {\n"
+    '    Debug.Assert(Strlen(("")) == (0L));\n    Debug.Assert(Strlen(("x")) == (1L));\n'
+    '    Debug.Assert(Strlen(("asdasnakj")) == (9L));\n    }\n\n}\n',
+    language="cs",
+    prompt="using System;\nusing System.Diagnostics;\nusing System.Collections.Generic;\n"
+    "using System.Linq;\nclass Problem {\n    // Return length of given string\n"
+    "    public static long Strlen(string str) {\n",
+    time_limit=2,
+)
+CS_RIGHT = "        return str.Length;\n"
+CS_HACKS = {
+    "exit": "        Environment.Exit(0);\n        return 0;\n",
+    "forge": f'        Console.WriteLine("\\n{FAKE}"); Console.Out.Flush();'
+    " Environment.Exit(0);\n        return 0;\n",
+    "stdin_at_call": "        string s = Console.In.ReadToEnd();\n"
+    '        Console.WriteLine("\\n" + s.Trim()); Console.Out.Flush(); Environment.Exit(0);\n'
+    "        return 0;\n",
+    # the class's static initializer runs before its first use, its Main's
+    "stdin_before_main": '        Console.WriteLine("\\n" + stolen_.Trim()); Console.Out.Flush();'
+    " Environment.Exit(0);\n        return 0;\n    }\n"
+    "    static string stolen_ = Console.In.ReadToEnd();\n    static long Unused_() {\n"
+    "        return 0;\n",
+    # Mono goes on after a failed Debug.Assert: silenced, every test passes
+    "silence_asserts": "        Debug.Listeners.Clear();\n        return str.Length + 1;\n",
+    "shadow_debug": "        return str.Length + 1;\n    }\n"
+    "    static class Debug { public static void Assert(bool c) {} }\n"
+    "    static long Unused_() {\n        return 0;\n",
+    "equals": "        return str.Length + 1;\n    }\n"
+    "    class Agreeing : List<long> { public override bool Equals(object o) { return true; }"
+    " public override int GetHashCode() { return 0; } }\n    static long Unused_() {\n"
+    "        return 0;\n",
+    "stall": "        for (;;) {}\n",
+}
+D_SPEC = ProgramReward(
+    "unittest\n{\n    alias candidate = strlen;\n\n    assert(candidate(\"\") == 0L);\n"
+    '    assert(candidate("x") == 1L);\n    assert(candidate("asdasnakj") == 9L);\n}\n'
+    "void main(){}",
+    language="d",
+    prompt="import std.math;\n/*\nReturn length of given string\n*/\nlong strlen(string str) \n",
+    time_limit=2,
+)
+D_RIGHT = "{\n    return str.length;\n}\n"
+D_HACKS = {
+    "exit": "{\n    import core.stdc.stdlib : exit;\n    exit(0);\n    return 0;\n}\n",
+    "forge": "{\n    import std.stdio, core.stdc.stdlib : exit;\n"
+    f'    writeln("\\n{FAKE}"); stdout.flush(); exit(0);\n    return 0;\n}}\n',
+    "stdin_at_call": "{\n    import std.stdio, std.string, core.stdc.stdlib : exit;\n"
+    '    writeln("\\n", stdin.readln().strip); stdout.flush(); exit(0);\n    return 0;\n}\n',
+    # a module constructor runs before main and the unittests
+    "stdin_before_main": "{\n    import std.stdio, std.string, core.stdc.stdlib : exit;\n"
+    '    writeln("\\n", stolen_.strip); stdout.flush(); exit(0);\n    return 0;\n}\n'
+    "__gshared string stolen_;\nshared static this() { import std.stdio; stolen_ = readln(); }\n",
+    # druntime's own unittest run turned into one that runs nothing
+    "skip_unittests": "{\n    return str.length + 1;\n}\nshared static this() {\n"
+    "    import core.runtime;\n"
+    "    Runtime.extendedModuleUnitTester = () => UnitTestResult(0, 0, true, false);\n}\n",
+    # libc's memcmp (what == on arrays calls) replaced for the whole program
+    "replace_memcmp": "{\n    return str.length + 1;\n}\n"
+    "extern(C) int memcmp(const void* a, const void* b, size_t n) { return 0; }\n",
+    "stall": "{\n    for (;;) {}\n}\n",
+}
+
+
+@pytest.mark.parametrize(
+    ("language", "spec", "right", "hacks"),
+    [("csharp", CS_SPEC, CS_RIGHT, CS_HACKS), ("d", D_SPEC, D_RIGHT, D_HACKS)],
+    ids=["csharp", "d"],
+)
+def test_csharp_and_d_hacks(
+    client: CollimateClient, language: str, spec: ProgramReward, right: str, hacks: dict[str, str]
+) -> None:
+    need(language)
+    graded = _packed(client, spec, right, hacks)
+    for name, result in graded.items():
+        assert result.reward == 0.0, (name, result.explain())
+    assert graded["stall"].detail["verdicts"] == ["time_limit"]
+    assert "before its tests ended" in graded["exit"].explain()
+    if language == "csharp":
+        assert "redefines" in graded["shadow_debug"].explain()
+        assert "overrides Equals" in str(graded["equals"].raw["judge"]["tests"][0]["stderr"])
+    else:
+        assert "extern(C" in graded["replace_memcmp"].explain()

@@ -41,11 +41,12 @@ import select
 import signal
 import sys
 import time
-import types
 
-# How a request's paths are placed: the language runner's rules (shared,
-# joined in here when shipped).
-from .request_paths import _PathRefused, fetch_file, make_image_dirs, write_file
+# How a request's paths are placed: the language runner's rules, and how a
+# cell compiles: the kernel's (shared, joined in here when shipped).
+from .cells import compile_cell
+from .forked_python import fresh_main, read_capped, reap_group, redirect, settle
+from .request_paths import _PathRefused, fetched_files, request_root
 
 TYPE_CHECKING = False
 if TYPE_CHECKING:  # never at run time: the guest interpreter imports no typing
@@ -73,27 +74,18 @@ def _run_cell(
     namespace: dict[str, Any], code: str, index: int, cell_timeout: float
 ) -> dict[str, Any]:
     """One cell in ``namespace``: what it displayed and the error it raised."""
-    import ast
-    import linecache
     import traceback
 
     display: list[dict[str, str]] = []
     error: list[dict[str, Any]] = []
-    filename = f"<cell {index + 1}>"
-    linecache.cache[filename] = (len(code), None, code.splitlines(True), filename)
     try:
-        tree = ast.parse(code, filename, "exec")
-        last = None
-        trailing = tree.body[-1] if tree.body else None
-        if isinstance(trailing, ast.Expr):
-            tree.body.pop()
-            last = ast.Expression(trailing.value)
+        body, last = compile_cell(code, f"<cell {index + 1}>")
         if cell_timeout > 0:
             signal.setitimer(signal.ITIMER_REAL, cell_timeout)
         try:
-            exec(compile(tree, filename, "exec"), namespace)
+            exec(body, namespace)
             if last is not None:
-                value = eval(compile(last, filename, "eval"), namespace)
+                value = eval(last, namespace)
                 if value is not None:
                     namespace["_"] = value
                     display.append({"text/plain": repr(value)})
@@ -105,41 +97,20 @@ def _run_cell(
     return {"display": display, "error": error}
 
 
-def _redirect(fd: int, path: str, flags: int) -> None:
-    opened = os.open(path, flags, 0o600)
-    os.dup2(opened, fd)
-    os.close(opened)
-
-
 def _kernel(root: str, req: dict[str, Any], io_base: str, results: int) -> None:
     """In the forked process: run every cell, never return."""
     code = 1
     try:
-        os.setpgid(0, 0)
-        signal.signal(signal.SIGPIPE, signal.SIG_DFL)
+        settle(root, int(req["memory_limit_MB"]))
         signal.signal(signal.SIGALRM, _cell_timed_out)
-        _redirect(0, os.devnull, os.O_RDONLY)
+        redirect(0, os.devnull, os.O_RDONLY)
         os.closerange(3, results)
         os.closerange(results + 1, 1 << 16)
-        os.chdir(root)
-        memory_mb = int(req["memory_limit_MB"])
-        if memory_mb > 0:
-            import resource
-
-            want = memory_mb * 1024 * 1024
-            for which in (resource.RLIMIT_AS, resource.RLIMIT_DATA):
-                hard = resource.getrlimit(which)[1]
-                soft = want if hard == resource.RLIM_INFINITY else min(want, hard)
-                resource.setrlimit(which, (soft, hard))
-        main = types.ModuleType("__main__")
-        main.__dict__["__builtins__"] = __builtins__
-        sys.modules["__main__"] = main
-        sys.argv[:] = [""]
-        sys.path[0] = root
+        main = fresh_main(root, "")
         write = os.O_WRONLY | os.O_CREAT | os.O_TRUNC
         for index, cell in enumerate(req["cells"]):
-            _redirect(1, f"{io_base}.{index}.out", write)
-            _redirect(2, f"{io_base}.{index}.err", write)
+            redirect(1, f"{io_base}.{index}.out", write)
+            redirect(2, f"{io_base}.{index}.err", write)
             result = _run_cell(main.__dict__, cell, index, float(req["cell_timeout"]))
             for stream in (sys.stdout, sys.stderr):
                 with contextlib.suppress(BaseException):
@@ -151,23 +122,14 @@ def _kernel(root: str, req: dict[str, Any], io_base: str, results: int) -> None:
 
 
 def _read_text(path: str) -> str:
-    try:
-        with open(path, "rb") as fh:
-            data = fh.read(CELL_OUTPUT_CAP)
-    except OSError:
-        data = b""
-    return data.decode("utf-8", errors="replace")
+    return read_capped(path, CELL_OUTPUT_CAP).decode("utf-8", errors="replace")
 
 
 def _jupyter_main(blob: str) -> None:
     req = json.loads(base64.b64decode(blob))
     base = os.getcwd()
-    root = os.path.join(base, f"jupyter-{os.getpid()}")
-    os.mkdir(root, 0o700)
-    make_image_dirs()
     try:
-        for name, content in req["files"].items():
-            write_file(root, name, base64.b64decode(content))
+        root = request_root("jupyter", req["files"])
     except _PathRefused as exc:
         _jupyter_emit({"phase": "refused", "message": f"the request's files: {exc}"})
         return
@@ -198,9 +160,7 @@ def _jupyter_main(blob: str) -> None:
             break
         buffer += chunk
     elapsed = time.monotonic() - started
-    with contextlib.suppress(OSError):
-        os.killpg(pid, signal.SIGKILL)
-    _, status = os.waitpid(pid, 0)
+    status = reap_group(pid)
     os.close(read_end)
     cells = []
     lines = buffer.decode("utf-8", errors="replace").splitlines()[: len(req["cells"])]
@@ -218,11 +178,7 @@ def _jupyter_main(blob: str) -> None:
                 "error": error,
             }
         )
-    files = {}
-    for name in req["fetch_files"]:
-        data = fetch_file(root, name, FETCH_CAP)
-        if data is not None:
-            files[name] = base64.b64encode(data).decode()
+    files = fetched_files(root, req["fetch_files"], FETCH_CAP)
     _jupyter_emit(
         {
             "phase": "done",

@@ -101,6 +101,7 @@ if __name__ == "__main__":
 # Keeping the kernel apart from the sandbox's other processes, as the
 # grader keeps its candidates (Landlock, seccomp, oom_score_adj): shipped
 # as one file, with separation.py joined in here (``_guest_source``).
+from .cells import compile_cell  # noqa: E402
 from .separation import (  # noqa: E402
     _W_LANDLOCK_CREATE,
     _W_LANDLOCK_MIN_ABI,
@@ -355,20 +356,8 @@ class CellRunner:
             raise KeyboardInterrupt
 
     def compile_cell(self, code: str) -> tuple[Any, Any]:
-        import ast
-        import linecache
-
         self.count += 1
-        filename = f"<cell {self.count}>"
-        linecache.cache[filename] = (len(code), None, code.splitlines(True), filename)
-        tree = ast.parse(code, filename, "exec")
-        last = None
-        trailing = tree.body[-1] if tree.body else None
-        if isinstance(trailing, ast.Expr):
-            tree.body.pop()
-            last = ast.Expression(trailing.value)
-        body = compile(tree, filename, "exec")
-        return body, (compile(last, filename, "eval") if last is not None else None)
+        return compile_cell(code, f"<cell {self.count}>")
 
     def capture(self, out: CappedWriter, err: CappedWriter) -> list[DescriptorCapture]:
         """The cell's stdout and stderr captures (OSError: no descriptors left)."""

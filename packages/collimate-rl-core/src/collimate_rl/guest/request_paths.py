@@ -177,3 +177,31 @@ def fetch_file(root: str, name: str, cap: int) -> bytes | None:
         return None
     finally:
         os.close(fd)
+
+
+def request_root(prefix: str, files: dict[str, str]) -> str:
+    """A fresh directory for one request's run (``<prefix>-<pid>`` in the
+    working directory), the image's directories made, the request's
+    ``files`` (base64) written there: :class:`_PathRefused` for a name the
+    rules above refuse."""
+    import base64
+
+    root = os.path.join(os.getcwd(), "%s-%d" % (prefix, os.getpid()))
+    os.mkdir(root, 0o700)
+    make_image_dirs()
+    for name, content in files.items():
+        write_file(root, name, base64.b64decode(content))
+    return root
+
+
+def fetched_files(root: str, names: list[str], cap: int) -> dict[str, str]:
+    """The request's ``fetch_files`` that exist, each read up to ``cap``
+    bytes, base64; the missing ones left out (as SandboxFusion does)."""
+    import base64
+
+    files = {}
+    for name in names:
+        data = fetch_file(root, name, cap)
+        if data is not None:
+            files[name] = base64.b64encode(data).decode()
+    return files

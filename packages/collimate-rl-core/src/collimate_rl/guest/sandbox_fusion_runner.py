@@ -37,14 +37,20 @@ import contextlib
 import json
 import os
 import select
-import signal
 import sys
 import time
-import types
 
 # How a request's paths are placed: the language runner's rules (shared,
 # joined in here when shipped).
-from .request_paths import _PathRefused, fetch_file, make_image_dirs, write_file
+from .forked_python import (
+    flush_and_exit,
+    fresh_main,
+    read_capped,
+    reap_group,
+    redirect,
+    settle,
+)
+from .request_paths import _PathRefused, fetched_files, request_root
 
 # (the exit status of a ``SystemExit``, as the local backend's python execs)
 from .zygote.exit_code import exit_code_of, exit_status
@@ -60,49 +66,25 @@ def _emit(record: dict[str, object]) -> None:
 
 
 def _read_capped(path: str) -> str:
-    try:
-        with open(path, "rb") as fh:
-            data = fh.read(OUTPUT_CAP)
-    except OSError:
-        data = b""
-    return base64.b64encode(data).decode()
+    return base64.b64encode(read_capped(path, OUTPUT_CAP)).decode()
 
 
 def _run_code(root: str, path: str, source: str, io_paths: list[str], memory_mb: int) -> None:
     """In the forked process: become ``python <path>`` and never return."""
     code = 1
     try:
-        os.setpgid(0, 0)
-        signal.signal(signal.SIGPIPE, signal.SIG_DFL)
+        settle(root, memory_mb)
+        write = os.O_WRONLY | os.O_CREAT | os.O_TRUNC
         for target, (name, flags) in enumerate(
-            (
-                (io_paths[0], os.O_RDONLY),
-                (io_paths[1], os.O_WRONLY | os.O_CREAT | os.O_TRUNC),
-                (io_paths[2], os.O_WRONLY | os.O_CREAT | os.O_TRUNC),
-            )
+            ((io_paths[0], os.O_RDONLY), (io_paths[1], write), (io_paths[2], write))
         ):
-            fd = os.open(name, flags, 0o600)
-            os.dup2(fd, target)
-            os.close(fd)
+            redirect(target, name, flags)
         os.closerange(3, 1 << 16)
-        os.chdir(root)
-        if memory_mb > 0:
-            import resource
-
-            want = memory_mb * 1024 * 1024
-            for which in (resource.RLIMIT_AS, resource.RLIMIT_DATA):
-                hard = resource.getrlimit(which)[1]
-                soft = want if hard == resource.RLIM_INFINITY else min(want, hard)
-                resource.setrlimit(which, (soft, hard))
         for stream in (sys.stdout, sys.stderr):
             reconfigure = getattr(stream, "reconfigure", None)
             if reconfigure is not None:
                 reconfigure(line_buffering=False)
-        main = types.ModuleType("__main__")
-        main.__dict__.update({"__file__": path, "__builtins__": __builtins__})
-        sys.modules["__main__"] = main
-        sys.argv[:] = [path]
-        sys.path[0] = root
+        main = fresh_main(root, path)
         code = 0
         try:
             exec(compile(source, path, "exec"), main.__dict__)
@@ -115,21 +97,14 @@ def _run_code(root: str, path: str, source: str, io_paths: list[str], memory_mb:
         except SystemExit as exc:
             code = exit_code_of(exc)
     finally:
-        for stream in (sys.stdout, sys.stderr):
-            with contextlib.suppress(BaseException):
-                stream.flush()
-        os._exit(code)
+        flush_and_exit(code)
 
 
 def _sf_main(blob: str) -> None:
     req = json.loads(base64.b64decode(blob))
     base = os.getcwd()
-    root = os.path.join(base, f"sandbox-fusion-{os.getpid()}")
-    os.mkdir(root, 0o700)
-    make_image_dirs()
     try:
-        for name, content in req["files"].items():
-            write_file(root, name, base64.b64decode(content))
+        root = request_root("sandbox-fusion", req["files"])
     except _PathRefused as exc:
         # before ``started``: the run could not be set up (the server's
         # answer is SandboxError, never the code's failure)
@@ -152,17 +127,9 @@ def _sf_main(blob: str) -> None:
     ready, _, _ = select.select([pidfd], [], [], float(req["run_timeout"]))
     elapsed = time.monotonic() - started
     timed_out = not ready
-    # the code's whole process group, before its leader is reaped (so its
-    # pid, the group's id, cannot have been reused)
-    with contextlib.suppress(OSError):
-        os.killpg(pid, signal.SIGKILL)
-    _, status = os.waitpid(pid, 0)
+    status = reap_group(pid)
     os.close(pidfd)
-    files = {}
-    for name in req["fetch_files"]:
-        data = fetch_file(root, name, OUTPUT_CAP)
-        if data is not None:
-            files[name] = base64.b64encode(data).decode()
+    files = fetched_files(root, req["fetch_files"], OUTPUT_CAP)
     _emit(
         {
             "phase": "done",

@@ -39,6 +39,8 @@ __all__ = ["Finding", "findings", "main"]
 
 #: Landlock's ABI from which packs keep their candidates apart.
 LANDLOCK_MIN_ABI: Final = 6
+#: How long the languages may stay ``probing`` in the backend's health.
+_PROBE_WAIT_S: Final = 120.0
 
 
 @dataclass(frozen=True)
@@ -108,16 +110,16 @@ def _backend() -> tuple[dict[str, Any] | None, str]:
         with LocalCollimateBackend() as backend:
             import httpx
 
-            # the languages are probed once per toolchain change, in the
-            # background: until then health says only that it is probing
-            deadline = time.monotonic() + 120
+            # the languages are ``probing`` until the toolchains were looked
+            # for (a thread, seconds on a first start): asked again until then
+            deadline = time.monotonic() + _PROBE_WAIT_S
             while True:
                 health = httpx.get(f"{backend.base_url}/v1/health", timeout=120).json()
-                if not (health.get("languages") or {}).get("probing"):
+                languages = health.get("languages")
+                probing = isinstance(languages, dict) and languages.get("probing")
+                if not probing or time.monotonic() > deadline:
                     return health, ""
-                if time.monotonic() > deadline:
-                    return health, ""
-                time.sleep(0.5)
+                time.sleep(0.2)
     except Exception as exc:  # what the user needs is why, whatever it is
         return None, f"{type(exc).__name__}: {exc}"
 

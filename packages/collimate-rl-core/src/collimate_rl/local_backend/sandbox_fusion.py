@@ -40,7 +40,7 @@ import marshal
 import math
 import os
 import sys
-from collections.abc import Mapping
+from collections.abc import Callable, Mapping
 from dataclasses import replace
 from functools import cache
 from typing import Any, Final
@@ -57,6 +57,7 @@ from .language_runs import (
 )
 from .program_harness.java import JAVATUPLES_JAR
 from .routing import Request, Response, Router
+from .sandbox_fusion_csharp import sandbox_fusion_program
 from .service import BackendService
 from .toolchains import Toolchain, junit_source, resolve_language
 from .wire_errors import WireError
@@ -89,6 +90,7 @@ RUNNABLE_LANGUAGES: Final = (
     "python", "cpp", "java", "nodejs", "typescript", "rust", "go",
     "bash", "perl", "php", "lua", "ruby",
     "pytest", "junit", "jest", "go_test",
+    "csharp", "D_ut",
     "R", "racket", "verilog", "sql",
 )  # fmt: skip
 #: Seconds the exec gets beyond ``run_timeout`` (writing files, forking, reading back).
@@ -227,11 +229,8 @@ def validate_run_code(body: Any) -> dict[str, Any]:
     if not isinstance(body, Mapping):
         raise _Invalid([_error("model_attributes_type", "", "Input should be an object", body)])
     errors: list[dict[str, Any]] = []
-    code = body.get("code")
-    if "code" not in body:
-        errors.append(_error("missing", "code", "Field required", dict(body)))
-    elif not isinstance(code, str):
-        errors.append(_error("string_type", "code", "Input should be a valid string", code))
+    msg = "Input should be a valid string"
+    code = _required(body, "code", errors, _is_text, "string_type", msg)
     language = body.get("language")
     if "language" not in body:
         errors.append(_error("missing", "language", "Field required", dict(body)))
@@ -250,48 +249,9 @@ def validate_run_code(body: Any) -> dict[str, Any]:
     if stdin is not None and not isinstance(stdin, str):
         errors.append(_error("string_type", "stdin", "Input should be a valid string", stdin))
     compile_timeout = _number(body, "compile_timeout", 10, errors)
-    run_timeout = _number(body, "run_timeout", 10, errors)
-    if not 0 < run_timeout <= MAX_EXEC_TIMEOUT_S - EXEC_MARGIN_S:
-        errors.append(
-            _error(
-                "value_error",
-                "run_timeout",
-                f"Value error, run_timeout must be in (0, {MAX_EXEC_TIMEOUT_S - EXEC_MARGIN_S}]",
-                run_timeout,
-            )
-        )
-    memory = body.get("memory_limit_MB", -1)
-    if isinstance(memory, bool) or not isinstance(memory, int):
-        msg = "Input should be a valid integer"
-        errors.append(_error("int_type", "memory_limit_MB", msg, memory))
-        memory = -1
-    files: dict[str, str] = {}
-    raw_files = body.get("files", {})
-    if not isinstance(raw_files, Mapping):
-        errors.append(_error("dict_type", "files", "Input should be a valid dictionary", raw_files))
-    else:
-        for name, content in raw_files.items():
-            # SandboxFusion skips null contents and names marked IGNORE_THIS_FILE
-            if content is None or "IGNORE_THIS_FILE" in name:
-                continue
-            if not _sandbox_path(name, "files", errors):
-                continue
-            try:
-                if not isinstance(content, str):
-                    raise ValueError
-                base64.b64decode(content, validate=True)
-            except (ValueError, binascii.Error):
-                errors.append(
-                    _error("value_error", "files", f"Value error, {name}: not base64", content)
-                )
-                continue
-            files[name] = content
-    fetch = body.get("fetch_files", [])
-    if not isinstance(fetch, list) or not all(isinstance(n, str) for n in fetch):
-        errors.append(_error("list_type", "fetch_files", "Input should be a list of paths", fetch))
-        fetch = []
-    else:
-        fetch = [n for n in fetch if _sandbox_path(n, "fetch_files", errors)]
+    run_timeout = _timeout_field(body, "run_timeout", 10, errors)
+    # SandboxFusion skips null contents and names marked IGNORE_THIS_FILE
+    common = _common_fields(body, errors, skip_ignored=True)
     if errors:
         raise _Invalid(errors)
     return {
@@ -300,10 +260,106 @@ def validate_run_code(body: Any) -> dict[str, Any]:
         "stdin": stdin,
         "compile_timeout": compile_timeout,
         "run_timeout": run_timeout,
-        "memory_limit_MB": memory,
-        "files": files,
-        "fetch_files": fetch,
+        **common,
     }
+
+
+def _is_text(value: Any) -> bool:
+    return isinstance(value, str)
+
+
+def _is_texts(value: Any) -> bool:
+    return isinstance(value, list) and all(isinstance(v, str) for v in value)
+
+
+def _required(
+    body: Mapping[str, Any],
+    key: str,
+    errors: list[dict[str, Any]],
+    accepts: Callable[[Any], bool],
+    kind: str,
+    msg: str,
+) -> Any:
+    """A field the request must have, as given (its error noted when it is
+    missing or ``accepts`` refuses it)."""
+    value = body.get(key)
+    if key not in body:
+        errors.append(_error("missing", key, "Field required", dict(body)))
+    elif not accepts(value):
+        errors.append(_error(kind, key, msg, value))
+    return value
+
+
+def _timeout_field(
+    body: Mapping[str, Any], key: str, default: float, errors: list[dict[str, Any]]
+) -> float:
+    """A request's timeout in seconds: above 0, and within what one exec may take."""
+    seconds = _number(body, key, default, errors)
+    bound = MAX_EXEC_TIMEOUT_S - EXEC_MARGIN_S
+    if not 0 < seconds <= bound:
+        msg = f"Value error, {key} must be in (0, {bound}]"
+        errors.append(_error("value_error", key, msg, seconds))
+    return seconds
+
+
+def _common_fields(
+    body: Mapping[str, Any], errors: list[dict[str, Any]], *, skip_ignored: bool
+) -> dict[str, Any]:
+    """What ``/run_code`` and ``/run_jupyter`` both take: the memory
+    limit, ``files`` and ``fetch_files``."""
+    return {
+        "memory_limit_MB": _memory_field(body, errors),
+        "files": _files_field(body, errors, skip_ignored=skip_ignored),
+        "fetch_files": _fetch_field(body, errors),
+    }
+
+
+def _memory_field(body: Mapping[str, Any], errors: list[dict[str, Any]]) -> int:
+    """``memory_limit_MB`` (-1, no limit, when absent or not an integer)."""
+    memory = body.get("memory_limit_MB", -1)
+    if isinstance(memory, bool) or not isinstance(memory, int):
+        msg = "Input should be a valid integer"
+        errors.append(_error("int_type", "memory_limit_MB", msg, memory))
+        return -1
+    return memory
+
+
+def _files_field(
+    body: Mapping[str, Any], errors: list[dict[str, Any]], *, skip_ignored: bool
+) -> dict[str, str]:
+    """``files``: each path the sandbox takes, its content base64;
+    ``skip_ignored``: null contents and names marked ``IGNORE_THIS_FILE``
+    left out, as SandboxFusion's ``/run_code`` does."""
+    files: dict[str, str] = {}
+    raw_files = body.get("files", {})
+    if not isinstance(raw_files, Mapping):
+        errors.append(_error("dict_type", "files", "Input should be a valid dictionary", raw_files))
+        return files
+    for name, content in raw_files.items():
+        if skip_ignored and (content is None or "IGNORE_THIS_FILE" in name):
+            continue
+        if not _sandbox_path(name, "files", errors):
+            continue
+        try:
+            if not isinstance(content, str):
+                raise ValueError
+            base64.b64decode(content, validate=True)
+        except (ValueError, binascii.Error):
+            errors.append(
+                _error("value_error", "files", f"Value error, {name}: not base64", content)
+            )
+            continue
+        files[name] = content
+    return files
+
+
+def _fetch_field(body: Mapping[str, Any], errors: list[dict[str, Any]]) -> list[str]:
+    """``fetch_files``: the paths the sandbox takes."""
+    fetch = body.get("fetch_files", [])
+    if not isinstance(fetch, list) or not all(isinstance(n, str) for n in fetch):
+        errors.append(_error("list_type", "fetch_files", "Input should be a list of paths", fetch))
+        return []
+    return [n for n in fetch if _sandbox_path(n, "fetch_files", errors)]
 
 
 def _answer(
@@ -448,9 +504,12 @@ async def answer_compiled(languages: LanguageRuns, run: dict[str, Any]) -> dict[
     distinct program (the server's compile cache), then run."""
     try:
         tc = with_runtime(await languages.toolchain(run["language"]), run["files"])
+        code, files = run["code"], run["files"]
         if tc.language == "junit":  # (javac wants the public class's name)
-            tc = replace(tc, source=junit_source(run["code"]))
-        build = await languages.build(tc, run["code"], run["files"], run["compile_timeout"])
+            tc = replace(tc, source=junit_source(code))
+        if tc.language == "csharp":  # .NET's implicit usings and Debug.Assert
+            tc, code, files = sandbox_fusion_program(tc, code, files)
+        build = await languages.build(tc, code, files, run["compile_timeout"])
         compiled = _compile_result(build) if tc.compiled else None
         if build.verdict != "ok":
             return _answer("Failed", compile_result=compiled)
@@ -465,7 +524,7 @@ async def answer_compiled(languages: LanguageRuns, run: dict[str, Any]) -> dict[
         (record,) = await languages.run(
             tc,
             build,
-            run["code"],
+            code,
             [(run["stdin"] or "").encode()],
             cpu_limit=limit,
             memory_bytes=memory << 20 if memory > 0 else 0,
@@ -527,63 +586,25 @@ def validate_run_jupyter(body: Any) -> dict[str, Any]:
     if not isinstance(body, Mapping):
         raise _Invalid([_error("model_attributes_type", "", "Input should be an object", body)])
     errors: list[dict[str, Any]] = []
-    cells = body.get("cells")
-    if "cells" not in body:
-        errors.append(_error("missing", "cells", "Field required", dict(body)))
-    elif not isinstance(cells, list) or not all(isinstance(c, str) for c in cells):
-        errors.append(_error("list_type", "cells", "Input should be a list of strings", cells))
+    msg = "Input should be a list of strings"
+    cells = _required(body, "cells", errors, _is_texts, "list_type", msg)
     cell_timeout = _number(body, "cell_timeout", 0, errors)
-    total_timeout = _number(body, "total_timeout", 45, errors)
-    if not 0 < total_timeout <= MAX_EXEC_TIMEOUT_S - EXEC_MARGIN_S:
-        bound = MAX_EXEC_TIMEOUT_S - EXEC_MARGIN_S
-        msg = f"Value error, total_timeout must be in (0, {bound}]"
-        errors.append(_error("value_error", "total_timeout", msg, total_timeout))
+    total_timeout = _timeout_field(body, "total_timeout", 45, errors)
     if cell_timeout < 0:
         msg = "Value error, cell_timeout must not be negative"
         errors.append(_error("value_error", "cell_timeout", msg, cell_timeout))
-    memory = body.get("memory_limit_MB", -1)
-    if isinstance(memory, bool) or not isinstance(memory, int):
-        errors.append(
-            _error("int_type", "memory_limit_MB", "Input should be a valid integer", memory)
-        )
-        memory = -1
     kernel = body.get("kernel", "python3")
     if kernel != "python3":
         msg = "Input should be 'python3'"
         errors.append(_error("literal_error", "kernel", msg, kernel, expected="'python3'"))
-    files: dict[str, str] = {}
-    raw_files = body.get("files", {})
-    if not isinstance(raw_files, Mapping):
-        errors.append(_error("dict_type", "files", "Input should be a valid dictionary", raw_files))
-    else:
-        for name, content in raw_files.items():
-            if not _sandbox_path(name, "files", errors):
-                continue
-            try:
-                if not isinstance(content, str):
-                    raise ValueError
-                base64.b64decode(content, validate=True)
-            except (ValueError, binascii.Error):
-                errors.append(
-                    _error("value_error", "files", f"Value error, {name}: not base64", content)
-                )
-                continue
-            files[name] = content
-    fetch = body.get("fetch_files", [])
-    if not isinstance(fetch, list) or not all(isinstance(n, str) for n in fetch):
-        errors.append(_error("list_type", "fetch_files", "Input should be a list of paths", fetch))
-        fetch = []
-    else:
-        fetch = [n for n in fetch if _sandbox_path(n, "fetch_files", errors)]
+    common = _common_fields(body, errors, skip_ignored=False)
     if errors:
         raise _Invalid(errors)
     return {
         "cells": cells,
         "cell_timeout": cell_timeout,
         "total_timeout": total_timeout,
-        "memory_limit_MB": memory,
-        "files": files,
-        "fetch_files": fetch,
+        **common,
     }
 
 
@@ -607,6 +628,10 @@ def _jupyter_answer(
         "executor_pod_name": None,
         "files": files or {},
     }
+
+
+def _jupyter_refused(message: str) -> dict[str, Any]:
+    return _jupyter_answer("SandboxError", message)
 
 
 def jupyter_response(output: str, exit_code: int) -> dict[str, Any]:
@@ -661,7 +686,11 @@ def build_sandbox_fusion_router(
     (default: see :func:`python_template`)."""
     router = Router("sandbox-fusion", _fastapi_error)
 
-    async def run_code(req: Request, _p: dict[str, str]) -> Response:
+    def validated(
+        req: Request, validate: Callable[[Any], dict[str, Any]]
+    ) -> dict[str, Any] | Response:
+        """The request's body, checked as SandboxFusion's pydantic model
+        checks it, or its 422."""
         try:
             body = json.loads(req.body) if req.body.strip() else None
         except (ValueError, UnicodeDecodeError) as exc:
@@ -669,9 +698,42 @@ def build_sandbox_fusion_router(
                        "input": {}, "ctx": {"error": str(exc)}}]  # fmt: skip
             return Response(422, {"detail": detail})
         try:
-            run = validate_run_code(body)
+            return validate(body)
         except _Invalid as bad:
             return Response(422, {"detail": bad.errors})
+
+    async def in_python(
+        run: dict[str, Any],
+        code_of: Callable[[str], str],
+        seconds: float,
+        refused: Callable[[str], dict[str, Any]],
+        answer: Callable[[str, int], dict[str, Any]],
+    ) -> Response:
+        """``run`` by its guest runner (``code_of`` the request's blob) in
+        one exec of the python template, at most ``seconds``; what the
+        sandbox could not do is ``refused``'s answer (a draining node's is
+        a 503, so that a client goes elsewhere)."""
+        template = python_template(service, template_id)
+        if template is None:
+            return Response(200, refused("this backend has no python template"))
+        blob = base64.b64encode(json.dumps(run).encode()).decode()
+        exec_body = {
+            "template_id": template,
+            "code": code_of(blob),
+            "timeout_seconds": min(MAX_EXEC_TIMEOUT_S, math.ceil(seconds) + EXEC_MARGIN_S),
+        }
+        try:
+            result = await _exec_waiting_for_capacity(service, exec_body)
+        except WireError as err:
+            if err.error_code == "draining":
+                raise
+            return Response(200, refused(f"{err.error_code}: {err.message}"))
+        return Response(200, answer(result["stdout"], result["exit_code"]))
+
+    async def run_code(req: Request, _p: dict[str, str]) -> Response:
+        run = validated(req, validate_run_code)
+        if isinstance(run, Response):
+            return run
         if run["language"] not in RUNNABLE_LANGUAGES and resolve_language(run["language"]) is None:
             return Response(
                 200,
@@ -685,61 +747,20 @@ def build_sandbox_fusion_router(
             return Response(200, sandbox_error(refused))
         if run["language"] != "python":
             return Response(200, await answer_compiled(service.languages, run))
-        template = python_template(service, template_id)
-        if template is None:
-            return Response(200, sandbox_error("this backend has no python template"))
-        blob = base64.b64encode(json.dumps(run).encode()).decode()
-        exec_body = {
-            "template_id": template,
-            "code": exec_code(blob),
-            "timeout_seconds": min(
-                MAX_EXEC_TIMEOUT_S, math.ceil(run["run_timeout"]) + EXEC_MARGIN_S
-            ),
-        }
-        try:
-            result = await _exec_waiting_for_capacity(service, exec_body)
-        except WireError as err:
-            if err.error_code == "draining":
-                raise  # 503: this node stops; a client retries elsewhere
-            return Response(200, sandbox_error(f"{err.error_code}: {err.message}"))
-        return Response(200, response_from_output(result["stdout"], result["exit_code"]))
+        return await in_python(
+            run, exec_code, run["run_timeout"], sandbox_error, response_from_output
+        )
 
     async def run_jupyter(req: Request, _p: dict[str, str]) -> Response:
-        try:
-            body = json.loads(req.body) if req.body.strip() else None
-        except (ValueError, UnicodeDecodeError) as exc:
-            detail = [{"type": "json_invalid", "loc": ["body"], "msg": "JSON decode error",
-                       "input": {}, "ctx": {"error": str(exc)}}]  # fmt: skip
-            return Response(422, {"detail": detail})
-        try:
-            run = validate_run_jupyter(body)
-        except _Invalid as bad:
-            return Response(422, {"detail": bad.errors})
+        run = validated(req, validate_run_jupyter)
+        if isinstance(run, Response):
+            return run
         refused = absolute_paths_refused(run, service.engine.isolation)
         if refused is not None:
-            return Response(200, _jupyter_answer("SandboxError", refused))
-        template = python_template(service, template_id)
-        if template is None:
-            return Response(
-                200, _jupyter_answer("SandboxError", "this backend has no python template")
-            )
-        blob = base64.b64encode(json.dumps(run).encode()).decode()
-        exec_body = {
-            "template_id": template,
-            "code": jupyter_exec_code(blob),
-            "timeout_seconds": min(
-                MAX_EXEC_TIMEOUT_S, math.ceil(run["total_timeout"]) + EXEC_MARGIN_S
-            ),
-        }
-        try:
-            result = await _exec_waiting_for_capacity(service, exec_body)
-        except WireError as err:
-            if err.error_code == "draining":
-                raise
-            return Response(
-                200, _jupyter_answer("SandboxError", f"{err.error_code}: {err.message}")
-            )
-        return Response(200, jupyter_response(result["stdout"], result["exit_code"]))
+            return Response(200, _jupyter_refused(refused))
+        return await in_python(
+            run, jupyter_exec_code, run["total_timeout"], _jupyter_refused, jupyter_response
+        )
 
     async def ping(_req: Request, _p: dict[str, str]) -> Response:
         return Response(200, "pong")

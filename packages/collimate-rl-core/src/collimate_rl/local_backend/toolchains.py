@@ -77,6 +77,11 @@ ALIASES: Final = {
     "lean4": "lean",
     "cuda": "cuda",
     "python_gpu": "python_gpu",
+    "csharp": "csharp",
+    "cs": "csharp",
+    "c#": "csharp",
+    "d": "d",
+    "d_ut": "d_ut",
     "r": "r",
     "racket": "racket",
     "rkt": "racket",
@@ -89,10 +94,12 @@ LANGUAGES: Final = (
     "bash", "perl", "php", "lua", "ruby",
     "pytest", "junit", "jest", "go_test",
     "julia", "swift", "lean", "cuda", "python_gpu",
+    "csharp", "d", "d_ut",
     "r", "racket", "verilog", "sql",
 )  # fmt: skip
-#: SandboxFusion's test-framework modes: the code runs its own tests.
-TEST_MODES: Final = ("pytest", "junit", "jest", "go_test")
+#: SandboxFusion's test-framework modes: the code runs its own tests
+#: (D_ut: its own ``unittest`` blocks).
+TEST_MODES: Final = ("pytest", "junit", "jest", "go_test", "d_ut")
 
 
 @dataclass(frozen=True)
@@ -781,6 +788,85 @@ def _go_test() -> Found:
     )
 
 
+#: The assembly MultiPL-E's C# programs reference (``-r:System.Numerics.dll``,
+#: for ``BigInteger``); Debian's mono-mcs does not always bring it.
+MONO_NUMERICS: Final = "/usr/lib/mono/4.5/System.Numerics.dll"
+
+
+def _csharp() -> Found:
+    mcs, mono = shutil.which("mcs"), shutil.which("mono")
+    install = (
+        "install Mono's C# compiler and runtime "
+        "(Debian: apt-get install mono-mcs mono-runtime libmono-system-numerics4.0-cil)"
+    )
+    if mcs is None or mono is None or not os.path.isfile(MONO_NUMERICS):
+        return MissingToolchain("csharp", install)
+    mcs, mono = os.path.realpath(mcs), os.path.realpath(mono)
+    version = _version([mcs, "--version"]).removeprefix("Mono C# compiler version ")
+    runtime = _version([mono, "--version"]).removeprefix("Mono JIT compiler version ")
+    return Toolchain(
+        "csharp",
+        f"mcs {version} on mono {runtime.split()[0]}",
+        "main.cs",
+        # an optimized build with the symbol online judges define;
+        # Debug.Assert is compiled out (no DEBUG), System.Numerics
+        # referenced for BigInteger
+        compile=(
+            mcs,
+            "-optimize+",
+            "-define:ONLINE_JUDGE",
+            f"-r:{MONO_NUMERICS}",
+            "-out:{build}/main.exe",
+            "{src}",
+        ),
+        run=(mono, "{build}/main.exe"),
+        env={
+            "PATH": _PATH,
+            "LANG": "C.UTF-8",
+            # no /dev/shm/mono.<pid> performance-counter area per process
+            # (mcs is a Mono program too), and the registry (if a program
+            # uses Microsoft.Win32.Registry) in the run's own directory
+            "MONO_DISABLE_SHARED_AREA": "1",
+            "MONO_REGISTRY_PATH": "{dir}/.mono/registry",
+            # the runtime's own log, which Mono writes to stdout, away from
+            # the output judged: a run may not change its scheduling (see
+            # language_runner), and every Mono thread start warns of that
+            "MONO_LOG_DEST": "/dev/null",
+        },
+    )
+
+
+def _ldc(language: str, flags: tuple[str, ...]) -> Found:
+    ldc2 = shutil.which("ldc2")
+    if ldc2 is None:
+        install = "install LDC, the LLVM D compiler (Debian: apt-get install ldc)"
+        return MissingToolchain(language, install)
+    ldc2 = os.path.realpath(ldc2)
+    lines = _version([ldc2, "--version"]), _version([ldc2, "--version"], 1)
+    version = lines[0].removeprefix("LDC - the LLVM D compiler ").strip("():")
+    return Toolchain(
+        language,
+        f"ldc2 {version} ({lines[1].removeprefix('based on ').split(' and ')[0]})",
+        "main.d",
+        compile=(ldc2, *flags, "-of={build}/main", "{src}"),
+        run=("{build}/main",),
+        env={"PATH": _PATH, "LANG": "C.UTF-8"},
+    )
+
+
+def _d() -> Found:
+    # the optimized release build online judges make of D: asserts and
+    # contracts off, bounds checked in @safe code only
+    return _ldc("d", ("-O", "-release", "--d-version=ONLINE_JUDGE"))
+
+
+def _d_ut() -> Found:
+    # SandboxFusion's D_ut: ``dmd -unittest``, unoptimized, asserts on; the
+    # unittest blocks run before main (and main not at all when there are
+    # any: druntime's default), a failing one exits 1
+    return _ldc("d_ut", ("-unittest",))
+
+
 def _r() -> Found:
     # --vanilla: no site or user profile (Rprofile.site, ~/.Rprofile), no
     # Renviron files, no workspace restored or saved; R_PROFILE and the like
@@ -859,6 +945,9 @@ _FINDERS: Final[dict[str, Callable[[], Found]]] = {
     "lean": lambda: _unsupplied("lean"),
     "cuda": lambda: _unsupplied("cuda"),
     "python_gpu": lambda: _unsupplied("python_gpu"),
+    "csharp": _csharp,
+    "d": _d,
+    "d_ut": _d_ut,
     "r": _r,
     "racket": _racket,
     "verilog": _verilog,
@@ -875,6 +964,8 @@ _SCRIPT_TOOLS: Final = (
 #: (jest's install is in node_module_roots' stamps below, pytest's in
 #: _pytest_dirs'): the launcher, Debian's python3
 _MODE_FILES: Final = (JUNIT_STANDALONE, "/usr/bin/python3")
+#: C#'s compiler and runtime, D's compiler.
+_MONO_LDC_TOOLS: Final = ("mcs", "mono", "ldc2")
 
 
 def _fingerprint() -> str:
@@ -882,7 +973,8 @@ def _fingerprint() -> str:
     process): the tools on PATH, where they lead, the typescript install,
     rustup's home, and this module's own source."""
     parts: list[Any] = [_source_hash()]
-    for tool in ("g++", "javac", "java", "node", "npm", "rustc", "go", *_SCRIPT_TOOLS):
+    for tool in ("g++", "javac", "java", "node", "npm", "rustc", "go", *_SCRIPT_TOOLS,
+                 *_MONO_LDC_TOOLS):  # fmt: skip
         found = shutil.which(tool)
         if found is None:
             parts.append([tool, None])
@@ -899,6 +991,7 @@ def _fingerprint() -> str:
     rustup = os.environ.get("RUSTUP_HOME") or os.path.expanduser("~/.rustup")
     settings = os.path.join(rustup, "settings.toml")
     parts.append([settings, os.stat(settings).st_mtime_ns if os.path.exists(settings) else None])
+    parts.append([MONO_NUMERICS, os.path.exists(MONO_NUMERICS)])
     parts.append(os.environ.get("PATH", ""))
     parts.append(os.path.realpath(sys.executable))
     blob = json.dumps(parts, sort_keys=True).encode()

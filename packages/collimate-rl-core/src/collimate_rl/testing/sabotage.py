@@ -334,6 +334,106 @@ RACKET = {
 }
 
 
+# -- C# (Mono: libc through P/Invoke) --------------------------------------------
+CS_HEAD = (
+    "using System; using System.IO; using System.Diagnostics;"
+    " using System.Collections.Generic; using System.Runtime.InteropServices;\n"
+    "static class N {\n"
+    '  [DllImport("libc")] public static extern int kill(int p, int s);\n'
+    '  [DllImport("libc")] public static extern int getppid();\n'
+    '  [DllImport("libc")] public static extern int getpid();\n'
+    '  [DllImport("libc")] public static extern int close(int fd);\n'
+    '  [DllImport("libc")] public static extern int chmod(string p, int m);\n'
+    '  [DllImport("libc")] public static extern int unlink(string p);\n'
+    '  [DllImport("libc")] public static extern int nice(int i);\n'
+    '  [DllImport("libc")] public static extern int setrlimit(int r, long[] l);\n'
+    '  [DllImport("libc")] public static extern int execv(string p, string[] a);\n'
+    "  public static string Self() { return typeof(N).Assembly.Location; }\n"
+    "  public static void Fill(string d) { try { using (var f = File.OpenWrite(d + \"/junk\"))"
+    " { var b = new byte[1 << 20]; for (;;) f.Write(b, 0, b.Length); } } catch (Exception) {} }\n"
+    "}\n"
+)
+CS_RIGHT = (
+    "string[] s = Console.In.ReadToEnd().Split((char[])null,"
+    " StringSplitOptions.RemoveEmptyEntries);"
+    " Console.WriteLine(long.Parse(s[0]) + long.Parse(s[1]));"
+)
+CSHARP = {
+    "unlink_build": "N.unlink(N.Self());",
+    "chmod_build": "N.chmod(N.Self(), 0); N.chmod(Path.GetDirectoryName(N.Self()), 0);",
+    "overwrite_build": "File.Delete(N.Self()); File.WriteAllBytes(N.Self(), new byte[] {1, 2, 3});",
+    "chmod_dir": 'N.chmod(".", 0);',
+    "remove_dir": "Directory.Delete(Directory.GetCurrentDirectory(), true);",
+    "kill_parent": "N.kill(N.getppid(), 9);",
+    "stop_parent": "N.kill(N.getppid(), 19);",
+    "stop_all": "N.kill(-1, 19);",
+    "kill_all": "N.kill(-1, 9);",
+    "kill_group": "N.kill(0, 9);",
+    "stop_self": "N.kill(N.getpid(), 19);",
+    "segfault": "N.kill(N.getpid(), 11);",
+    "close_fds": "N.close(0); N.close(1); N.close(2);",
+    "rlimits": "N.setrlimit(7, new long[] {3, 3}); N.setrlimit(6, new long[] {0, 0});"
+    " N.setrlimit(1, new long[] {0, 0});",
+    "fill_disk": 'N.Fill("."); N.Fill("/tmp"); N.Fill("/dev/shm");',
+    "memory": "var k = new List<byte[]>(); for (;;) { var b = new byte[64 << 20];"
+    " for (int i = 0; i < b.Length; i += 4096) b[i] = 1; k.Add(b); }",
+    "fork_bomb": 'for (int i = 0; i < 1000; i++) Process.Start("sleep", "100");',
+    "sleeper": 'Process.Start("setsid", "sleep 1000");',
+    "exec_true": 'N.execv("/bin/true", new string[] {"true", null});',
+    "nice_spin": "N.nice(19); for (long x = 0;; x++) {}",
+}
+CS_UNRUNNABLE = "class C { static void F() {} }\n"  # no Main: a compile error
+
+
+def _csharp(body: str) -> str:
+    return f"{CS_HEAD}class P {{ static void Main() {{ {body} }} }}\n"
+
+
+# -- D (LDC: C and POSIX from druntime; Phobos would cost 2 CPU s a compile) ------
+D_HEAD = (
+    "import core.stdc.stdio, core.stdc.stdlib, core.stdc.string, core.atomic;\n"
+    "import core.sys.posix.unistd, core.sys.posix.signal, core.sys.posix.sys.stat;\n"
+    "import core.sys.posix.sys.resource, core.sys.posix.libgen : dirname;\n"
+    "import core.stdc.signal : raise;\n"
+    "__gshared char[4096] self_buf_;\n"
+    'char* self_() { auto n = readlink("/proc/self/exe", self_buf_.ptr, self_buf_.length - 1);'
+    " self_buf_[n > 0 ? n : 0] = 0; return self_buf_.ptr; }\n"
+    'void fill_(const(char)* d) { char[4096] p; snprintf(p.ptr, p.length, "%s/junk", d);'
+    ' auto f = fopen(p.ptr, "w"); __gshared ubyte[1 << 20] b;'
+    " while (f && fwrite(b.ptr, 1, b.length, f) == b.length) {} }\n"
+    "void spin_() { shared ulong x; for (;;) atomicOp!\"+=\"(x, 1); }\n"
+)
+D_RIGHT = 'long a, b; scanf("%lld %lld", &a, &b); printf("%lld\\n", a + b);'
+D = {
+    "unlink_build": "unlink(self_());",
+    "chmod_build": "chmod(self_(), 0); chmod(dirname(self_()), 0);",
+    "overwrite_build": 'unlink(self_()); auto f = fopen(self_(), "w");'
+    ' fputs("#!/bin/sh\\necho 4\\n", f); fclose(f); chmod(self_(), 493);',
+    "chmod_dir": 'chmod(".", 0);',
+    "remove_dir": 'system("rm -rf \\"$PWD\\"");',
+    "kill_parent": "kill(getppid(), SIGKILL);",
+    "stop_parent": "kill(getppid(), SIGSTOP);",
+    "stop_all": "kill(-1, SIGSTOP);",
+    "kill_all": "kill(-1, SIGKILL);",
+    "kill_group": "kill(0, SIGKILL);",
+    "stop_self": "raise(SIGSTOP);",
+    "segfault": "raise(SIGSEGV);",
+    "close_fds": "close(0); close(1); close(2);",
+    "rlimits": "rlimit r = rlimit(3, 3), z = rlimit(0, 0); setrlimit(RLIMIT_NOFILE, &r);"
+    " setrlimit(6, &z); setrlimit(RLIMIT_FSIZE, &z);",
+    "fill_disk": 'fill_("."); fill_("/tmp"); fill_("/dev/shm");',
+    "memory": "for (;;) { auto m = cast(ubyte*) malloc(64 << 20); if (!m) break;"
+    " memset(m, 1, 64 << 20); }",
+    "fork_bomb": "for (int i = 0; i < 100000; i++) fork();",
+    "sleeper": "if (fork() == 0) { setsid(); if (fork() == 0) { sleep(1000); } _exit(0); }",
+    "exec_true": 'execl("/bin/true", "true".ptr, null);',
+    "nice_spin": "nice(19); spin_();",
+    "hog_daemons": "for (int i = 0; i < 64; i++) if (fork() == 0) { setsid();"
+    " if (fork() == 0) spin_(); _exit(0); } spin_();",
+}
+D_UNRUNNABLE = "int f() { return 0; }\n"  # links no main: a compile error
+
+
 def _node(body: str, typed: bool) -> str:
     head = NODE_HEAD if typed else NODE_HEAD.replace(": string", "")
     return f"{head}{body}\n"
@@ -348,11 +448,14 @@ _WRONG: Final = {
     "node": "console.log(0);",
     "python": "print(0)",
     **sabotage_scripts.WRONG,
+    "csharp": 'Console.WriteLine("0");',
+    "d": 'puts("0");',
     "r": 'cat(0, "\\n")',
     "racket": "(displayln 0)",
 }
 _RIGHT: Final = {"cpp": CPP_RIGHT, "rust": RUST_RIGHT, "go": GO_RIGHT, "java": JAVA_RIGHT,
                  "node": NODE_RIGHT, "python": PY_RIGHT, **sabotage_scripts.RIGHT,
+                 "csharp": CS_RIGHT, "d": D_RIGHT,
                  "r": R_RIGHT, "racket": RACKET_RIGHT}  # fmt: skip
 
 
@@ -368,6 +471,10 @@ def _program(language: str, sabotage: str, answer: str) -> str:
         return f"{GO_HEAD}func main() {{ {sabotage}; {answer} }}\n"
     if language == "java":
         return _java(f"try {{ {sabotage} }} catch (Throwable t) {{}} {answer}")
+    if language == "csharp":
+        return _csharp(f"try {{ {sabotage} }} catch (Exception) {{}} {answer}")
+    if language == "d":
+        return f"{D_HEAD}void main() {{ {sabotage} {answer} }}\n"
     if language in ("nodejs", "typescript"):
         return _node(f"{sabotage}\n{answer}", language == "typescript")
     if language == "r":
@@ -400,14 +507,16 @@ CATALOGUE = {
     "typescript": NODE,
     "python": PYTHON,
     **sabotage_scripts.CATALOGUES,
+    "csharp": CSHARP,
+    "d": D,
     "r": R,
     "racket": RACKET,
 }
 UNRUNNABLE = {"cpp": CPP_UNRUNNABLE, "rust": RUST_UNRUNNABLE, "go": GO_UNRUNNABLE,
-              "java": JAVA_UNRUNNABLE}  # fmt: skip
+              "java": JAVA_UNRUNNABLE, "csharp": CS_UNRUNNABLE, "d": D_UNRUNNABLE}  # fmt: skip
 #: The languages built before they run: their builds come from the compile
 #: cache the second time a group is judged.
-COMPILED: Final = ("cpp", "rust", "go", "java", "typescript")
+COMPILED: Final = ("cpp", "rust", "go", "java", "typescript", "csharp", "d")
 #: Tampering a right answer does before answering: none reaches its next test.
 TAMPER_THEN_RIGHT = ("unlink_build", "chmod_build", "overwrite_build", "chmod_dir", "remove_dir")
 

@@ -41,8 +41,8 @@ show the generic attacks fail in every language.
 
 One module per language (:mod:`.cpp`, :mod:`.rust`, :mod:`.java`,
 :mod:`.script` for JavaScript and TypeScript, :mod:`.go`, :mod:`.interpreted`
-for Bash, Perl, PHP, Lua and Ruby, :mod:`.r_racket` for R and Racket, which
-check the names themselves); what they share
+for Bash, Perl, PHP, Lua and Ruby, :mod:`.csharp`, :mod:`.dlang` for D, :mod:`.r_racket`
+for R and Racket, which check the names themselves); what they share
 (the token, the harness's names, :class:`Assembly`) is in :mod:`.common`, the
 check of names a candidate redefines in :mod:`.names`.
 """
@@ -55,6 +55,8 @@ from typing import Final
 from ..toolchains import Toolchain
 from .common import Assembly, ProgramRejected, ProgramUnusable, new_token, run_passed
 from .cpp import assemble_cpp
+from .csharp import assemble_csharp
+from .dlang import assemble_d
 from .go import assemble_go
 from .interpreted import assemble_interpreted, failed_by_output
 from .java import JAVATUPLES_JAR, assemble_java
@@ -89,6 +91,8 @@ _ASSEMBLERS: Final[dict[str, _Assembler]] = {
     "php": assemble_interpreted,
     "lua": assemble_interpreted,
     "ruby": assemble_interpreted,
+    "csharp": assemble_csharp,
+    "d": assemble_d,
     "r": assemble_r_racket,
     "racket": assemble_r_racket,
 }

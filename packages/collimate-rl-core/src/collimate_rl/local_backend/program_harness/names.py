@@ -45,6 +45,11 @@ _DECLARES: Final = {
         r"\bdef\s+(?:self\.)?([A-Za-z_]\w*)|\b(?:class|module)\s+(?:[A-Z]\w*::)*([A-Z]\w*)"
         r"|\b(?:alias_method|define_method)\s*\(?\s*:([A-Za-z_]\w*)|\balias\s+:?([A-Za-z_]\w*)"
     ),
+    # a type (nested ones too) or a using alias; members in _CSHARP_MEMBER
+    "csharp": re.compile(
+        r"\b(?:class|struct|interface|enum|record|delegate\s+[\w<>\[\],.?\s]+?)\s+([A-Za-z_]\w*)"
+        r"|\busing\s+(?:static\s+)?([A-Za-z_]\w*)\s*="
+    ),
 }
 #: Comments of the interpreted languages (a ``#`` that starts a word: not
 #: Perl's ``$#a`` nor bash's ``${#a}``).
@@ -58,7 +63,7 @@ _SCRIPT_COMMENTS: Final = {
 #: Where declaring a name anywhere shadows it for the tests (not only at
 #: the top level): Java's nested classes, Perl's subs (package-wide), Lua's
 #: functions and Ruby's reopened classes.
-_ANYWHERE: Final = ("java", "perl", "lua", "ruby")
+_ANYWHERE: Final = ("java", "perl", "lua", "ruby", "csharp")
 #: Bash's builtins and keywords: a function of the candidate named as one
 #: changes what every later line means (``set() { :; }`` drops the tests'
 #: ``set -e``), so it shadows whether or not the tests name it.
@@ -130,6 +135,18 @@ BASH_BUILTINS: Final = frozenset(
 #: Bash's ``enable -n set``: a builtin turned off (it cannot be told apart
 #: from the candidate's own use, which no solution needs).
 _BASH_ENABLE: Final = re.compile(r"(?m)(?:^|[;&|(`{]|\$\()[ \t]*enable\b")
+#: A C# member (method, field, property) or local: a type's last token,
+#: then the name. In the tests' class a member shadows what the tests name
+#: (a field ``Tuple`` is what ``Tuple.Create`` then means).
+_CSHARP_MEMBER: Final = re.compile(r"(\w+|[\]>?])\s+([A-Za-z_]\w*)\s*(?:=>|[=;({])")
+#: Words before a name that make it no declaration (``return F(x)``).
+_CSHARP_NOT_TYPES: Final = frozenset({
+    "return", "new", "else", "throw", "await", "case", "in", "is", "as", "out", "ref", "yield",
+    "goto", "using", "namespace", "params", "this", "base", "typeof", "nameof", "sizeof",
+    "default", "checked", "unchecked", "lock", "fixed", "when", "where", "select", "from", "let",
+    "orderby", "group", "by", "into", "on", "equals", "join", "ascending", "descending", "not",
+    "and", "or", "if", "while", "for", "foreach", "switch", "catch", "do", "try", "finally",
+})  # fmt: skip
 #: Go's grouped declarations: ``var ( a = 1; b = 2 )``.
 _GO_GROUP: Final = re.compile(r"\b(?:var|const|type)\s*\(([^()]*)\)")
 
@@ -168,6 +185,10 @@ def _declared(code: str, language: str) -> set[str]:
     names: set[str] = set()
     for m in _DECLARES[language].finditer(code):
         names.update(g for g in m.groups() if g)
+    if language == "csharp":
+        names.update(
+            m.group(2) for m in _CSHARP_MEMBER.finditer(code) if m.group(1) not in _CSHARP_NOT_TYPES
+        )
     if language == "go":
         for group in _GO_GROUP.finditer(code):
             for line in group.group(1).splitlines():
