@@ -912,10 +912,10 @@ def _verilog() -> Found:
 
 def _sql() -> Found:
     """SQLite's shell on an in-memory database: the program read as a file
-    (``.read``), its stdin left to it (``.import /dev/stdin t`` loads the
-    input as a table); ``-bail``: the first error ends it (exit 1), as an
-    uncaught error ends a program in the other languages. SandboxFusion
-    names ``sql`` but has no runner for it."""
+    (the shell's read command), its stdin left to it (its import command
+    on /dev/stdin loads the input as a table); ``-bail``: the first error
+    ends it (exit 1), as an uncaught error ends a program in the other
+    languages. SandboxFusion names ``sql`` but has no runner for it."""
     found = _interpreter("sql", ("sqlite3",), "sqlite3", "main.sql", ())
     if isinstance(found, MissingToolchain):
         return found
