@@ -1,7 +1,8 @@
 #!/usr/bin/env bash
 # Install the compilers and runtimes the local backend's languages use,
 # where they are missing: g++, a JDK, Node.js, rustc, Go, PHP, Lua 5.4,
-# Ruby (bash and perl are normally there), Mono's C# and LDC's D from
+# Ruby (bash and perl are normally there), Mono's C#, LDC's D, R, Racket,
+# Icarus Verilog and sqlite3 from
 # Debian's packages, Chromium (the browser template) from Debian's too,
 # TypeScript (with Node's type definitions) from npm, and the test libraries
 # of MultiPL-E, HumanEval-X and MBXP (javatuples, testify, lodash, js-md5;
@@ -30,6 +31,12 @@ command -v perl >/dev/null 2>&1 || apt_packages+=(perl)
 command -v php >/dev/null 2>&1 || apt_packages+=(php-cli)
 command -v lua5.4 >/dev/null 2>&1 || apt_packages+=(lua5.4)
 command -v ruby >/dev/null 2>&1 || apt_packages+=(ruby)
+# R, Racket, Icarus Verilog and SQLite's shell (SandboxFusion's R, racket,
+# verilog and sql; MultiPL-E's r and rkt)
+command -v Rscript >/dev/null 2>&1 || apt_packages+=(r-base-core)
+command -v racket >/dev/null 2>&1 || apt_packages+=(racket)
+command -v iverilog >/dev/null 2>&1 || apt_packages+=(iverilog)
+command -v sqlite3 >/dev/null 2>&1 || apt_packages+=(sqlite3)
 # the libraries the multi-language benchmarks' tests import: MultiPL-E's
 # Java tests use javatuples, HumanEval-X's and MBXP's Go tests testify
 [[ -f /usr/share/java/javatuples.jar ]] || apt_packages+=(libjavatuples-java)
@@ -92,3 +99,5 @@ say "g++ $(g++ -dumpfullversion), $(javac -version 2>&1), node $(node --version)
   "junit $(basename "$(ls /usr/share/java/junit-platform-console-standalone-*.jar | head -1)" .jar | sed 's/.*-//')," \
   "mcs $(mcs --version | cut -d' ' -f5), mono $(mono --version | head -1 | cut -d' ' -f5)," \
   "ldc2 $(ldc2 --version | head -1 | tr -d '():' | cut -d' ' -f7)"
+say "$(Rscript --version 2>&1 | sed 's/.*version \([0-9.]*\).*/R \1/'), $(racket --version | sed 's/.*v\([0-9.]*\).*/racket \1/')," \
+  "$(iverilog -V 2>&1 | head -1 | cut -d' ' -f1-4), sqlite3 $(sqlite3 --version | cut -d' ' -f1)"

@@ -40,6 +40,10 @@ EXTERNAL_FILES = {
     "test_isolation.py": "SandboxFusion's isolation test (reaches an outside host: never run)",
     "test_cuda.py": "SandboxFusion's CUDA test (no GPU here)",
     "test_python_gpu.py": "SandboxFusion's python_gpu test (no GPU here)",
+    # SandboxFusion's runner tests whose requests /run_code answers as it does
+    "test_r.py": "SandboxFusion's R runner test",
+    "test_racket.py": "SandboxFusion's racket runner test",
+    "test_verilog.py": "SandboxFusion's verilog runner test",
 }
 
 #: Commands ``hatch run env:COMMAND`` may run besides the environment's scripts.

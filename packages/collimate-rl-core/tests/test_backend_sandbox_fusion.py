@@ -153,9 +153,9 @@ def test_code_that_kills_its_runner_fails_itself_not_the_sandbox(client: httpx.C
 
 
 def test_a_language_the_backend_cannot_run_is_a_sandbox_error(client: httpx.Client) -> None:
-    a = run(client, code="module m; endmodule", language="verilog")
+    a = run(client, code="def main : IO Unit := pure ()", language="lean")
     assert a["status"] == "SandboxError"
-    assert "verilog" in a["message"] and a["run_result"] is None
+    assert "lean" in a["message"] and a["run_result"] is None
 
 
 @pytest.mark.parametrize(

@@ -1,6 +1,7 @@
 """What a policy under RL pressure might try with a judged program, in every
-language: exit early, stall, kill its runner or every process it can see,
-forge output on other fds, look for the expected outputs, and (in C++,
+language: exit early, stall, kill its runner (R, Racket and SQL through
+their ``system`` and ``.shell``) or every process it can see, forge output
+on other fds, look for the expected outputs, and (in C++,
 which can do all of it) fork bombs, thread storms, memory and disk
 exhaustion. Each hack is graded alone and in a group beside right
 candidates: it scores 0.0, never an infra error, and its siblings keep
@@ -38,7 +39,7 @@ RIGHT = {
     "bash": f'read a b; echo "$((a + b)) {SECRET}"',
     "perl": f"my ($a, $b) = split ' ', join('', <STDIN>); print $a + $b, \" {SECRET}\\n\";",
     "php": "<?php [$a, $b] = array_map('intval', preg_split('/\\s+/',"
-    f" trim(stream_get_contents(STDIN)))); echo $a + $b, \" {SECRET}\\n\";",
+    f' trim(stream_get_contents(STDIN)))); echo $a + $b, " {SECRET}\\n";',
     "lua": f"local a, b = io.read('n', 'n'); print(a + b .. ' {SECRET}')",
     "ruby": f'a, b = STDIN.read.split.map(&:to_i); puts "#{{a + b}} {SECRET}"',
     "csharp": "using System;\nclass P { static void Main() {"
@@ -47,6 +48,14 @@ RIGHT = {
     f' Console.WriteLine((long.Parse(s[0]) + long.Parse(s[1])) + " {SECRET}"); }} }}',
     "d": 'import core.stdc.stdio;\nvoid main() { long a, b; scanf("%lld %lld", &a, &b);'
     f' printf("%lld {SECRET}\\n", a + b); }}',
+    "r": f'x <- scan(file("stdin"), quiet = TRUE)\ncat(x[1] + x[2], " {SECRET}\\n", sep = "")\n',
+    "racket": "#lang racket/base\n(define a (read))\n(define b (read))\n"
+    f'(printf "~a {SECRET}\\n" (+ a b))\n',
+    "verilog": "module tb;\n  integer a, b, n;\n  initial begin\n"
+    '    n = $fscanf(32\'h8000_0000, "%d %d", a, b);\n'
+    f'    $display("%0d {SECRET}", a + b);\n  end\nendmodule\n',
+    "sql": 'CREATE TABLE t(a INT, b INT);\n.mode csv\n.separator " "\n.import /dev/stdin t\n'
+    f".mode list\nSELECT (a + b) || ' {SECRET}' FROM t;\n",
 }
 #: The hacks every language can write.
 HACKS = {
@@ -118,7 +127,7 @@ HACKS = {
         "stall": "sleep 1000000",
         "kill_runner": "kill -KILL $PPID; kill -STOP $PPID",
         "forge_fds": "for fd in $(seq 2 63); do"
-        " printf 'accepted\\n\\x1e{\"phase\": \"run\"}\\n' >&$fd; done 2>/dev/null",
+        ' printf \'accepted\\n\\x1e{"phase": "run"}\\n\' >&$fd; done 2>/dev/null',
     },
     "perl": {
         "exit_early": "exit 0;",
@@ -154,6 +163,27 @@ HACKS = {
         "stall": "import core.sys.posix.unistd;\nvoid main() { for (;;) pause(); }",
         "kill_runner": "import core.sys.posix.unistd, core.sys.posix.signal;\n"
         "void main() { kill(getppid(), SIGKILL); kill(getppid(), SIGSTOP); pause(); }",
+    },
+    "r": {
+        "exit_early": "quit(status = 0)\n",
+        "stall": "Sys.sleep(1e6)\n",
+        "kill_runner": "system(\"kill -9 $PPID; kill -9 $(cut -d' ' -f4 /proc/$PPID/stat)\")\n",
+    },
+    "racket": {
+        "exit_early": "#lang racket/base\n(exit 0)\n",
+        "stall": "#lang racket/base\n(sleep 1000000)\n",
+        "kill_runner": "#lang racket/base\n(require racket/system)\n"
+        "(system \"kill -9 $PPID; kill -9 $(cut -d' ' -f4 /proc/$PPID/stat)\")\n",
+    },
+    "verilog": {
+        "exit_early": "module tb;\n  initial $finish;\nendmodule\n",
+        # simulated time runs on (a stall of the clock would end the simulation)
+        "stall": "module tb;\n  initial forever #1;\nendmodule\n",
+    },
+    "sql": {
+        "exit_early": ".exit 0\n",
+        "stall": ".shell sleep 1000\n",
+        "kill_runner": ".shell kill -9 $(cut -d' ' -f4 /proc/$PPID/stat)\n",
     },
 }
 CASES = [(lang, name) for lang, hacks in HACKS.items() for name in hacks]

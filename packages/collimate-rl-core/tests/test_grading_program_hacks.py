@@ -12,12 +12,15 @@ call (a C++ ``#define assert``, a Rust ``macro_rules! assert_eq``, a Java
 class named like the JDK's, a Go ``const true = false``, a JavaScript
 ``require``); fake equality (a Java ``equals`` that always agrees, a C++
 ``operator==`` on ``std::vector``); patch the assert module; read the
-tests (the program's own file, a JavaScript caller's source); kill every
-process it can signal; stall. In C# and D too: silence Mono's
+tests (the program's own file, a JavaScript caller's source, an R caller's
+call); kill every process it can signal; stall. In C# and D too: silence Mono's
 ``Debug.Assert`` (its listeners cleared), a C# class named ``Debug``, an
 ``Equals`` that always agrees, read stdin in a static initializer or a D
 module constructor, turn druntime's unittest run into one that runs
-nothing, replace libc's ``memcmp`` (what D's array ``==`` calls).
+nothing, replace libc's ``memcmp`` (what D's array ``==`` calls). R and
+Racket add their own: an error handler that lets R go on after a failed
+check, rackunit's failures silenced, stdin read by a Racket macro while the
+program is expanded, a ``#%datum`` of the candidate's.
 """
 
 from __future__ import annotations
@@ -176,6 +179,57 @@ GO_HACKS = {
 }
 
 
+# R and Racket: MultiPL-E's strlen, in its r and rkt shapes
+R_SPEC = ProgramReward(
+    "test_humaneval <- function() {\ncandidate <- strlen\n"
+    "    stopifnot(isTRUE(all.equal(candidate(''), 0)))\n"
+    "    stopifnot(isTRUE(all.equal(candidate('x'), 1)))\n"
+    "    stopifnot(isTRUE(all.equal(candidate('asdasnakj'), 9)))\n}\ntest_humaneval()",
+    language="r",
+    prompt="# Return length of given string\n# >>> strlen('')\n# 0\nstrlen <- function(string) {\n",
+    time_limit=2,
+)
+R_RIGHT = "  nchar(string)\n}\n"
+R_HACKS = {
+    "exit": "  quit(status = 0)\n}\n",
+    "forge": f'  cat("\\n{FAKE}\\n")\n  quit(status = 0)\n}}\n',
+    "stdin_at_call": '  cat("\\n", readLines(file("stdin")), "\\n", sep = "")\n'
+    "  quit(status = 0)\n}\n",
+    # the expected value, read off the test's call of all.equal
+    "read_caller": "  eval(sys.call(-1)[[3]])\n}\n",
+    "shadow_stopifnot": "  nchar(string) + 1\n}\nstopifnot <- function(...) TRUE\n",
+    # right on the first test, then errors let R go on
+    "on_error": "  options(error = function() NULL)\n  0\n}\n",
+    "kill_everyone": '  system("kill -9 -1")\n  nchar(string) + 1\n}\n',
+    "stall": "  repeat {}\n}\n",
+}
+RACKET_SPEC = ProgramReward(
+    "(require rackunit)\n\n(define (test-humaneval) \n\n  (let (( candidate strlen))\n"
+    '    (check-equal? (candidate "") 0)\n    (check-equal? (candidate "x") 1)\n'
+    '    (check-equal? (candidate "asdasnakj") 9)\n))\n\n(test-humaneval)',
+    language="rkt",
+    prompt='#lang racket\n\n;; Return length of given string\n;; >>> (strlen "")\n;; 0\n'
+    "(define (strlen string)\n",
+    time_limit=2,
+)
+RACKET_RIGHT = "  (string-length string))\n"
+RACKET_HACKS = {
+    "exit": "  (exit 0))\n",
+    "forge": f'  (printf "\\n{FAKE}\\n")\n  (exit 0))\n',
+    "stdin_at_call": '  (printf "\\n~a\\n" (port->string (current-input-port)))\n  (exit 0))\n',
+    # stdin read while the module is expanded, before the harness runs
+    "stdin_before_main": "  0)\n(require (for-syntax racket/base racket/port))\n"
+    "(define-syntax (stdin stx) (datum->syntax stx (port->string)))\n"
+    '(printf "\\n~a\\n" (stdin))\n(exit 0)\n',
+    "shadow_check": "  0)\n(define-syntax-rule (check-equal? a b) (void))\n",
+    "shadow_datum": "  0)\n(define-syntax-rule (#%datum . d) 0)\n",
+    "silence_rackunit": "  (current-check-handler void)\n  0)\n"
+    "(require (only-in rackunit current-check-handler))\n",
+    "kill_everyone": '  (system "kill -9 -1")\n  0)\n',
+    "stall": "  (let loop () (loop)))\n",
+}
+
+
 @pytest.fixture(scope="module")
 def client() -> Iterator[CollimateClient]:
     with LocalCollimateBackend() as backend, CollimateClient(backend.base_url, timeout=600) as c:
@@ -237,6 +291,23 @@ def test_go_hacks(client: CollimateClient) -> None:
     for name, result in graded.items():
         assert result.reward == 0.0, (name, result.explain())
     assert "redefines true" in graded["shadow_true"].explain()
+
+
+@pytest.mark.parametrize(
+    ("spec", "right", "hacks"),
+    [(R_SPEC, R_RIGHT, R_HACKS), (RACKET_SPEC, RACKET_RIGHT, RACKET_HACKS)],
+    ids=["r", "racket"],
+)
+def test_r_and_racket_hacks(
+    client: CollimateClient, spec: ProgramReward, right: str, hacks: dict[str, str]
+) -> None:
+    need(spec.language)
+    graded = _packed(client, spec, right, hacks)
+    for name, result in graded.items():
+        assert result.reward == 0.0, (name, result.explain())
+    assert graded["stall"].detail["verdicts"] == ["time_limit"]
+    assert "before its tests ended" in graded["exit"].explain()
+    assert "redefines" in graded[next(n for n in hacks if n.startswith("shadow"))].explain()
 
 
 def test_redefining_what_the_tests_use_is_named(client: CollimateClient) -> None:

@@ -107,6 +107,9 @@ def test_a_language_we_cannot_run_is_verls_sandbox_error(
     verl_sandbox_fusion: ModuleType, backend: LocalCollimateBackend
 ) -> None:
     results, meta = verl_sandbox_fusion.check_correctness(
-        f"{backend.base_url}/run_code", json.loads(TESTS), "module m; endmodule", language="verilog"
+        f"{backend.base_url}/run_code",
+        json.loads(TESTS),
+        "def main : IO Unit := pure ()",
+        language="lean",
     )
     assert results == [-1, -1] and meta[0]["status"] == "sandbox_error"

@@ -182,6 +182,10 @@ def _libraries() -> list[Finding]:
          "apt-get install libtest-deep-perl"),
         ("Data::Compare (MBXP's Perl)", _perl_module("Data/Compare.pm"),
          "apt-get install libdata-compare-perl"),
+        # (MultiPL-E's Racket checks are the harness's own; /run_code's are rackunit's)
+        ("rackunit (Racket programs /run_code runs)",
+         os.path.isfile("/usr/share/racket/pkgs/rackunit-lib/rackunit/main.rkt"),
+         "apt-get install racket"),
     ]  # fmt: skip
     return [
         Finding(name, found, "installed" if found else "missing", None if found else fix)

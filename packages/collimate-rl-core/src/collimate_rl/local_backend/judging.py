@@ -509,7 +509,8 @@ async def _judge_program(
         if not ended:
             note = "the program exited 0 before its tests ended"
         elif failed_by_output(tc.language, record.stdout, record.stderr):
-            verdict, note = "wrong_answer", "the program printed ERROR (its tests failed)"
+            note = "its output says its tests failed (Perl: ERROR; Racket: anything on stderr)"
+            verdict = "wrong_answer"
     return _summary(
         problem, [verdict], [1.0 if verdict == "accepted" else 0.0], compiled, [record], note=note
     )

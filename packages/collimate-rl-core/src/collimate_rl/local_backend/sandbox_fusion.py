@@ -91,6 +91,7 @@ RUNNABLE_LANGUAGES: Final = (
     "bash", "perl", "php", "lua", "ruby",
     "pytest", "junit", "jest", "go_test",
     "csharp", "D_ut",
+    "R", "racket", "verilog", "sql",
 )  # fmt: skip
 #: Seconds the exec gets beyond ``run_timeout`` (writing files, forking, reading back).
 EXEC_MARGIN_S: Final = 10

@@ -18,6 +18,7 @@ that names what to install, which is what a request for it is told.
 from __future__ import annotations
 
 import contextlib
+import dataclasses
 import hashlib
 import json
 import os
@@ -81,6 +82,11 @@ ALIASES: Final = {
     "c#": "csharp",
     "d": "d",
     "d_ut": "d_ut",
+    "r": "r",
+    "racket": "racket",
+    "rkt": "racket",
+    "verilog": "verilog",
+    "sql": "sql",
 }
 #: Our languages, in the order they are listed.
 LANGUAGES: Final = (
@@ -89,6 +95,7 @@ LANGUAGES: Final = (
     "pytest", "junit", "jest", "go_test",
     "julia", "swift", "lean", "cuda", "python_gpu",
     "csharp", "d", "d_ut",
+    "r", "racket", "verilog", "sql",
 )  # fmt: skip
 #: SandboxFusion's test-framework modes: the code runs its own tests
 #: (D_ut: its own ``unittest`` blocks).
@@ -441,6 +448,10 @@ _INTERPRETER_VERSIONS: Final = {
     "php": lambda exe: "php " + _version([exe, "-n", "-r", "echo PHP_VERSION;"]),
     "lua": lambda exe: _version([exe, "-v"]).split("  ")[0],
     "ruby": lambda exe: " ".join(_version([exe, "--version"]).split()[:2]),
+    "r": lambda exe: "R " + _version([exe, "--version"]).split("version ")[-1].split(" (")[0],
+    # "Welcome to Racket v8.7 [cs]."
+    "racket": lambda exe: "racket " + _version([exe, "--version"]).split(" v")[-1].split()[0],
+    "sql": lambda exe: "sqlite3 " + _version([exe, "--version"]).split()[0],
 }
 
 
@@ -856,6 +867,62 @@ def _d_ut() -> Found:
     return _ldc("d_ut", ("-unittest",))
 
 
+def _r() -> Found:
+    # --vanilla: no site or user profile (Rprofile.site, ~/.Rprofile), no
+    # Renviron files, no workspace restored or saved; R_PROFILE and the like
+    # are environment, which a run's is not
+    return _interpreter("r", ("Rscript",), "r-base-core", "main.R", ("--vanilla",))
+
+
+def _racket() -> Found:
+    # racket reads no startup file running a module (only its REPL reads
+    # ~/.racketrc); PLT_* settings are environment, which a run's is not
+    return _interpreter("racket", ("racket",), "racket", "main.rkt", ())
+
+
+def _verilog() -> Found:
+    """Icarus Verilog as SandboxFusion (after VerilogEval) runs it: the
+    program's ``tb`` module elaborated as SystemVerilog 2012, every warning
+    on, then simulated by ``vvp`` non-interactively (``$stop`` ends it)."""
+    iverilog, vvp = shutil.which("iverilog"), shutil.which("vvp")
+    if iverilog is None or vvp is None:
+        return MissingToolchain("verilog", "install iverilog (Debian: apt-get install iverilog)")
+    line = _version([iverilog, "-V"])
+    version = line.removeprefix("Icarus Verilog version ").split(" (")[0]
+    return Toolchain(
+        "verilog",
+        f"Icarus Verilog {version}",
+        "main.sv",
+        compile=(
+            os.path.realpath(iverilog),
+            "-Wall",
+            "-Winfloop",
+            "-Wno-timescale",
+            "-g2012",
+            "-s",
+            "tb",
+            "-o",
+            "{build}/test.vvp",
+            "{src}",
+        ),
+        run=(os.path.realpath(vvp), "-n", "{build}/test.vvp"),
+        env={"PATH": _PATH, "LANG": "C.UTF-8"},
+    )
+
+
+def _sql() -> Found:
+    """SQLite's shell on an in-memory database: the program read as a file
+    (the shell's read command), its stdin left to it (its import command
+    on /dev/stdin loads the input as a table); ``-bail``: the first error
+    ends it (exit 1), as an uncaught error ends a program in the other
+    languages. SandboxFusion names ``sql`` but has no runner for it."""
+    found = _interpreter("sql", ("sqlite3",), "sqlite3", "main.sql", ())
+    if isinstance(found, MissingToolchain):
+        return found
+    exe = found.run[0]
+    return dataclasses.replace(found, run=(exe, "-batch", "-bail", ":memory:", ".read {src}"))
+
+
 _FINDERS: Final[dict[str, Callable[[], Found]]] = {
     "cpp": _cpp,
     "java": _java,
@@ -881,11 +948,18 @@ _FINDERS: Final[dict[str, Callable[[], Found]]] = {
     "csharp": _csharp,
     "d": _d,
     "d_ut": _d_ut,
+    "r": _r,
+    "racket": _racket,
+    "verilog": _verilog,
+    "sql": _sql,
 }
 
 
 #: The interpreters the script languages are found as.
-_SCRIPT_TOOLS: Final = ("bash", "perl", "php", "lua5.4", "ruby")
+_SCRIPT_TOOLS: Final = (
+    "bash", "perl", "php", "lua5.4", "ruby",
+    "Rscript", "racket", "iverilog", "vvp", "sqlite3",
+)  # fmt: skip
 #: What the test-framework modes are found as, beyond the languages' tools
 #: (jest's install is in node_module_roots' stamps below, pytest's in
 #: _pytest_dirs'): the launcher, Debian's python3

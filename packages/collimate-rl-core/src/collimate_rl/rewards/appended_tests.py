@@ -1,7 +1,7 @@
 """``ProgramReward``: the candidate's code followed by its dataset's test
 program, run once: MultiPL-E, HumanEval-X and MBXP in C++, Java,
-JavaScript, TypeScript, Rust and Go, and MultiPL-E's Bash, Perl, PHP, Lua
-and Ruby.
+JavaScript, TypeScript, Rust and Go, and MultiPL-E's Bash, Perl, PHP, Lua,
+Ruby, R and Racket.
 
 Those datasets judge ``prompt + completion + tests``: the prompt opens the
 function (includes, a doc comment, the signature), the model writes its
@@ -37,6 +37,7 @@ __all__ = [
 #: The languages test programs run in, by the names the server knows.
 PROGRAM_LANGUAGES: Final = (
     "cpp", "java", "javascript", "typescript", "rust", "go", "bash", "perl", "php", "lua", "ruby",
+    "r", "racket",
 )  # fmt: skip
 #: The datasets' own names for them (MultiPL-E's ``language`` column holds
 #: file extensions: ``rs``, ``go_test.go``; HumanEval-X's task ids ``CPP``,
@@ -70,6 +71,10 @@ _NAMES: Final = {
     "csharp": "csharp",
     "c#": "csharp",
     "d": "d",
+    # MultiPL-E's r and rkt
+    "r": "r",
+    "rkt": "racket",
+    "racket": "racket",
 }
 
 
@@ -115,12 +120,13 @@ class ProgramReward(JudgedReward):
     else 0.0 (see the module).
 
     ``language``: ``cpp``, ``java``, ``javascript``, ``typescript``,
-    ``rust``, ``go``, ``bash``, ``perl``, ``php``, ``lua`` or ``ruby`` (or
-    a dataset's name for one: ``js``, ``rs``, ``go_test.go``, ``sh``,
-    ``pl``, ``rb``). ``prompt``: the code the completion continues (the
-    C++ tests are compiled apart from the candidate, from the prompt's
-    declarations). ``stop_tokens``: where a raw completion is cut, as the
-    dataset's generation stops (MultiPL-E's ``stop_tokens``).
+    ``rust``, ``go``, ``bash``, ``perl``, ``php``, ``lua``, ``ruby``, ``r``
+    or ``racket`` (or a dataset's name for one: ``js``, ``rs``,
+    ``go_test.go``, ``sh``, ``pl``, ``rb``, ``rkt``). ``prompt``: the code
+    the completion continues (the C++ tests are compiled apart from the
+    candidate, from the prompt's declarations). ``stop_tokens``: where a
+    raw completion is cut, as the dataset's generation stops (MultiPL-E's
+    ``stop_tokens``).
     ``time_limit``: CPU seconds of the run; ``typecheck``: TypeScript type
     errors fail the compile (MultiPL-E), or only syntax errors do (MBXP,
     whose reference solutions do not all type-check).
@@ -143,7 +149,7 @@ class ProgramReward(JudgedReward):
         if found is None:
             raise ValueError(
                 f"test programs run in {list(PROGRAM_LANGUAGES)} "
-                "(or js, ts, rs, go_test.go, sh, pl, rb), "
+                "(or js, ts, rs, go_test.go, sh, pl, rb, rkt), "
                 f"not {language!r}"
             )
         if prompt is not None and not isinstance(prompt, str):

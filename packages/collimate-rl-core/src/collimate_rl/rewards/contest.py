@@ -1,6 +1,6 @@
 """``ContestReward``: a program in C++, Java, JavaScript, TypeScript, Rust,
-Go, Bash, Perl, PHP, Lua, Ruby, C#, D (or Python) judged like a contest, by
-the server.
+Go, Bash, Perl, PHP, Lua, Ruby, C#, D, R, Racket, Verilog, SQL (or Python)
+judged like a contest, by the server.
 
 Unlike the Python graders, nothing of this reward runs as an exec program:
 ``grade`` sends the candidates of a group, with their problem's tests, to
@@ -12,7 +12,8 @@ never has the expected outputs, a checker or a sibling within reach.
 ``tests`` are ``{"input", "output"}`` objects or ``(input, output)``
 pairs (strings). ``language`` is the candidates' (``cpp``, ``java``,
 ``javascript``, ``typescript``, ``rust``, ``go``, ``python``, ``bash``,
-``perl``, ``php``, ``lua``, ``ruby``, ``csharp``, ``d``), or ``auto``:
+``perl``, ``php``, ``lua``, ``ruby``, ``csharp``, ``d``, ``r``, ``racket``,
+``verilog``, ``sql``), or ``auto``:
 each candidate in the language its fenced block names (```` ```cpp ````),
 else the one its code gives away (CodeContests' problems take any).
 ``time_limit`` is CPU seconds per test (a busy machine
@@ -58,6 +59,8 @@ _TAGS: Final = {
     "python3": "python", "py": "python", "py3": "python", "bash": "bash", "sh": "bash",
     "shell": "bash", "perl": "perl", "php": "php", "lua": "lua", "ruby": "ruby", "rb": "ruby",
     "csharp": "csharp", "cs": "csharp", "c#": "csharp", "d": "d",
+    "r": "r", "racket": "racket", "rkt": "racket", "verilog": "verilog", "systemverilog": "verilog",
+    "sv": "verilog", "sql": "sql", "sqlite": "sql",
 }  # fmt: skip
 #: A problem as ``/v1/judge`` takes it: these attributes of the reward.
 _PROBLEM_FIELDS: Final = (

@@ -11,7 +11,8 @@ behind, a lowered priority. :func:`wrong` makes a program that does the
 damage and then answers :data:`TESTS` wrong (due 0.0, never an infra
 error); :func:`right` one that does it and then answers right. A language
 that cannot express a case natively (Java and Node have no ``setrlimit``
-or ``exec``) leaves it out. :data:`UNRUNNABLE` holds sources whose build
+or ``exec``; R and Racket reach signals and processes through their
+``tools::pskill`` and ``system``) leaves it out. :data:`UNRUNNABLE` holds sources whose build
 succeeds with nothing to run (due a compile error).
 
 :func:`contest_tests` makes the tests of ``test_grading_contest_sabotage_*.py``
@@ -268,6 +269,70 @@ PYTHON = {
     "while True: pass",
 }
 
+# -- R ---------------------------------------------------------------------------
+R_HEAD = (
+    'self_ <- function() sub("^--file=", "", grep("^--file=", commandArgs(FALSE), value = TRUE))\n'
+    'ppid_ <- function() as.integer(strsplit(readLines("/proc/self/stat"), " ")[[1]][4])\n'
+    'fill_ <- function(d) { con <- file(file.path(d, "junk"), "wb"); b <- raw(2^20)\n'
+    '  repeat if (inherits(try(writeBin(b, con), silent = TRUE), "try-error")) break }\n'
+)
+R_RIGHT = 'x <- scan(file("stdin"), quiet = TRUE); cat(x[1] + x[2], "\\n", sep = "")'
+R = {
+    "unlink_build": "unlink(self_())",
+    "chmod_build": 'Sys.chmod(self_(), "0000"); Sys.chmod(dirname(self_()), "0000")',
+    "overwrite_build": 'writeLines("cat(4)", self_())',
+    "chmod_dir": 'Sys.chmod(".", "0000")',
+    "remove_dir": "unlink(getwd(), recursive = TRUE)",
+    "kill_parent": "tools::pskill(ppid_(), tools::SIGKILL)",
+    "stop_parent": "tools::pskill(ppid_(), tools::SIGSTOP)",
+    "stop_all": "tools::pskill(-1L, tools::SIGSTOP)",
+    "kill_group": "tools::pskill(0L, tools::SIGKILL)",
+    "stop_self": "tools::pskill(Sys.getpid(), tools::SIGSTOP)",
+    "fill_disk": 'fill_("."); fill_("/tmp"); fill_("/dev/shm")',
+    "memory": "k <- list(); repeat k[[length(k) + 1L]] <- numeric(8e6) + 1",
+    "fork_bomb": 'for (i in 1:1000) system("sleep 100", wait = FALSE)',
+    "sleeper": 'system("setsid sleep 1000", wait = FALSE)',
+    "nice_spin": "tools::psnice(Sys.getpid(), 19L); repeat {}",
+}
+
+# -- Racket ----------------------------------------------------------------------
+RACKET_HEAD = (
+    "#lang racket/base\n(require racket/system)\n"
+    "(define (self_) (variable-reference->module-source (#%variable-reference)))\n"
+    "(define (fill_ d) (with-handlers ([(lambda (e) #t) void])\n"
+    '  (call-with-output-file (build-path d "junk") #:exists \'truncate\n'
+    "    (lambda (o) (define b (make-bytes (expt 2 20))) (let loop () (write-bytes b o)"
+    " (loop))))))\n"
+    "(define (rm_ p) (if (directory-exists? p)\n"
+    "  (begin (for-each (lambda (q) (rm_ (build-path p q))) (directory-list p))"
+    " (delete-directory p))\n  (delete-file p)))\n"
+    "(define (sh_ c) (system c))\n"
+    "(define-syntax-rule (try_ e ...)\n"
+    "  (void (with-handlers ([(lambda (x) #t) void]) (void) e ...)))\n"
+)
+RACKET_RIGHT = "(let ([a (read)] [b (read)]) (displayln (+ a b)))"
+RACKET = {
+    "unlink_build": "(delete-file (self_))",
+    "chmod_build": "(file-or-directory-permissions (self_) 0)"
+    " (let-values ([(dir _n _d) (split-path (self_))]) (file-or-directory-permissions dir 0))",
+    "overwrite_build": "(call-with-output-file (self_) #:exists 'truncate"
+    ' (lambda (o) (write-string "#lang racket/base\\n(displayln 4)" o)))',
+    "chmod_dir": '(file-or-directory-permissions "." 0)',
+    "remove_dir": "(rm_ (current-directory))",
+    "kill_parent": "(sh_ \"kill -9 $(cut -d' ' -f4 /proc/$PPID/stat)\")",
+    "stop_parent": "(sh_ \"kill -STOP $(cut -d' ' -f4 /proc/$PPID/stat)\")",
+    "stop_all": '(sh_ "kill -STOP -1")',
+    "kill_group": '(sh_ "kill -9 0")',
+    "stop_self": '(sh_ "kill -STOP $PPID")',
+    "close_fds": "(close-input-port (current-input-port))"
+    " (close-output-port (current-output-port)) (close-output-port (current-error-port))",
+    "fill_disk": '(fill_ ".") (fill_ "/tmp") (fill_ "/dev/shm")',
+    "memory": "(let loop ([k '()]) (loop (cons (make-bytes (* 64 1024 1024) 1) k)))",
+    "fork_bomb": '(for ([i 1000]) (process "sleep 100"))',
+    "sleeper": '(process "setsid sleep 1000")',
+    "nice_spin": '(sh_ "renice -n 19 -p $PPID") (let loop () (loop))',
+}
+
 
 # -- C# (Mono: libc through P/Invoke) --------------------------------------------
 CS_HEAD = (
@@ -385,10 +450,13 @@ _WRONG: Final = {
     **sabotage_scripts.WRONG,
     "csharp": 'Console.WriteLine("0");',
     "d": 'puts("0");',
+    "r": 'cat(0, "\\n")',
+    "racket": "(displayln 0)",
 }
 _RIGHT: Final = {"cpp": CPP_RIGHT, "rust": RUST_RIGHT, "go": GO_RIGHT, "java": JAVA_RIGHT,
                  "node": NODE_RIGHT, "python": PY_RIGHT, **sabotage_scripts.RIGHT,
-                 "csharp": CS_RIGHT, "d": D_RIGHT}  # fmt: skip
+                 "csharp": CS_RIGHT, "d": D_RIGHT,
+                 "r": R_RIGHT, "racket": RACKET_RIGHT}  # fmt: skip
 
 
 def _program(language: str, sabotage: str, answer: str) -> str:
@@ -409,6 +477,10 @@ def _program(language: str, sabotage: str, answer: str) -> str:
         return f"{D_HEAD}void main() {{ {sabotage} {answer} }}\n"
     if language in ("nodejs", "typescript"):
         return _node(f"{sabotage}\n{answer}", language == "typescript")
+    if language == "r":
+        return f"{R_HEAD}invisible(try({{ {sabotage} }}, silent = TRUE))\n{answer}\n"
+    if language == "racket":
+        return f"{RACKET_HEAD}(try_ {sabotage})\n{answer}\n"
     return f"{PY_HEAD}{sabotage}\n{answer}\n"
 
 
@@ -437,6 +509,8 @@ CATALOGUE = {
     **sabotage_scripts.CATALOGUES,
     "csharp": CSHARP,
     "d": D,
+    "r": R,
+    "racket": RACKET,
 }
 UNRUNNABLE = {"cpp": CPP_UNRUNNABLE, "rust": RUST_UNRUNNABLE, "go": GO_UNRUNNABLE,
               "java": JAVA_UNRUNNABLE, "csharp": CS_UNRUNNABLE, "d": D_UNRUNNABLE}  # fmt: skip
@@ -453,7 +527,7 @@ TAMPER_THEN_RIGHT = ("unlink_build", "chmod_build", "overwrite_build", "chmod_di
 #: CPU seconds a test: what a right answer needs many times over (a JVM's
 #: start takes a few tenths), and what every spinning sabotage burns per test
 #: and pass, which is why it is no more (the wall backstop is 20 s anyway).
-TIME_LIMIT: Final = {"java": 1.0}
+TIME_LIMIT: Final = {"java": 1.0, "r": 1.0, "racket": 1.0}
 DEFAULT_TIME_LIMIT: Final = 0.5
 
 

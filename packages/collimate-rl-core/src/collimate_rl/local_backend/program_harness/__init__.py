@@ -41,7 +41,8 @@ show the generic attacks fail in every language.
 
 One module per language (:mod:`.cpp`, :mod:`.rust`, :mod:`.java`,
 :mod:`.script` for JavaScript and TypeScript, :mod:`.go`, :mod:`.interpreted`
-for Bash, Perl, PHP, Lua and Ruby, :mod:`.csharp`, :mod:`.dlang` for D); what they share
+for Bash, Perl, PHP, Lua and Ruby, :mod:`.csharp`, :mod:`.dlang` for D, :mod:`.r_racket`
+for R and Racket, which check the names themselves); what they share
 (the token, the harness's names, :class:`Assembly`) is in :mod:`.common`, the
 check of names a candidate redefines in :mod:`.names`.
 """
@@ -60,6 +61,7 @@ from .go import assemble_go
 from .interpreted import assemble_interpreted, failed_by_output
 from .java import JAVATUPLES_JAR, assemble_java
 from .names import shadowed_names
+from .r_racket import assemble_r_racket
 from .rust import assemble_rust
 from .script import assemble_script
 
@@ -91,6 +93,8 @@ _ASSEMBLERS: Final[dict[str, _Assembler]] = {
     "ruby": assemble_interpreted,
     "csharp": assemble_csharp,
     "d": assemble_d,
+    "r": assemble_r_racket,
+    "racket": assemble_r_racket,
 }
 #: Languages whose test programs this harness runs.
 PROGRAM_LANGUAGES: Final = tuple(_ASSEMBLERS)

@@ -197,6 +197,8 @@ _FAILS_ON: Final = {"perl": b"ERROR"}
 def failed_by_output(language: str, stdout: bytes, stderr: bytes) -> bool:
     """Whether a run that exited 0 failed its dataset's harness anyway by
     what it printed."""
+    if language == "racket":  # (MultiPL-E fails a Racket run that wrote to stderr)
+        return bool(stderr)
     mark = _FAILS_ON.get(language)
     return mark is not None and (mark in stdout or mark in stderr)
 
