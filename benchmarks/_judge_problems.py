@@ -23,6 +23,7 @@ from pathlib import Path
 #: What the program prints for an input (a reference, or a wrong candidate's model).
 Model = Callable[[str], str]
 
+
 @dataclass(frozen=True)
 class Candidate:
     source: str

@@ -2,10 +2,7 @@ MOD = 10**9 + 7
 
 
 def mat_mult(x, y):
-    return [
-        [(x[0][0] * y[0][0] + x[0][1] * y[1][0]) % MOD, (x[0][0] * y[0][1] + x[0][1] * y[1][1]) % MOD],
-        [(x[1][0] * y[0][0] + x[1][1] * y[1][0]) % MOD, (x[1][0] * y[0][1] + x[1][1] * y[1][1]) % MOD],
-    ]
+    return [[sum(x[i][k] * y[k][j] for k in range(2)) % MOD for j in range(2)] for i in range(2)]
 
 
 def mat_pow(m, p):

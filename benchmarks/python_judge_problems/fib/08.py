@@ -1,9 +1,9 @@
-from functools import lru_cache
+from functools import cache
 
 MOD = 10**9 + 7
 
 
-@lru_cache(maxsize=None)
+@cache
 def fib(k: int) -> int:
     """F(k) by the doubling identities, memoised."""
     if k < 3:

@@ -1,5 +1,5 @@
-from functools import reduce
 import operator
+from functools import reduce
 
 _ = input()
 print(reduce(operator.add, map(int, input().split()), 0))
