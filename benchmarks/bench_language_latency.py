@@ -13,9 +13,8 @@ finds on this host is measured with a hello-world-class program that reads
 one line of stdin and prints it (each round's source carries a comment of
 its own, so the first request compiles; a warm-up round before them is not
 kept, so the server's and each language's own start are not counted); a
-test-framework mode (pytest,
-junit, jest, go_test) runs one passing test instead, and is judged by its
-status. A language this backend does not know, or whose toolchain the host
+test-framework mode (pytest, junit, jest, go_test) runs one passing test
+instead, on its language's toolchain, and is judged by its status. A language this backend does not know, or whose toolchain the host
 lacks, is listed as skipped, with why. Every answer is checked: a wrong
 output or a failed status makes the run exit 1.
 
