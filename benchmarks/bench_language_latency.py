@@ -14,9 +14,10 @@ one line of stdin and prints it (each round's source carries a comment of
 its own, so the first request compiles; a warm-up round before them is not
 kept, so the server's and each language's own start are not counted); a
 test-framework mode (pytest, junit, jest, go_test) runs one passing test
-instead, on its language's toolchain, and is judged by its status. A language this backend does not know, or whose toolchain the host
-lacks, is listed as skipped, with why. Every answer is checked: a wrong
-output or a failed status makes the run exit 1.
+instead, on its language's toolchain, and is judged by its status. A
+language this backend does not know, whose toolchain the host lacks, or
+that ``/run_code`` refuses is listed as skipped, with why. Every answer is
+checked: a wrong output or a failed status makes the run exit 1.
 
     python benchmarks/bench_language_latency.py [--rounds 5] [--languages cpp,python]
 """
@@ -295,7 +296,8 @@ def main(argv: list[str]) -> int:
                             break
                         why = refused(answer)
                         if why:
-                            skipped[name] = f"/run_code does not take it yet ({why})"
+                            print(f"{name}: refused: {why}")
+                            skipped[name] = "this backend's /run_code does not run it yet"
                             break
                         wrong = problem(sample, answer)
                         if wrong:
