@@ -869,15 +869,23 @@ def sandbox_fusion_rows(s: Summary) -> list[Row]:
     return rows
 
 
-#: bench_cpp_judge.py's ways, as its results name them.
-SF_WAY, RUN_CODE_WAY, GRADE_BATCH_WAY = (
+#: The judging benchmarks' ways (bench_cpp_judge.py, bench_python_judge.py),
+#: as their results name them.
+SF_WAY, RUN_CODE_WAY, GRADE_BATCH_WAY, CONTEST_WAY = (
     "sandbox-fusion /run_code",
     "ours /run_code",
     "ours grade_batch",
+    "ours grade_batch ContestReward",
 )
+#: Each of our ways: its key in a summary, and its target (SandboxFusion / ours).
+JUDGE_WAYS = {
+    RUN_CODE_WAY: ("run_code", 3),
+    GRADE_BATCH_WAY: ("grade_batch", 20),
+    CONTEST_WAY: ("grade_batch_contest", None),
+}
 
 
-def cpp_judge_summary(f: Json, _: Json) -> Json:
+def judge_summary(f: Json, _: Json) -> Json:
     seconds = f.get("seconds", {})
     sf = seconds.get(SF_WAY, [])
     s: Json = {
@@ -887,8 +895,10 @@ def cpp_judge_summary(f: Json, _: Json) -> Json:
         "failures": sum(sum(v.values()) for v in f.get("failures", {}).values()),
         "reward_mismatches": f.get("reward_mismatches"),
     }
-    for way, key in ((RUN_CODE_WAY, "run_code"), (GRADE_BATCH_WAY, "grade_batch")):
-        ours = seconds.get(way, [])
+    for way, (key, _target) in JUDGE_WAYS.items():
+        if way not in seconds:
+            continue
+        ours = seconds[way]
         s |= {
             f"{key}_s": median(ours),
             f"{key}_ratio": ratio_of(median(sf), median(ours)),
@@ -897,39 +907,65 @@ def cpp_judge_summary(f: Json, _: Json) -> Json:
     return s
 
 
-def cpp_judge_rows(s: Summary) -> list[Row]:
-    rounds = of_rounds(s["rounds"]) or "median of the rounds"
-    commit = s["sandbox_fusion_commit"]
-    sf = f" (at `{commit}`)" if commit else ""
-    rows = []
-    for key, what, target, short in (
-        ("run_code", "ours on `/run_code`, driven the same way", 3, "our `/run_code`"),
-        (
-            "grade_batch",
-            "ours, one `grade_batch` call with `ContestReward`",
-            20,
-            "our `grade_batch`",
+def judge_rows(title: str, batch: str) -> Callable[[Summary], list[Row]]:
+    """The rows of a judging benchmark: ``title`` names its language's
+    judging ("C++ judging"), ``batch`` the spec of its ``grade_batch`` way."""
+    ways = {
+        "run_code": ("ours on `/run_code`, driven the same way", "our `/run_code`"),
+        "grade_batch": (f"ours, one `grade_batch` call with {batch}", "our `grade_batch`"),
+        "grade_batch_contest": (
+            "ours, one `grade_batch` call with `ContestReward` (the judge route)",
+            "our `grade_batch` with `ContestReward`",
         ),
-    ):
-        each = ", ".join(num(r, "x") for r in s[f"{key}_ratio_rounds"] or [])
-        ratio = s.ratio(f"{key}_ratio", s["sandbox_fusion_s"], s[f"{key}_s"])
+    }
+
+    def rows_of(s: Summary) -> list[Row]:
+        rounds = of_rounds(s["rounds"]) or "median of the rounds"
+        commit = s["sandbox_fusion_commit"]
+        sf = f" (at `{commit}`)" if commit else ""
+        rows = []
+        for key, target in JUDGE_WAYS.values():
+            if s[f"{key}_s"] is None:
+                continue
+            what, short = ways[key]
+            each = ", ".join(num(r, "x") for r in s[f"{key}_ratio_rounds"] or [])
+            ratio = s.ratio(f"{key}_ratio", s["sandbox_fusion_s"], s[f"{key}_s"])
+            rows.append(
+                Row(
+                    f"seconds for the workload ({rounds}): {what}, against SandboxFusion{sf}",
+                    num(s[f"{key}_s"], " s"),
+                    num(s["sandbox_fusion_s"], " s"),
+                    times(ratio, "SandboxFusion / ours") + (f"; rounds {each}" if each else ""),
+                    f"at least {target}x" if target else "-",
+                    at_least(ratio, target) if target else None,
+                    f"{title}: {short} against SandboxFusion's `/run_code`",
+                )
+            )
         rows.append(
             Row(
-                f"seconds for the workload ({rounds}): {what}, against SandboxFusion{sf}",
-                num(s[f"{key}_s"], " s"),
-                num(s["sandbox_fusion_s"], " s"),
-                times(ratio, "SandboxFusion / ours") + (f"; rounds {each}" if each else ""),
-                f"at least {target}x",
-                at_least(ratio, target),
-                f"C++ judging: {short} against SandboxFusion's `/run_code`",
+                "rewards different from the reference's; failures (timeouts, errors)",
+                f"{num(s['reward_mismatches'])}; {num(s['failures'])}",
             )
         )
-    rows.append(
+        return rows
+
+    return rows_of
+
+
+def language_latency_summary(f: Json, _: Json) -> Json:
+    return {"languages": f.get("languages", []), "skipped": f.get("skipped", {})}
+
+
+def language_latency_rows(s: Summary) -> list[Row]:
+    rows = [
         Row(
-            "rewards different from the reference's; failures (timeouts, errors)",
-            f"{num(s['reward_mismatches'])}; {num(s['failures'])}",
+            f"{row['language']} ({row['toolchain']}, {row['kind']}): first request; the same again",
+            f"{num(row['first_ms'], ' ms')}; {num(row['cached_ms'], ' ms')}",
         )
-    )
+        for row in s["languages"] or []
+    ]
+    for name, why in (s["skipped"] or {}).items():
+        rows.append(Row(f"{name}: skipped", why))
     return rows
 
 
@@ -1138,8 +1174,20 @@ SECTIONS: list[tuple[str, str, list[Bench]]] = [
                 "ByteDance's SandboxFusion server run on this machine from its repository "
                 "(`_sandbox_fusion_peer.py`, isolation `none`), driven as verl drives it; "
                 "ours compile-cache cold every round; rewards checked against a reference.",
-                cpp_judge_summary,
-                cpp_judge_rows,
+                judge_summary,
+                judge_rows("C++ judging", "`ContestReward`"),
+            ),
+            Bench(
+                "bench_python_judge.py",
+                "Python stdin/stdout grading against SandboxFusion",
+                "The same eight problems, models and checks as the C++ table, in Python 3: "
+                "8 prompts x 8 candidates x 15 tests (the shape of the verifiable coding "
+                "problems RL sets use), SandboxFusion's own server driven as verl drives it.",
+                judge_summary,
+                judge_rows(
+                    "Python judging",
+                    "the `StdioReward` verl's adapter makes of the ground truth",
+                ),
             ),
             Bench(
                 "bench_sandbox_fusion.py",
@@ -1276,6 +1324,15 @@ SECTIONS: list[tuple[str, str, list[Bench]]] = [
                 "per isolation mode.",
                 engine_oneshot_summary,
                 engine_oneshot_rows,
+            ),
+            Bench(
+                "bench_language_latency.py",
+                "One `/run_code` per language",
+                "A program echoing a line of stdin (a passing test in a test-framework "
+                "mode), wall ms at the client: the first request of a new source (a cold "
+                "compile cache) and the same request again; median of the rounds.",
+                language_latency_summary,
+                language_latency_rows,
             ),
         ],
     ),

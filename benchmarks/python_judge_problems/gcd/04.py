@@ -1,0 +1,4 @@
+import math
+
+n = int(input())
+print(math.gcd(*map(int, input().split())))

@@ -1,0 +1,5 @@
+s = input().strip()
+if s[0] == s[-1]:
+    print("YES")
+else:
+    print("NO")

@@ -1,0 +1,3 @@
+k = int(input())
+words = input().split()
+print(" ".join(reversed(words)))

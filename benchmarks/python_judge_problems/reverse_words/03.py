@@ -1,0 +1,4 @@
+import sys
+
+k, *words = sys.stdin.read().split()
+print(*words[::-1])

@@ -1,0 +1,3 @@
+k = int(input())
+w = input().split()
+print(" ".join(w[i] for i in range(k)))

@@ -1,0 +1,4 @@
+n = int(input())
+a = list(map(int, input().split()))
+a.sort()
+print(*a)
