@@ -404,28 +404,21 @@ D_HEAD = (
     "void spin_() { shared ulong x; for (;;) atomicOp!\"+=\"(x, 1); }\n"
 )
 D_RIGHT = 'long a, b; scanf("%lld %lld", &a, &b); printf("%lld\\n", a + b);'
+#: The cases D writes as C++ does: C's calls, through druntime's POSIX bindings.
+_LIBC_ALIKE: Final = (
+    "chmod_dir", "remove_dir", "kill_parent", "stop_parent", "stop_all", "kill_all",
+    "kill_group", "stop_self", "segfault", "close_fds", "fill_disk", "fork_bomb", "sleeper",
+)  # fmt: skip
 D = {
     "unlink_build": "unlink(self_());",
     "chmod_build": "chmod(self_(), 0); chmod(dirname(self_()), 0);",
     "overwrite_build": 'unlink(self_()); auto f = fopen(self_(), "w");'
     ' fputs("#!/bin/sh\\necho 4\\n", f); fclose(f); chmod(self_(), 493);',
-    "chmod_dir": 'chmod(".", 0);',
-    "remove_dir": 'system("rm -rf \\"$PWD\\"");',
-    "kill_parent": "kill(getppid(), SIGKILL);",
-    "stop_parent": "kill(getppid(), SIGSTOP);",
-    "stop_all": "kill(-1, SIGSTOP);",
-    "kill_all": "kill(-1, SIGKILL);",
-    "kill_group": "kill(0, SIGKILL);",
-    "stop_self": "raise(SIGSTOP);",
-    "segfault": "raise(SIGSEGV);",
-    "close_fds": "close(0); close(1); close(2);",
+    **{case: CPP[case] for case in _LIBC_ALIKE},
     "rlimits": "rlimit r = rlimit(3, 3), z = rlimit(0, 0); setrlimit(RLIMIT_NOFILE, &r);"
     " setrlimit(6, &z); setrlimit(RLIMIT_FSIZE, &z);",
-    "fill_disk": 'fill_("."); fill_("/tmp"); fill_("/dev/shm");',
     "memory": "for (;;) { auto m = cast(ubyte*) malloc(64 << 20); if (!m) break;"
     " memset(m, 1, 64 << 20); }",
-    "fork_bomb": "for (int i = 0; i < 100000; i++) fork();",
-    "sleeper": "if (fork() == 0) { setsid(); if (fork() == 0) { sleep(1000); } _exit(0); }",
     "exec_true": 'execl("/bin/true", "true".ptr, null);',
     "nice_spin": "nice(19); spin_();",
     "hog_daemons": "for (int i = 0; i < 64; i++) if (fork() == 0) { setsid();"
