@@ -1,6 +1,6 @@
 """``ContestReward``: a program in C++, Java, JavaScript, TypeScript, Rust,
-Go, Bash, Perl, PHP, Lua, Ruby (or Python) judged like a contest, by the
-server.
+Go, Bash, Perl, PHP, Lua, Ruby, Scala, Kotlin (a script) (or Python)
+judged like a contest, by the server.
 
 Unlike the Python graders, nothing of this reward runs as an exec program:
 ``grade`` sends the candidates of a group, with their problem's tests, to
@@ -12,7 +12,7 @@ never has the expected outputs, a checker or a sibling within reach.
 ``tests`` are ``{"input", "output"}`` objects or ``(input, output)``
 pairs (strings). ``language`` is the candidates' (``cpp``, ``java``,
 ``javascript``, ``typescript``, ``rust``, ``go``, ``python``, ``bash``,
-``perl``, ``php``, ``lua``, ``ruby``), or ``auto``:
+``perl``, ``php``, ``lua``, ``ruby``, ``scala``, ``kotlin``), or ``auto``:
 each candidate in the language its fenced block names (```` ```cpp ````),
 else the one its code gives away (CodeContests' problems take any).
 ``time_limit`` is CPU seconds per test (a busy machine
@@ -57,6 +57,7 @@ _TAGS: Final = {
     "rust": "rust", "rs": "rust", "go": "go", "golang": "go", "python": "python",
     "python3": "python", "py": "python", "py3": "python", "bash": "bash", "sh": "bash",
     "shell": "bash", "perl": "perl", "php": "php", "lua": "lua", "ruby": "ruby", "rb": "ruby",
+    "scala": "scala", "kotlin": "kotlin", "kt": "kotlin", "kts": "kotlin",
 }  # fmt: skip
 #: A problem as ``/v1/judge`` takes it: these attributes of the reward.
 _PROBLEM_FIELDS: Final = (
