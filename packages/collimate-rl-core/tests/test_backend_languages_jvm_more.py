@@ -17,7 +17,7 @@ from typing import Any
 import httpx
 import pytest
 
-from collimate_rl import CollimateClient, ContestReward, grade, grade_batch
+from collimate_rl import CollimateClient, ContestReward, ProgramReward, grade, grade_batch
 from collimate_rl.local_backend import LocalCollimateBackend
 from collimate_rl.local_backend.jvm_languages import scala_object
 from collimate_rl.local_backend.toolchains import (
@@ -27,6 +27,7 @@ from collimate_rl.local_backend.toolchains import (
     MissingToolchain,
     find_toolchains,
 )
+from collimate_rl.rewards.rows import hub_ground_truth, row_task
 from collimate_rl.testing.fixtures import module_backend
 from collimate_rl.testing.programs import need
 
@@ -132,6 +133,95 @@ def test_every_verdict(client: CollimateClient, language: str) -> None:
     roomy = ContestReward(TESTS[:1], language=language, time_limit=5, memory_limit_mb=256)
     memory = grade(client, "py", programs["memory"], roomy)
     assert (memory.reward, memory.detail["verdicts"]) == (0.0, ["memory_limit"]), memory.explain()
+
+
+#: MultiPL-E's HumanEval_53_add in Scala, as SandboxFusion's samples
+#: (``sandbox/tests/datasets/samples/Multi-PLE/humaneval-scala.jsonl``) hold it.
+SCALA_ADD = {
+    "name": "HumanEval_53_add",
+    "language": "scala",
+    "prompt": "import scala.math._\nimport scala.collection.mutable._\nobject Problem {\n"
+    "    // Add two numbers x and y\n    // >>> add((2l), (3l))\n    // (5l)\n"
+    "    // >>> add((5l), (7l))\n    // (12l)\n    def add(x : Long, y : Long) : Long = {\n",
+    "tests": "    }\n    def main(args: Array[String]) = {\n"
+    + "".join(
+        f"    assert(add(({x}l), ({y}l)) == ({x + y}l));\n"
+        for x, y in ((0, 1), (1, 0), (2, 3), (5, 7), (7, 5))
+    )
+    + "    }\n\n}\n",
+    "stop_tokens": ["\n    }\n"],
+}
+#: A fake of the token's shape (32 hex digits).
+FAKE = "0123456789abcdef0123456789abcdef"
+#: Whole programs past the function (judged without the stop tokens, which
+#: would cut them): each due 0.0. ``(rejected)``: refused by the names
+#: check without a compile.
+SCALA_HACKS = {
+    # the object's body runs when the tests' main is first called
+    "exit_early": "        x + y\n    }\n    sys.exit(0)\n    def z() = {\n",
+    "forge": f'        println("\\n{FAKE}"); Console.flush(); Runtime.getRuntime.halt(0); 0L\n',
+    "stdin_at_call": "        val s = scala.io.Source.fromInputStream(System.in).mkString\n"
+    '        val f = scala.io.Source.fromFile(".run.in").mkString\n'
+    '        println("\\n" + s.trim + f.trim); sys.exit(0)\n',
+    "kill_runner": "        ProcessHandle.current().parent().get().destroyForcibly()\n"
+    "        x - y\n",
+    "define_assert (rejected)": "        x - y\n    }\n    def assert(b: Boolean) = {}\n"
+    "    def z() = {\n",
+    "escaped_assert (rejected)": "        x - y\n    }\n    def \\u0061ssert(b: Boolean) = {}\n"
+    "    def z() = {\n",
+    "import_as_assert (rejected)": "        x - y\n    }\n"
+    "    import scala.Console.{println => assert}\n    def z() = {\n",
+    "pattern_val_assert (rejected)": "        x - y\n    }\n"
+    "    val (assert, q) = ((b: Boolean) => (), 1)\n    def z() = {\n",
+    # its own main in Problem, the tests' moved into another object
+    "main_of_its_own (rejected)": "        x - y\n    }\n    def main(args: Array[String]) = {}\n"
+    "}\nobject Elsewhere {\n    def z() = {\n",
+}
+#: HumanEval_111_histogram's tests compare with ``.equals``: a mutable Map
+#: of the candidate's whose equals always agrees (its name escaped).
+SCALA_HISTOGRAM = {
+    "prompt": "import scala.math._\nimport scala.collection.mutable._\nobject Problem {\n"
+    "    def histogram(test : String) : Map[String,Long] = {\n",
+    "tests": "    }\n    def main(args: Array[String]) = {\n"
+    '    assert(histogram(("a b b a")).equals((Map[String,Long]("a" -> 2l, "b" -> 2l))));\n'
+    "    }\n\n}\n",
+    "forged": "        new HashMap[String, Long] { override def \\u0065quals(o: Any) = true }\n",
+}
+
+
+def test_a_multipl_e_scala_row_and_its_hacks(client: CollimateClient) -> None:
+    """MultiPL-E's row through the harness (its canonical answer 1.0 and a
+    mutant 0.0, cut at its stop tokens), then every hack beside a right
+    sibling in one group: each 0.0 with no infra error, the siblings 1.0."""
+    need("scala")
+    row = dict(SCALA_ADD)
+    task = row_task(hub_ground_truth(row), row=row)
+    assert isinstance(task.spec, ProgramReward) and task.spec.language == "scala"
+    uncut = ProgramReward(row["tests"], language="scala", prompt=row["prompt"], time_limit=2)
+    right = task.program("        x + y\n    }\n")
+    names = ["right", "wrong", *SCALA_HACKS, "forged_equals (rejected)"]
+    sources = [right, task.program("        x - y\n    }\n")]
+    sources += [row["prompt"] + body for body in SCALA_HACKS.values()]
+    sources.append(SCALA_HISTOGRAM["prompt"] + SCALA_HISTOGRAM["forged"])
+    histogram = ProgramReward(SCALA_HISTOGRAM["tests"], language="scala",
+                              prompt=SCALA_HISTOGRAM["prompt"])  # fmt: skip
+    specs = [task.spec] * 2 + [uncut] * len(SCALA_HACKS) + [histogram]
+    # a right sibling after each: what a hack does reaches none of them
+    results = grade_batch(client, "py", [x for s in sources for x in (s, right)],
+                          [x for s in specs for x in (s, task.spec)])  # fmt: skip
+    assert not any(r.infra_error for r in results), [r.explain() for r in results]
+    got = {n: r for n, r in zip(names, results[::2], strict=True)}
+    assert got["right"].reward == 1.0, got["right"].explain()
+    assert [r.reward for r in results[1::2]] == [1.0] * len(names)
+    assert [got[n].reward for n in names[1:]] == [0.0] * (len(names) - 1), [
+        (n, got[n].explain()) for n in names
+    ]
+    assert got["wrong"].detail["verdicts"] == ["runtime_error"]  # an assert failed
+    assert got["exit_early"].detail["verdicts"] == ["wrong_answer"], got["exit_early"].detail
+    for name in names:
+        assert got[name].detail["verdicts"] != ["compile_error"], (name, got[name].explain())
+        if name.endswith("(rejected)"):
+            assert "redefines" in got[name].explain(), (name, got[name].explain())
 
 
 def _run(http: httpx.Client, language: str, code: str, **more: Any) -> dict[str, Any]:

@@ -843,6 +843,9 @@ def _scala() -> Found:
             "scala.tools.nsc.Main",
             "-encoding",
             "UTF-8",
+            # class files for Java 8 (2.11's default is 6): a program may
+            # call a JDK interface's static method (ProcessHandle.current)
+            "-target:jvm-1.8",
             "-d",
             "{build}",
             "{src}",

@@ -1,7 +1,7 @@
 """``ProgramReward``: the candidate's code followed by its dataset's test
 program, run once: MultiPL-E, HumanEval-X and MBXP in C++, Java,
-JavaScript, TypeScript, Rust and Go, and MultiPL-E's Bash, Perl, PHP, Lua
-and Ruby.
+JavaScript, TypeScript, Rust and Go, and MultiPL-E's Bash, Perl, PHP, Lua,
+Ruby and Scala.
 
 Those datasets judge ``prompt + completion + tests``: the prompt opens the
 function (includes, a doc comment, the signature), the model writes its
@@ -37,6 +37,7 @@ __all__ = [
 #: The languages test programs run in, by the names the server knows.
 PROGRAM_LANGUAGES: Final = (
     "cpp", "java", "javascript", "typescript", "rust", "go", "bash", "perl", "php", "lua", "ruby",
+    "scala",
 )  # fmt: skip
 #: The datasets' own names for them (MultiPL-E's ``language`` column holds
 #: file extensions: ``rs``, ``go_test.go``; HumanEval-X's task ids ``CPP``,
@@ -65,6 +66,7 @@ _NAMES: Final = {
     "lua": "lua",
     "rb": "ruby",
     "ruby": "ruby",
+    "scala": "scala",
 }
 
 
@@ -110,7 +112,7 @@ class ProgramReward(JudgedReward):
     else 0.0 (see the module).
 
     ``language``: ``cpp``, ``java``, ``javascript``, ``typescript``,
-    ``rust``, ``go``, ``bash``, ``perl``, ``php``, ``lua`` or ``ruby`` (or
+    ``rust``, ``go``, ``bash``, ``perl``, ``php``, ``lua``, ``ruby`` or ``scala`` (or
     a dataset's name for one: ``js``, ``rs``, ``go_test.go``, ``sh``,
     ``pl``, ``rb``). ``prompt``: the code the completion continues (the
     C++ tests are compiled apart from the candidate, from the prompt's

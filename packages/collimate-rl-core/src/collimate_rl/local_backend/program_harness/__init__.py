@@ -41,7 +41,7 @@ show the generic attacks fail in every language.
 
 One module per language (:mod:`.cpp`, :mod:`.rust`, :mod:`.java`,
 :mod:`.script` for JavaScript and TypeScript, :mod:`.go`, :mod:`.interpreted`
-for Bash, Perl, PHP, Lua and Ruby); what they share
+for Bash, Perl, PHP, Lua and Ruby, :mod:`.scala`); what they share
 (the token, the harness's names, :class:`Assembly`) is in :mod:`.common`, the
 check of names a candidate redefines in :mod:`.names`.
 """
@@ -59,6 +59,7 @@ from .interpreted import assemble_interpreted, failed_by_output
 from .java import JAVATUPLES_JAR, assemble_java
 from .names import shadowed_names
 from .rust import assemble_rust
+from .scala import assemble_scala
 from .script import assemble_script
 
 __all__ = [
@@ -87,6 +88,7 @@ _ASSEMBLERS: Final[dict[str, _Assembler]] = {
     "php": assemble_interpreted,
     "lua": assemble_interpreted,
     "ruby": assemble_interpreted,
+    "scala": assemble_scala,
 }
 #: Languages whose test programs this harness runs.
 PROGRAM_LANGUAGES: Final = tuple(_ASSEMBLERS)
