@@ -4,9 +4,14 @@
 # Ruby (bash and perl are normally there) from Debian's packages, Chromium
 # (the browser template) from Debian's too, TypeScript (with Node's type
 # definitions) from npm, and the test libraries of MultiPL-E, HumanEval-X
+<<<<<<< HEAD
 # and MBXP (javatuples, testify, lodash, js-md5; Perl's Test::Deep and
 # Data::Compare), and SandboxFusion's test frameworks (junit5 and
 # python3-pytest from Debian, jest from npm).
+=======
+# and MBXP (javatuples, testify, lodash, js-md5; Perl's Test::Deep);
+# Scala 2.11 and Kotlin 1.3 (for Kotlin scripts) from Debian's packages.
+>>>>>>> 57e20ab (docs: Scala and Kotlin scripts on the languages page (toolchains, the JVM's flags and why, the memory limit against the heap, the first object Scala runs, the Kotlin script launcher and -ea, the compilers' class archive measured, MultiPL-E's Scala rows and what the names check guards and leaves open, /run_code's scala and kotlin_script), the wire's language lists, README and local-backend; install_toolchains.sh installs scala and kotlin and prints their versions; a test naming kotlin as a language no backend runs names cobol (kotlin runs now); lint)
 # Idempotent;
 # run as root (apt-get, npm -g). The tests of every language need them; in
 # CI (CI=true) a missing one fails its tests instead of skipping them.
@@ -29,6 +34,9 @@ command -v perl >/dev/null 2>&1 || apt_packages+=(perl)
 command -v php >/dev/null 2>&1 || apt_packages+=(php-cli)
 command -v lua5.4 >/dev/null 2>&1 || apt_packages+=(lua5.4)
 command -v ruby >/dev/null 2>&1 || apt_packages+=(ruby)
+# the JVM's other languages (their programs run on the JDK's java)
+command -v scalac >/dev/null 2>&1 || apt_packages+=(scala)
+command -v kotlinc >/dev/null 2>&1 || apt_packages+=(kotlin)
 # the libraries the multi-language benchmarks' tests import: MultiPL-E's
 # Java tests use javatuples, HumanEval-X's and MBXP's Go tests testify
 [[ -f /usr/share/java/javatuples.jar ]] || apt_packages+=(libjavatuples-java)
@@ -80,6 +88,12 @@ say "g++ $(g++ -dumpfullversion), $(javac -version 2>&1), node $(node --version)
   "tsc $(node "$npm_root/typescript/lib/tsc.js" --version | cut -d' ' -f2)," \
   "$( (/usr/lib/chromium/chromium --version || chromium --version) 2>/dev/null | head -1)," \
   "bash ${BASH_VERSION%%(*}, perl $(perl -e 'print substr($^V, 1)'), $(php -r 'echo "php ", PHP_VERSION;')," \
+<<<<<<< HEAD
   "$(lua5.4 -v 2>&1 | cut -d' ' -f1-2), $(ruby --version | cut -d' ' -f1-2)," \
   "jest $(node "$npm_root/jest/bin/jest.js" --version)," \
   "junit $(basename "$(ls /usr/share/java/junit-platform-console-standalone-*.jar | head -1)" .jar | sed 's/.*-//')"
+=======
+  "$(lua5.4 -v 2>&1 | cut -d' ' -f1-2), $(ruby --version | cut -d' ' -f1-2)"
+say "scalac $(scalac -version 2>&1 | cut -d' ' -f4)," \
+  "kotlinc $(dpkg-query -W -f='${Version}' kotlin 2>/dev/null || kotlinc -version 2>&1 | tail -1)"
+>>>>>>> 57e20ab (docs: Scala and Kotlin scripts on the languages page (toolchains, the JVM's flags and why, the memory limit against the heap, the first object Scala runs, the Kotlin script launcher and -ea, the compilers' class archive measured, MultiPL-E's Scala rows and what the names check guards and leaves open, /run_code's scala and kotlin_script), the wire's language lists, README and local-backend; install_toolchains.sh installs scala and kotlin and prints their versions; a test naming kotlin as a language no backend runs names cobol (kotlin runs now); lint)

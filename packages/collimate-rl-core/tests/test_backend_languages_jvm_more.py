@@ -45,7 +45,9 @@ def _scala(body: str) -> str:
 
 
 def _kotlin(body: str) -> str:
-    return f'val (a, b) = readLine()!!.trim().split(Regex("\\\\s+")).map {{ it.toLong() }}\n{body}\n'
+    return (
+        f'val (a, b) = readLine()!!.trim().split(Regex("\\\\s+")).map {{ it.toLong() }}\n{body}\n'
+    )
 
 
 PROGRAMS: dict[str, dict[str, str]] = {
@@ -235,10 +237,12 @@ def test_run_code_scala_as_sandbox_fusion_tests_it(backend: LocalCollimateBacken
     ``assert`` passing and failing in ``main`` and in ``extends App``; and
     its answer to a program with no object."""
     need("scala")
-    hello = "object HelloWorld {\n    def main(args: Array[String]): Unit = {\n        BODY\n    }\n}\n"
+    hello = (
+        "object HelloWorld {\n    def main(args: Array[String]): Unit = {\n        BODY\n    }\n}\n"
+    )
     with httpx.Client(base_url=backend.base_url, timeout=300) as http:
-        a = _run(http, "scala", hello.replace("BODY", 'println("Hello, World!")'), compile_timeout=20,
-                 run_timeout=5)  # fmt: skip
+        printing = hello.replace("BODY", 'println("Hello, World!")')
+        a = _run(http, "scala", printing, compile_timeout=20, run_timeout=5)
         assert (a["status"], a["run_result"]["stdout"]) == ("Success", "Hello, World!\n"), a
         assert a["compile_result"]["return_code"] == 0
         a = _run(http, "scala", hello.replace("BODY", "Thread.sleep(5 * 1000)"), compile_timeout=20,
@@ -246,7 +250,9 @@ def test_run_code_scala_as_sandbox_fusion_tests_it(backend: LocalCollimateBacken
         assert (a["status"], a["run_result"]["status"]) == ("Failed", "TimeLimitExceeded"), a
         for ok, check in ((True, "(0l) == (0l)"), (False, "(1l) == (0l)")):
             in_main = hello.replace("BODY", f"assert({check});")
-            in_app = f"object Main extends App {{\n  def foo() = {{ assert({check}); }}\n  foo()\n}}\n"
+            in_app = (
+                f"object Main extends App {{\n  def foo() = {{ assert({check}); }}\n  foo()\n}}\n"
+            )
             for code in (in_main, in_app):
                 a = _run(http, "scala", code, compile_timeout=20)
                 assert a["run_result"]["status"] == "Finished", a

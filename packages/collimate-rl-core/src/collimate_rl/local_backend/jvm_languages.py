@@ -84,24 +84,24 @@ ARCHIVE_SAMPLES: Final = {
         "object Main {\n"
         "  case class P(a: Long, b: Long)\n"
         "  def main(args: Array[String]): Unit = {\n"
-        "    val xs = scala.io.StdIn.readLine().split(\" \").map(_.toLong).toList\n"
+        '    val xs = scala.io.StdIn.readLine().split(" ").map(_.toLong).toList\n'
         "    val m = mutable.HashMap[String, Long]()\n"
         "    for ((x, i) <- xs.zipWithIndex) m(i.toString) = x\n"
         "    val p = P(xs.sum, xs.max)\n"
-        "    assert(p.a >= 0, \"negative\")\n"
-        "    println(f\"${p.a}%d ${m.values.toSeq.sorted.mkString(\",\")} ${math.sqrt(2.0)}%.3f\")\n"
+        '    assert(p.a >= 0, "negative")\n'
+        '    println(f"${p.a}%d ${m.values.toSeq.sorted.mkString(",")} ${math.sqrt(2.0)}%.3f")\n'
         "  }\n"
         "}\n",
     },
     "kotlin": {
         "main.kts": "data class P(val a: Long, val b: Long)\n"
         "fun total(xs: List<Long>): Long = xs.sum()\n"
-        "val xs = (readLine() ?: \"1 2\").trim().split(\" \").map { it.toLong() }\n"
+        'val xs = (readLine() ?: "1 2").trim().split(" ").map { it.toLong() }\n'
         "val m = mutableMapOf<String, Long>()\n"
         "xs.forEachIndexed { i, x -> m[i.toString()] = x }\n"
         "val p = P(total(xs), xs.max() ?: 0L)\n"
-        "if (p.a < 0) throw Exception(\"negative\")\n"
-        "println(\"${p.a} ${m.values.sorted().joinToString(\",\")} ${Math.sqrt(2.0)}\")\n",
+        'if (p.a < 0) throw Exception("negative")\n'
+        'println("${p.a} ${m.values.sorted().joinToString(",")} ${Math.sqrt(2.0)}")\n',
         KOTLIN_LAUNCHER: _KOTLIN_LAUNCHER_SOURCE,
     },
 }

@@ -824,8 +824,8 @@ def _scala() -> Found:
     # what programs may use at run time: the library and the modules the
     # scala launcher also puts on the class path (not the compiler)
     runtime = [j for n, j in jars.items() if n != "scala-compiler" and os.path.isfile(j)]
-    version = re.search(r"^version\.number=(\S+)", _jar_entry(jars["scala-compiler"],
-                                                              "compiler.properties"), re.M)  # fmt: skip
+    properties = _jar_entry(jars["scala-compiler"], "compiler.properties")
+    version = re.search(r"^version\.number=(\S+)", properties, re.M)
     home, java_version = _jvm_home(java)
     return Toolchain(
         "scala",
@@ -896,8 +896,7 @@ def _kotlin() -> Found:
             "{build}",
         ),
         # -ea: a script's assert() checks (Kotlin's assert is the JVM's)
-        run=(java, *_JVM_RUN, "-ea", "-cp", ":".join([*runtime, "{build}"]),
-             KOTLIN_LAUNCHER_CLASS),  # fmt: skip
+        run=(java, *_JVM_RUN, "-ea", "-cp", ":".join([*runtime, "{build}"]), KOTLIN_LAUNCHER_CLASS),
         env={"PATH": _PATH, "LANG": "C.UTF-8", "JAVA_HOME": home},
     )
 
@@ -944,7 +943,8 @@ def _fingerprint() -> str:
     process): the tools on PATH, where they lead, the typescript install,
     rustup's home, and this module's own source."""
     parts: list[Any] = [_source_hash()]
-    for tool in ("g++", "javac", "java", "node", "npm", "rustc", "go", *_SCRIPT_TOOLS, *_JVM_TOOLS):
+    compilers = ("g++", "javac", "java", "node", "npm", "rustc", "go")
+    for tool in (*compilers, *_SCRIPT_TOOLS, *_JVM_TOOLS):
         found = shutil.which(tool)
         if found is None:
             parts.append([tool, None])

@@ -272,7 +272,9 @@ PYTHON = {
 # -- Scala and Kotlin scripts (the JVM, as Java: no setrlimit, no exec) ---------
 # (no closure: scalac makes each a class of the build, loaded when first
 # used, which a right answer that removed its build could no longer load)
-SCALA_RIGHT = 'val p = scala.io.StdIn.readLine().trim.split(" "); println(p(0).toLong + p(1).toLong)'
+SCALA_RIGHT = (
+    'val p = scala.io.StdIn.readLine().trim.split(" ")\n  println(p(0).toLong + p(1).toLong)'
+)
 #: The build's directory (the class path entry the program was loaded from).
 SCALA_BUILD = "new java.io.File(getClass.getProtectionDomain.getCodeSource.getLocation.toURI)"
 SCALA = {
@@ -292,7 +294,8 @@ SCALA = {
     "fill_disk": 'for (d <- Seq(".", "/tmp", "/dev/shm")) { try {'
     ' val f = new java.io.FileOutputStream(d + "/junk"); val b = new Array[Byte](1 << 20);'
     " while (true) f.write(b) } catch { case _: Exception => } }",
-    "memory": "val k = new java.util.ArrayList[Array[Long]](); while (true) k.add(new Array[Long](1 << 23))",
+    "memory": "val k = new java.util.ArrayList[Array[Long]]();"
+    " while (true) k.add(new Array[Long](1 << 23))",
     "fork_bomb": 'for (_ <- 0 until 1000) new ProcessBuilder("sleep", "100").start()',
     "sleeper": 'new ProcessBuilder("setsid", "sleep", "1000").start()',
 }
@@ -304,9 +307,11 @@ KOTLIN_RIGHT = 'val (a, b) = readLine()!!.trim().split(" ").map { it.toLong() }\
 KOTLIN_BUILD = "java.io.File(javaClass.protectionDomain.codeSource.location.toURI())"
 KOTLIN = {
     "unlink_build": f"{KOTLIN_BUILD}.listFiles()!!.forEach {{ it.delete() }}",
-    "chmod_build": f"val d = {KOTLIN_BUILD}; d.listFiles()!!.forEach {{ it.setReadable(false, false) }};"
+    "chmod_build": f"val d = {KOTLIN_BUILD};"
+    " d.listFiles()!!.forEach { it.setReadable(false, false) };"
     " d.setExecutable(false, false); d.setReadable(false, false)",
-    "overwrite_build": f"{KOTLIN_BUILD}.listFiles()!!.forEach {{ it.writeBytes(byteArrayOf(1, 2, 3)) }}",
+    "overwrite_build": f"{KOTLIN_BUILD}.listFiles()!!"
+    ".forEach { it.writeBytes(byteArrayOf(1, 2, 3)) }",
     "chmod_dir": 'val d = java.io.File("."); d.setExecutable(false, false);'
     " d.setReadable(false, false); d.setWritable(false, false)",
     "remove_dir": 'ProcessBuilder("sh", "-c", "rm -rf \\"\\$PWD\\"").start().waitFor()',

@@ -50,7 +50,8 @@ object {T} {
     var main: java.lang.reflect.Method = null
     for (name <- Array[String](__MAINS__) if main == null) {
       try {
-        val found = Class.forName(name, false, loader).getDeclaredMethod("main", classOf[Array[String]])
+        val found = Class.forName(name, false, loader)
+          .getDeclaredMethod("main", classOf[Array[String]])
         if (java.lang.reflect.Modifier.isStatic(found.getModifiers)) main = found
       } catch { case _: ReflectiveOperationException => }
     }
