@@ -1,9 +1,10 @@
 """Scala and Kotlin scripts on a real local backend, with the host's scalac
 and kotlinc: contest programs through ``ContestReward`` (every verdict:
 right, wrong, partial credit, compile error, runtime error, time, memory
-and output limits, a checker's), MultiPL-E's Scala rows through the
-program harness (the canonical answer 1.0; a mutant, an early exit and a
-redefinition of what the tests use 0.0), and ``/run_code`` as
+and output limits, a checker's), a MultiPL-E Scala row through the
+program harness (the canonical answer 1.0; a mutant, an early exit, a
+redefinition of what the tests use and a forged equality 0.0), and
+``/run_code`` as
 SandboxFusion's own tests of ``scala`` and ``kotlin_script`` send it.
 
 A JVM starts in a few tenths of a CPU second: time limits are 1 s, and
@@ -153,34 +154,17 @@ SCALA_ADD = {
     + "    }\n\n}\n",
     "stop_tokens": ["\n    }\n"],
 }
-#: A fake of the token's shape (32 hex digits).
-FAKE = "0123456789abcdef0123456789abcdef"
 #: Whole programs past the function (judged without the stop tokens, which
-#: would cut them): each due 0.0. ``(rejected)``: refused by the names
-#: check without a compile.
-SCALA_HACKS = {
+#: would cut them), each due 0.0; the other hacks are
+#: ``test_grading_program_hacks``' (``SCALA_HACKS``).
+SCALA_PAST = {
     # the object's body runs when the tests' main is first called
     "exit_early": "        x + y\n    }\n    sys.exit(0)\n    def z() = {\n",
-    "forge": f'        println("\\n{FAKE}"); Console.flush(); Runtime.getRuntime.halt(0); 0L\n',
-    "stdin_at_call": "        val s = scala.io.Source.fromInputStream(System.in).mkString\n"
-    '        val f = scala.io.Source.fromFile(".run.in").mkString\n'
-    '        println("\\n" + s.trim + f.trim); sys.exit(0)\n',
-    "kill_runner": "        ProcessHandle.current().parent().get().destroyForcibly()\n"
-    "        x - y\n",
-    "define_assert (rejected)": "        x - y\n    }\n    def assert(b: Boolean) = {}\n"
-    "    def z() = {\n",
-    "escaped_assert (rejected)": "        x - y\n    }\n    def \\u0061ssert(b: Boolean) = {}\n"
-    "    def z() = {\n",
-    "import_as_assert (rejected)": "        x - y\n    }\n"
-    "    import scala.Console.{println => assert}\n    def z() = {\n",
-    "pattern_val_assert (rejected)": "        x - y\n    }\n"
-    "    val (assert, q) = ((b: Boolean) => (), 1)\n    def z() = {\n",
-    # its own main in Problem, the tests' moved into another object
-    "main_of_its_own (rejected)": "        x - y\n    }\n    def main(args: Array[String]) = {}\n"
-    "}\nobject Elsewhere {\n    def z() = {\n",
+    # refused without a compile
+    "define_assert": "        x - y\n    }\n    def assert(b: Boolean) = {}\n    def z() = {\n",
 }
 #: HumanEval_111_histogram's tests compare with ``.equals``: a mutable Map
-#: of the candidate's whose equals always agrees (its name escaped).
+#: of the candidate's whose equals always agrees (its name escaped), refused.
 SCALA_HISTOGRAM = {
     "prompt": "import scala.math._\nimport scala.collection.mutable._\nobject Problem {\n"
     "    def histogram(test : String) : Map[String,Long] = {\n",
@@ -191,39 +175,35 @@ SCALA_HISTOGRAM = {
 }
 
 
-def test_a_multipl_e_scala_row_and_its_hacks(client: CollimateClient) -> None:
-    """MultiPL-E's row through the harness (its canonical answer 1.0 and a
-    mutant 0.0, cut at its stop tokens), then every hack beside a right
-    sibling in one group: each 0.0 with no infra error, the siblings 1.0."""
+def test_a_multipl_e_scala_row(client: CollimateClient) -> None:
+    """MultiPL-E's row through the harness: its canonical answer 1.0, a
+    mutant 0.0 (an assert fails), an exit 0 before the tests and a
+    redefinition of what the tests use 0.0, a forged equality refused."""
     need("scala")
     row = dict(SCALA_ADD)
     task = row_task(hub_ground_truth(row), row=row)
     assert isinstance(task.spec, ProgramReward) and task.spec.language == "scala"
     uncut = ProgramReward(row["tests"], language="scala", prompt=row["prompt"], time_limit=2)
-    right = task.program("        x + y\n    }\n")
-    names = ["right", "wrong", *SCALA_HACKS, "forged_equals (rejected)"]
-    sources = [right, task.program("        x - y\n    }\n")]
-    sources += [row["prompt"] + body for body in SCALA_HACKS.values()]
+    histogram = ProgramReward(
+        SCALA_HISTOGRAM["tests"], language="scala", prompt=SCALA_HISTOGRAM["prompt"]
+    )
+    names = ["right", "wrong", *SCALA_PAST, "forged_equals"]
+    sources = [task.program("        x + y\n    }\n"), task.program("        x - y\n    }\n")]
+    sources += [row["prompt"] + body for body in SCALA_PAST.values()]
     sources.append(SCALA_HISTOGRAM["prompt"] + SCALA_HISTOGRAM["forged"])
-    histogram = ProgramReward(SCALA_HISTOGRAM["tests"], language="scala",
-                              prompt=SCALA_HISTOGRAM["prompt"])  # fmt: skip
-    specs = [task.spec] * 2 + [uncut] * len(SCALA_HACKS) + [histogram]
-    # a right sibling after each: what a hack does reaches none of them
-    results = grade_batch(client, "py", [x for s in sources for x in (s, right)],
-                          [x for s in specs for x in (s, task.spec)])  # fmt: skip
+    specs = [task.spec] * 2 + [uncut] * len(SCALA_PAST) + [histogram]
+    results = grade_batch(client, "py", sources, specs)
     assert not any(r.infra_error for r in results), [r.explain() for r in results]
-    got = {n: r for n, r in zip(names, results[::2], strict=True)}
+    got = dict(zip(names, results, strict=True))
     assert got["right"].reward == 1.0, got["right"].explain()
-    assert [r.reward for r in results[1::2]] == [1.0] * len(names)
     assert [got[n].reward for n in names[1:]] == [0.0] * (len(names) - 1), [
         (n, got[n].explain()) for n in names
     ]
     assert got["wrong"].detail["verdicts"] == ["runtime_error"]  # an assert failed
     assert got["exit_early"].detail["verdicts"] == ["wrong_answer"], got["exit_early"].detail
-    for name in names:
-        assert got[name].detail["verdicts"] != ["compile_error"], (name, got[name].explain())
-        if name.endswith("(rejected)"):
-            assert "redefines" in got[name].explain(), (name, got[name].explain())
+    assert "before its tests ended" in got["exit_early"].explain()
+    assert "redefines assert" in got["define_assert"].explain()
+    assert "redefines equals" in got["forged_equals"].explain()
 
 
 def _run(http: httpx.Client, language: str, code: str, **more: Any) -> dict[str, Any]:
