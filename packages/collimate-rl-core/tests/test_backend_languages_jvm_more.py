@@ -213,7 +213,7 @@ def _run(http: httpx.Client, language: str, code: str, **more: Any) -> dict[str,
 
 
 def test_run_code_scala_as_sandbox_fusion_tests_it(backend: LocalCollimateBackend) -> None:
-    """SandboxFusion's ``test_scala.py``: print, sleep past the timeout,
+    """SandboxFusion's own tests of its Scala runner: print, sleep past the timeout,
     ``assert`` passing and failing in ``main`` and in ``extends App``; and
     its answer to a program with no object."""
     need("scala")
@@ -246,7 +246,7 @@ def test_run_code_scala_as_sandbox_fusion_tests_it(backend: LocalCollimateBacken
         assert a["compile_result"]["stderr"] == "Object name not found."
 
 
-#: SandboxFusion's ``test_kotlin_script.py`` programs.
+#: The programs of SandboxFusion's own tests of its Kotlin script runner.
 KOTLIN_CHECK = (
     "fun minCost() : Int {\n    return 0\n}\n\nfun main() {\n    var x : Int = minCost();\n"
     "    var y : Int = WANT;\n    if (x != y) {\n"
@@ -257,7 +257,7 @@ KOTLIN_CHECK = (
 def test_run_code_kotlin_script_as_sandbox_fusion_tests_it(
     backend: LocalCollimateBackend,
 ) -> None:
-    """SandboxFusion's ``test_kotlin_script.py``: print, sleep past the
+    """SandboxFusion's own tests of its Kotlin script runner: print, sleep past the
     timeout, a check passing and one throwing; a compile error is its run's
     failure there (it runs the script from source), so here too."""
     need("kotlin")

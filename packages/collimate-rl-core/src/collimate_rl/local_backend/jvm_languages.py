@@ -5,7 +5,7 @@
   or a class ``extends`` met first, and the program does not compile:
   "Object name not found."). :func:`with_main_class` names it in the run
   command.
-* **Kotlin scripts** (``.kts``) compile to a class whose constructor is
+* **Kotlin scripts** (``main.kts``) compile to a class whose constructor is
   the script's body (``Main(args)``: the script's statements, in order).
   A launcher compiled with it (:data:`KOTLIN_LAUNCHER`, written beside the
   source by :func:`compile_files`) calls it, so a compiled script runs on
@@ -35,7 +35,7 @@ __all__ = [
     "with_main_class",
 ]
 
-#: SandboxFusion's pattern (``sandbox/runners/minor.py``), kept as it is:
+#: SandboxFusion's pattern (its minor runners' ``find_scala_classname``), kept as it is:
 #: the first match's object name, empty when ``extends ... {`` came first.
 _SCALA_OBJECT: Final = re.compile(r"object\s+(\w+)(\s*)|(\s+extends\s+\w+\s*){", re.DOTALL | re.M)
 #: What SandboxFusion answers a Scala program without one.

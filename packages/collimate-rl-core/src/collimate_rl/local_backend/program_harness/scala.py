@@ -21,7 +21,7 @@ candidate may not declare, anywhere, a name the tests use (``assert``,
 ``List``, ``main``: a ``main`` of its own in ``Problem`` would be the one
 called once the candidate moved the tests' into another object), nor bind
 one by an import (``import Console.{println => assert}``), nor define
-``equals`` (what ``==`` and the tests' ``.equals`` call on a value of a
+``equals`` (what ``==`` and the tests' calls of ``equals`` call on a value of a
 class the candidate wrote); Unicode escapes are read as scalac reads them.
 """
 
