@@ -2,13 +2,13 @@
 # Install the compilers and runtimes the local backend's languages use,
 # where they are missing: g++, a JDK, Node.js, rustc, Go, PHP, Lua 5.4,
 # Ruby (bash and perl are normally there), Mono's C#, LDC's D, R, Racket,
-# Icarus Verilog and sqlite3 from
-# Debian's packages, Chromium (the browser template) from Debian's too,
-# TypeScript (with Node's type definitions) from npm, and the test libraries
-# of MultiPL-E, HumanEval-X and MBXP (javatuples, testify, lodash, js-md5;
-# Perl's Test::Deep and Data::Compare; C#'s System.Numerics), and
-# SandboxFusion's test frameworks (junit5 and python3-pytest from Debian,
-# jest from npm).
+# Icarus Verilog, sqlite3, Scala 2.11 and Kotlin 1.3 (for Kotlin scripts)
+# from Debian's packages, Chromium (the browser template) from Debian's
+# too, TypeScript (with Node's type definitions) from npm, and the test
+# libraries of MultiPL-E, HumanEval-X and MBXP (javatuples, testify,
+# lodash, js-md5; Perl's Test::Deep and Data::Compare; C#'s
+# System.Numerics), and SandboxFusion's test frameworks (junit5 and
+# python3-pytest from Debian, jest from npm).
 # Idempotent;
 # run as root (apt-get, npm -g). The tests of every language need them; in
 # CI (CI=true) a missing one fails its tests instead of skipping them.
@@ -37,6 +37,9 @@ command -v Rscript >/dev/null 2>&1 || apt_packages+=(r-base-core)
 command -v racket >/dev/null 2>&1 || apt_packages+=(racket)
 command -v iverilog >/dev/null 2>&1 || apt_packages+=(iverilog)
 command -v sqlite3 >/dev/null 2>&1 || apt_packages+=(sqlite3)
+# the JVM's other languages (their programs run on the JDK's java)
+command -v scalac >/dev/null 2>&1 || apt_packages+=(scala)
+command -v kotlinc >/dev/null 2>&1 || apt_packages+=(kotlin)
 # the libraries the multi-language benchmarks' tests import: MultiPL-E's
 # Java tests use javatuples, HumanEval-X's and MBXP's Go tests testify
 [[ -f /usr/share/java/javatuples.jar ]] || apt_packages+=(libjavatuples-java)
@@ -101,3 +104,5 @@ say "g++ $(g++ -dumpfullversion), $(javac -version 2>&1), node $(node --version)
   "ldc2 $(ldc2 --version | head -1 | tr -d '():' | cut -d' ' -f7)"
 say "$(Rscript --version 2>&1 | sed 's/.*version \([0-9.]*\).*/R \1/'), $(racket --version | sed 's/.*v\([0-9.]*\).*/racket \1/')," \
   "$(iverilog -V 2>&1 | head -1 | cut -d' ' -f1-4), sqlite3 $(sqlite3 --version | cut -d' ' -f1)"
+say "scalac $(scalac -version 2>&1 | cut -d' ' -f4)," \
+  "kotlinc $(dpkg-query -W -f='${Version}' kotlin 2>/dev/null || kotlinc -version 2>&1 | tail -1)"

@@ -109,11 +109,12 @@ def test_async_grade(backend: LocalCollimateBackend) -> None:
 
 
 def test_a_language_the_host_lacks_is_an_infra_error_not_a_zero(client: CollimateClient) -> None:
-    spec = ContestReward(TESTS, language="kotlin")
+    # (no backend runs COBOL; kotlin, named here before, runs now)
+    spec = ContestReward(TESTS, language="cobol")
     with pytest.raises(CollimateError) as caught:
-        grade(client, "py", "fun main() {}", spec)
-    assert "kotlin" in str(caught.value)
-    (flagged,) = grade_batch(client, "py", ["fun main() {}"], spec, on_infra_error="zero")
+        grade(client, "py", "DISPLAY 'HI'.", spec)
+    assert "cobol" in str(caught.value)
+    (flagged,) = grade_batch(client, "py", ["DISPLAY 'HI'."], spec, on_infra_error="zero")
     assert flagged.infra_error and flagged.verdict == "infra_error" and flagged.reward == 0.0
 
 

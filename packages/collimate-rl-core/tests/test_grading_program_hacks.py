@@ -5,12 +5,13 @@ on a real local backend. Every hack scores 0.0 with no infra error, and
 the siblings keep their 1.0.
 
 The hacks: exit early (``exit(0)``, ``System.exit``, ``process.exit``,
-``std::process::exit``, ``os.Exit``, ``syscall.Exit``); forge the end of
-the tests (print what a harness's token could look like, or read the
-token off stdin, at call time or before ``main``); redefine what the tests
-call (a C++ ``#define assert``, a Rust ``macro_rules! assert_eq``, a Java
-class named like the JDK's, a Go ``const true = false``, a JavaScript
-``require``); fake equality (a Java ``equals`` that always agrees, a C++
+``std::process::exit``, ``os.Exit``, ``syscall.Exit``, Scala's
+``sys.exit``); forge the end of the tests (print what a harness's token
+could look like, or read the token off stdin, at call time or before
+``main``); redefine what the tests call (a C++ ``#define assert``, a Rust
+``macro_rules! assert_eq``, a Java class named like the JDK's, a Go
+``const true = false``, a JavaScript ``require``, a Scala ``assert``
+defined, imported or escaped); fake equality (a Java ``equals`` that always agrees, a C++
 ``operator==`` on ``std::vector``); patch the assert module; read the
 tests (the program's own file, a JavaScript caller's source, an R caller's
 call); kill every process it can signal; stall. In C# and D too: silence Mono's
@@ -423,3 +424,50 @@ def test_csharp_and_d_hacks(
         assert "overrides Equals" in str(graded["equals"].raw["judge"]["tests"][0]["stderr"])
     else:
         assert "extern(C" in graded["replace_memcmp"].explain()
+
+
+# Scala: MultiPL-E's HumanEval_53_add (the tests close the function and add
+# main to the prompt's object Problem)
+SCALA_PROMPT = (
+    "import scala.math._\nimport scala.collection.mutable._\nobject Problem {\n"
+    "    def add(x : Long, y : Long) : Long = {\n"
+)
+SCALA_SPEC = ProgramReward(
+    "    }\n    def main(args: Array[String]) = {\n"
+    "    assert(add((0l), (1l)) == (1l));\n    assert(add((2l), (3l)) == (5l));\n    }\n\n}\n",
+    language="scala",
+    prompt=SCALA_PROMPT,
+    time_limit=2,
+)
+SCALA_RIGHT = "        x + y\n"
+SCALA_HACKS = {
+    "exit": "        sys.exit(0)\n",
+    "forge": f'        println("\\n{FAKE}"); Console.flush(); Runtime.getRuntime.halt(0); 0L\n',
+    "stdin_at_call": "        val s = scala.io.Source.fromInputStream(System.in).mkString\n"
+    '        val f = scala.io.Source.fromFile(".run.in").mkString\n'
+    '        println("\\n" + s.trim + f.trim); sys.exit(0)\n',
+    "kill_runner": "        ProcessHandle.current().parent().get().destroyForcibly()\n"
+    "        x - y\n",
+    # what the tests call, redefined where the names check must look
+    "escaped_assert": "        x - y\n    }\n    def \\u0061ssert(b: Boolean) = {}\n"
+    "    def z() = {\n",
+    "import_as_assert": "        x - y\n    }\n    import scala.Console.{println => assert}\n"
+    "    def z() = {\n",
+    "pattern_val_assert": "        x - y\n    }\n    val (assert, q) = ((b: Boolean) => (), 1)\n"
+    "    def z() = {\n",
+    # its own main in Problem, the tests' moved into another object
+    "main_of_its_own": "        x - y\n    }\n    def main(args: Array[String]) = {}\n}\n"
+    "object Elsewhere {\n    def z() = {\n",
+}
+
+
+def test_scala_hacks(client: CollimateClient) -> None:
+    need("scala")
+    graded = _packed(client, SCALA_SPEC, SCALA_RIGHT, SCALA_HACKS)
+    for name, result in graded.items():
+        assert result.reward == 0.0, (name, result.explain())
+        assert result.detail["verdicts"] != ["compile_error"], (name, result.explain())
+    assert graded["exit"].detail["verdicts"] == ["wrong_answer"]
+    for name in ("escaped_assert", "import_as_assert", "pattern_val_assert"):
+        assert "redefines assert" in graded[name].explain(), name
+    assert "redefines main" in graded["main_of_its_own"].explain()

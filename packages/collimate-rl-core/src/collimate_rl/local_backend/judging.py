@@ -49,6 +49,7 @@ from dataclasses import dataclass
 from typing import Any, Final
 
 from .compile_cache import Build
+from .jvm_languages import NO_OBJECT, with_main_class
 from .language_runs import (
     LanguageInfraError,
     LanguageRuns,
@@ -363,7 +364,10 @@ async def _check(
     """The checker's verdict (and points) on each test in ``pending``."""
     checker = problem.checker
     assert checker is not None
-    tc = await languages.toolchain(checker.language)
+    found = with_main_class(await languages.toolchain(checker.language), checker.source)
+    if found is None:
+        raise _JudgeFailed(f"the checker did not compile: {NO_OBJECT}")
+    tc = found
     build = await languages.build(tc, checker.source, {}, COMPILE_CPU_S)
     if build.verdict != "ok":
         raise _JudgeFailed(f"the checker did not compile: {_b64_text(build.output)[-300:]}")
@@ -521,10 +525,15 @@ async def _judge_one(
 ) -> dict[str, Any]:
     if problem.program is not None:
         return await _judge_program(languages, problem, tc, source)
+    total = len(problem.inputs)
+    runs = with_main_class(tc, source)
+    if runs is None:  # a Scala program with no object to run
+        compiled = {"verdict": "error", "output": NO_OBJECT, "cpu": 0.0}
+        return _summary(problem, ["compile_error"] * total, [0.0] * total, compiled, [])
+    tc = runs
     build = await languages.build(tc, source, {}, COMPILE_CPU_S)
     compiled = {"verdict": build.verdict, "output": _b64_text(build.output)[-4000:],
                 "cpu": build.cpu}  # fmt: skip
-    total = len(problem.inputs)
     if build.verdict != "ok":
         return _summary(problem, ["compile_error"] * total, [0.0] * total, compiled, [])
     reads = problem.checker is not None or problem.compare == "float"

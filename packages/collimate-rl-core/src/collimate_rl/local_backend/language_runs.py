@@ -31,6 +31,8 @@ from typing import Any, Final, Protocol
 from .._guest_source import joined_source
 from .compile_cache import Build, CompileCache, cache_key
 from .go_cache import ensure_go_seed
+from .jvm_archive import archive_of, ensure_archive
+from .jvm_languages import ARCHIVE_SAMPLES, compile_files
 from .precompiled import ensure_pch
 from .toolchains import (
     LANGUAGE_TEMPLATE,
@@ -185,7 +187,7 @@ def not_runnable(tc: Toolchain, files: Mapping[str, str]) -> str | None:
     for arg in tc.run[1:]:
         if arg.startswith(_BUILD_PREFIX) and arg[len(_BUILD_PREFIX) :] not in names:
             return f"the build has no {arg[len(_BUILD_PREFIX) :]} to run"
-    if tc.language == "java":
+    if tc.language in ("java", "scala"):
         main = tc.run[-1].replace(".", "/") + ".class"
         if main not in names:
             return f"the build has no class {tc.run[-1]} to run (its main class)"
@@ -235,6 +237,7 @@ class LanguageRuns:
         self._probe: asyncio.Future[dict[str, Found]] | None = None
         self._pch: asyncio.Future[bool] | None = None
         self._go: asyncio.Future[bool] | None = None
+        self._archives: dict[str, asyncio.Future[bool]] = {}
 
     # -- which languages -------------------------------------------------
 
@@ -299,6 +302,7 @@ class LanguageRuns:
     ) -> Build:
         """``source`` compiled (once per distinct program, see the cache).
         ``files`` (relative name -> base64) are written beside it."""
+        files = {**compile_files(tc), **files}
         key = cache_key(tc.language, tc.compiler, tc.compile or (), source, files)
 
         async def compile_() -> Build:
@@ -350,7 +354,21 @@ class LanguageRuns:
             await self._precompiled_header(tc.compile[0])
         if tc.language in ("go", "go_test") and tc.compile:
             await self._go_seed(tc.compile[0], tc.env)
+        if archive_of(tc.compile) is not None:
+            await self._class_archive(tc)
         return await self.cache.get(key, compile_)
+
+    async def _class_archive(self, tc: Toolchain) -> None:
+        """The JVM compiler's class archive made before its first compile
+        (once per compiler: on the host, seconds; see ``jvm_archive``)."""
+        assert tc.compile is not None
+        archive = archive_of(tc.compile) or ""
+        if archive not in self._archives:
+            sample = ARCHIVE_SAMPLES.get(tc.language, {})
+            self._archives[archive] = asyncio.ensure_future(
+                asyncio.to_thread(ensure_archive, tc.compile, dict(tc.env), sample)
+            )
+        await asyncio.shield(self._archives[archive])
 
     async def _go_seed(self, go: str, env: Mapping[str, str]) -> None:
         """The warm Go build cache built before the first Go compile (once

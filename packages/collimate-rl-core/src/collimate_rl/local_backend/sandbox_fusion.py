@@ -48,6 +48,7 @@ from typing import Any, Final
 from .._guest_source import joined_source
 from ..wire import MAX_EXEC_TIMEOUT_S
 from .compile_cache import Build
+from .jvm_languages import NO_OBJECT, with_main_class
 from .language_runs import (
     LanguageInfraError,
     LanguageRuns,
@@ -92,7 +93,13 @@ RUNNABLE_LANGUAGES: Final = (
     "pytest", "junit", "jest", "go_test",
     "csharp", "D_ut",
     "R", "racket", "verilog", "sql",
+    "scala", "kotlin_script",
 )  # fmt: skip
+#: Languages SandboxFusion runs from source (``kotlin script.kts``) that
+#: this backend compiles once and then runs: a compile error is answered
+#: as SandboxFusion's run of the script answers it (``run_result``, no
+#: ``compile_result``), and the compile has at least ``run_timeout``.
+_RUN_FROM_SOURCE: Final = ("kotlin_script",)
 #: Seconds the exec gets beyond ``run_timeout`` (writing files, forking, reading back).
 EXEC_MARGIN_S: Final = 10
 #: How long a request waits before trying again for an in-flight slot.
@@ -503,14 +510,29 @@ async def answer_compiled(languages: LanguageRuns, run: dict[str, Any]) -> dict[
     """A ``/run_code`` in a language other than python: compiled once per
     distinct program (the server's compile cache), then run."""
     try:
-        tc = with_runtime(await languages.toolchain(run["language"]), run["files"])
+        found = with_main_class(
+            with_runtime(await languages.toolchain(run["language"]), run["files"]), run["code"]
+        )
+        if found is None:  # SandboxFusion's answer to a Scala program with no object
+            error = {"status": "Error", "execution_time": None, "return_code": 1,
+                     "stdout": None, "stderr": NO_OBJECT}  # fmt: skip
+            return _answer("Failed", compile_result=error)
+        tc = found
         code, files = run["code"], run["files"]
         if tc.language == "junit":  # (javac wants the public class's name)
             tc = replace(tc, source=junit_source(code))
         if tc.language == "csharp":  # .NET's implicit usings and Debug.Assert
             tc, code, files = sandbox_fusion_program(tc, code, files)
-        build = await languages.build(tc, code, files, run["compile_timeout"])
+        from_source = run["language"] in _RUN_FROM_SOURCE
+        compile_s = run["compile_timeout"]
+        if from_source:  # (SandboxFusion has no compile step to time here)
+            compile_s = max(compile_s, run["run_timeout"])
+        build = await languages.build(tc, code, files, compile_s)
         compiled = _compile_result(build) if tc.compiled else None
+        if from_source:  # its compile is part of its run there
+            compiled = None
+            if build.verdict != "ok":
+                return _answer("Failed", run_result=_compile_result(build))
         if build.verdict != "ok":
             return _answer("Failed", compile_result=compiled)
         limit = run["run_timeout"]

@@ -1,7 +1,7 @@
 """``ProgramReward``: the candidate's code followed by its dataset's test
 program, run once: MultiPL-E, HumanEval-X and MBXP in C++, Java,
 JavaScript, TypeScript, Rust and Go, and MultiPL-E's Bash, Perl, PHP, Lua,
-Ruby, R and Racket.
+Ruby, C#, D, R, Racket and Scala.
 
 Those datasets judge ``prompt + completion + tests``: the prompt opens the
 function (includes, a doc comment, the signature), the model writes its
@@ -38,6 +38,7 @@ __all__ = [
 PROGRAM_LANGUAGES: Final = (
     "cpp", "java", "javascript", "typescript", "rust", "go", "bash", "perl", "php", "lua", "ruby",
     "r", "racket",
+    "scala",
 )  # fmt: skip
 #: The datasets' own names for them (MultiPL-E's ``language`` column holds
 #: file extensions: ``rs``, ``go_test.go``; HumanEval-X's task ids ``CPP``,
@@ -75,6 +76,7 @@ _NAMES: Final = {
     "r": "r",
     "rkt": "racket",
     "racket": "racket",
+    "scala": "scala",
 }
 
 
@@ -120,8 +122,8 @@ class ProgramReward(JudgedReward):
     else 0.0 (see the module).
 
     ``language``: ``cpp``, ``java``, ``javascript``, ``typescript``,
-    ``rust``, ``go``, ``bash``, ``perl``, ``php``, ``lua``, ``ruby``, ``r``
-    or ``racket`` (or a dataset's name for one: ``js``, ``rs``,
+    ``rust``, ``go``, ``bash``, ``perl``, ``php``, ``lua``, ``ruby``, ``r``,
+    ``racket`` or ``scala`` (or a dataset's name for one: ``js``, ``rs``,
     ``go_test.go``, ``sh``, ``pl``, ``rb``, ``rkt``). ``prompt``: the code
     the completion continues (the C++ tests are compiled apart from the
     candidate, from the prompt's declarations). ``stop_tokens``: where a

@@ -1,5 +1,6 @@
 """``ContestReward``: a program in C++, Java, JavaScript, TypeScript, Rust,
-Go, Bash, Perl, PHP, Lua, Ruby, C#, D, R, Racket, Verilog, SQL (or Python)
+Go, Bash, Perl, PHP, Lua, Ruby, C#, D, R, Racket, Verilog, SQL, Scala, Kotlin
+(a script) (or Python)
 judged like a contest, by the server.
 
 Unlike the Python graders, nothing of this reward runs as an exec program:
@@ -13,7 +14,7 @@ never has the expected outputs, a checker or a sibling within reach.
 pairs (strings). ``language`` is the candidates' (``cpp``, ``java``,
 ``javascript``, ``typescript``, ``rust``, ``go``, ``python``, ``bash``,
 ``perl``, ``php``, ``lua``, ``ruby``, ``csharp``, ``d``, ``r``, ``racket``,
-``verilog``, ``sql``), or ``auto``:
+``verilog``, ``sql``, ``scala``, ``kotlin``), or ``auto``:
 each candidate in the language its fenced block names (```` ```cpp ````),
 else the one its code gives away (CodeContests' problems take any).
 ``time_limit`` is CPU seconds per test (a busy machine
@@ -61,6 +62,7 @@ _TAGS: Final = {
     "csharp": "csharp", "cs": "csharp", "c#": "csharp", "d": "d",
     "r": "r", "racket": "racket", "rkt": "racket", "verilog": "verilog", "systemverilog": "verilog",
     "sv": "verilog", "sql": "sql", "sqlite": "sql",
+    "scala": "scala", "kotlin": "kotlin", "kt": "kotlin", "kts": "kotlin",
 }  # fmt: skip
 #: A problem as ``/v1/judge`` takes it: these attributes of the reward.
 _PROBLEM_FIELDS: Final = (

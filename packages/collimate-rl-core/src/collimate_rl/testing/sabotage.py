@@ -10,9 +10,10 @@ lowered rlimits, a filled disk, memory and process quotas, sleepers left
 behind, a lowered priority. :func:`wrong` makes a program that does the
 damage and then answers :data:`TESTS` wrong (due 0.0, never an infra
 error); :func:`right` one that does it and then answers right. A language
-that cannot express a case natively (Java and Node have no ``setrlimit``
-or ``exec``; R and Racket reach signals and processes through their
-``tools::pskill`` and ``system``) leaves it out. :data:`UNRUNNABLE` holds sources whose build
+that cannot express a case natively (the JVM's languages and Node have no
+``setrlimit`` or ``exec``; R and Racket reach signals and processes
+through their ``tools::pskill`` and ``system``) leaves it out.
+:data:`UNRUNNABLE` holds sources whose build
 succeeds with nothing to run (due a compile error).
 
 :func:`contest_tests` makes the tests of ``test_grading_contest_sabotage_*.py``
@@ -427,6 +428,66 @@ D = {
 D_UNRUNNABLE = "int f() { return 0; }\n"  # links no main: a compile error
 
 
+# -- Scala and Kotlin scripts (the JVM, as Java: no setrlimit, no exec) ---------
+# (no closure: scalac makes each a class of the build, loaded when first
+# used, which a right answer that removed its build could no longer load)
+SCALA_RIGHT = (
+    'val p = scala.io.StdIn.readLine().trim.split(" ")\n  println(p(0).toLong + p(1).toLong)'
+)
+#: The build's directory (the class path entry the program was loaded from).
+SCALA_BUILD = "new java.io.File(getClass.getProtectionDomain.getCodeSource.getLocation.toURI)"
+SCALA = {
+    "unlink_build": f"{SCALA_BUILD}.listFiles.foreach(_.delete())",
+    "chmod_build": f"val d = {SCALA_BUILD}; d.listFiles.foreach(_.setReadable(false, false));"
+    " d.setExecutable(false, false); d.setReadable(false, false)",
+    "overwrite_build": f"{SCALA_BUILD}.listFiles.foreach(f =>"
+    " java.nio.file.Files.write(f.toPath, Array[Byte](1, 2, 3)))",
+    "chmod_dir": 'val d = new java.io.File("."); d.setExecutable(false, false);'
+    " d.setReadable(false, false); d.setWritable(false, false)",
+    "remove_dir": 'new ProcessBuilder("sh", "-c", "rm -rf \\"$PWD\\"").start().waitFor()',
+    "kill_parent": "ProcessHandle.current().parent().get().destroyForcibly()",
+    "stop_parent": 'new ProcessBuilder("kill", "-STOP",'
+    " String.valueOf(ProcessHandle.current().parent().get().pid())).start().waitFor()",
+    "stop_all": 'new ProcessBuilder("kill", "-STOP", "-1").start().waitFor()',
+    "close_fds": "System.in.close(); System.out.close(); System.err.close()",
+    "fill_disk": 'for (d <- Seq(".", "/tmp", "/dev/shm")) { try {'
+    ' val f = new java.io.FileOutputStream(d + "/junk"); val b = new Array[Byte](1 << 20);'
+    " while (true) f.write(b) } catch { case _: Exception => } }",
+    "memory": "val k = new java.util.ArrayList[Array[Long]]();"
+    " while (true) k.add(new Array[Long](1 << 23))",
+    "fork_bomb": 'for (_ <- 0 until 1000) new ProcessBuilder("sleep", "100").start()',
+    "sleeper": 'new ProcessBuilder("setsid", "sleep", "1000").start()',
+}
+#: Its first object compiles into a package: no class Main to run.
+SCALA_UNRUNNABLE = "package lib\nobject Main { def main(args: Array[String]): Unit = {} }\n"
+
+# (a destructuring declaration ends its line: kotlinc 1.3 reads no ';' after one)
+KOTLIN_RIGHT = 'val (a, b) = readLine()!!.trim().split(" ").map { it.toLong() }\nprintln(a + b)'
+KOTLIN_BUILD = "java.io.File(javaClass.protectionDomain.codeSource.location.toURI())"
+KOTLIN = {
+    "unlink_build": f"{KOTLIN_BUILD}.listFiles()!!.forEach {{ it.delete() }}",
+    "chmod_build": f"val d = {KOTLIN_BUILD};"
+    " d.listFiles()!!.forEach { it.setReadable(false, false) };"
+    " d.setExecutable(false, false); d.setReadable(false, false)",
+    "overwrite_build": f"{KOTLIN_BUILD}.listFiles()!!"
+    ".forEach { it.writeBytes(byteArrayOf(1, 2, 3)) }",
+    "chmod_dir": 'val d = java.io.File("."); d.setExecutable(false, false);'
+    " d.setReadable(false, false); d.setWritable(false, false)",
+    "remove_dir": 'ProcessBuilder("sh", "-c", "rm -rf \\"\\$PWD\\"").start().waitFor()',
+    "kill_parent": "ProcessHandle.current().parent().ifPresent { it.destroyForcibly() }",
+    "stop_parent": 'ProcessBuilder("kill", "-STOP",'
+    " ProcessHandle.current().parent().get().pid().toString()).start().waitFor()",
+    "stop_all": 'ProcessBuilder("kill", "-STOP", "-1").start().waitFor()',
+    "close_fds": "System.`in`.close(); System.out.close(); System.err.close()",
+    "fill_disk": 'for (d in listOf(".", "/tmp", "/dev/shm")) { try {'
+    ' val f = java.io.FileOutputStream(d + "/junk"); val b = ByteArray(1 shl 20);'
+    " while (true) f.write(b) } catch (e: Exception) {} }",
+    "memory": "val k = ArrayList<LongArray>(); while (true) k.add(LongArray(1 shl 23))",
+    "fork_bomb": 'for (i in 0 until 1000) ProcessBuilder("sleep", "100").start()',
+    "sleeper": 'ProcessBuilder("setsid", "sleep", "1000").start()',
+}
+
+
 def _node(body: str, typed: bool) -> str:
     head = NODE_HEAD if typed else NODE_HEAD.replace(": string", "")
     return f"{head}{body}\n"
@@ -445,11 +506,14 @@ _WRONG: Final = {
     "d": 'puts("0");',
     "r": 'cat(0, "\\n")',
     "racket": "(displayln 0)",
+    "scala": "println(0)",
+    "kotlin": "println(0)",
 }
 _RIGHT: Final = {"cpp": CPP_RIGHT, "rust": RUST_RIGHT, "go": GO_RIGHT, "java": JAVA_RIGHT,
                  "node": NODE_RIGHT, "python": PY_RIGHT, **sabotage_scripts.RIGHT,
                  "csharp": CS_RIGHT, "d": D_RIGHT,
-                 "r": R_RIGHT, "racket": RACKET_RIGHT}  # fmt: skip
+                 "r": R_RIGHT, "racket": RACKET_RIGHT,
+                 "scala": SCALA_RIGHT, "kotlin": KOTLIN_RIGHT}  # fmt: skip
 
 
 def _program(language: str, sabotage: str, answer: str) -> str:
@@ -474,6 +538,13 @@ def _program(language: str, sabotage: str, answer: str) -> str:
         return f"{R_HEAD}invisible(try({{ {sabotage} }}, silent = TRUE))\n{answer}\n"
     if language == "racket":
         return f"{RACKET_HEAD}(try_ {sabotage})\n{answer}\n"
+    if language == "scala":
+        return (
+            "object Main { def main(args: Array[String]): Unit = {\n"
+            f"  try {{ {sabotage} }} catch {{ case _: Throwable => }}\n  {answer}\n}} }}\n"
+        )
+    if language == "kotlin":
+        return f"try {{ {sabotage} }} catch (t: Throwable) {{}}\n{answer}\n"
     return f"{PY_HEAD}{sabotage}\n{answer}\n"
 
 
@@ -504,12 +575,15 @@ CATALOGUE = {
     "d": D,
     "r": R,
     "racket": RACKET,
+    "scala": SCALA,
+    "kotlin": KOTLIN,
 }
 UNRUNNABLE = {"cpp": CPP_UNRUNNABLE, "rust": RUST_UNRUNNABLE, "go": GO_UNRUNNABLE,
-              "java": JAVA_UNRUNNABLE, "csharp": CS_UNRUNNABLE, "d": D_UNRUNNABLE}  # fmt: skip
+              "java": JAVA_UNRUNNABLE, "csharp": CS_UNRUNNABLE, "d": D_UNRUNNABLE,
+              "scala": SCALA_UNRUNNABLE}  # fmt: skip
 #: The languages built before they run: their builds come from the compile
 #: cache the second time a group is judged.
-COMPILED: Final = ("cpp", "rust", "go", "java", "typescript", "csharp", "d")
+COMPILED: Final = ("cpp", "rust", "go", "java", "typescript", "csharp", "d", "scala", "kotlin")
 #: Tampering a right answer does before answering: none reaches its next test.
 TAMPER_THEN_RIGHT = ("unlink_build", "chmod_build", "overwrite_build", "chmod_dir", "remove_dir")
 
@@ -520,7 +594,7 @@ TAMPER_THEN_RIGHT = ("unlink_build", "chmod_build", "overwrite_build", "chmod_di
 #: CPU seconds a test: what a right answer needs many times over (a JVM's
 #: start takes a few tenths), and what every spinning sabotage burns per test
 #: and pass, which is why it is no more (the wall backstop is 20 s anyway).
-TIME_LIMIT: Final = {"java": 1.0, "r": 1.0, "racket": 1.0}
+TIME_LIMIT: Final = {"java": 1.0, "r": 1.0, "racket": 1.0, "scala": 1.0, "kotlin": 1.0}
 DEFAULT_TIME_LIMIT: Final = 0.5
 
 
@@ -590,7 +664,8 @@ def check_tampering(client: CollimateClient, language: str) -> None:
     the compile cache, with the same verdicts."""
     # (a JVM loads classes from its class path as it goes: a run that removes
     # its whole directory breaks itself, in every test alike)
-    cases = [c for c in TAMPER_THEN_RIGHT if (language, c) != ("java", "remove_dir")]
+    jvm = ("java", "scala", "kotlin")
+    cases = [c for c in TAMPER_THEN_RIGHT if not (language in jvm and c == "remove_dir")]
     group = [right(language, CATALOGUE[language][c]) for c in cases] * 2
     first = grade_batch(client, "py", group, spec(language))
     for case, result in zip(cases + cases, first, strict=True):

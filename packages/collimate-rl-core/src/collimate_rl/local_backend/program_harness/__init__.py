@@ -42,7 +42,7 @@ show the generic attacks fail in every language.
 One module per language (:mod:`.cpp`, :mod:`.rust`, :mod:`.java`,
 :mod:`.script` for JavaScript and TypeScript, :mod:`.go`, :mod:`.interpreted`
 for Bash, Perl, PHP, Lua and Ruby, :mod:`.csharp`, :mod:`.dlang` for D, :mod:`.r_racket`
-for R and Racket, which check the names themselves); what they share
+for R and Racket, which check the names themselves, :mod:`.scala`); what they share
 (the token, the harness's names, :class:`Assembly`) is in :mod:`.common`, the
 check of names a candidate redefines in :mod:`.names`.
 """
@@ -63,6 +63,7 @@ from .java import JAVATUPLES_JAR, assemble_java
 from .names import shadowed_names
 from .r_racket import assemble_r_racket
 from .rust import assemble_rust
+from .scala import assemble_scala
 from .script import assemble_script
 
 __all__ = [
@@ -95,6 +96,7 @@ _ASSEMBLERS: Final[dict[str, _Assembler]] = {
     "d": assemble_d,
     "r": assemble_r_racket,
     "racket": assemble_r_racket,
+    "scala": assemble_scala,
 }
 #: Languages whose test programs this harness runs.
 PROGRAM_LANGUAGES: Final = tuple(_ASSEMBLERS)

@@ -201,6 +201,8 @@ def _declared(code: str, language: str) -> set[str]:
 def shadowed_names(language: str, candidate: str, tests: str, prompt: str | None) -> list[str]:
     """Names the candidate declares at its top level (past the prompt) that
     the tests use and neither the prompt nor the tests declare."""
+    if language == "scala":
+        return _scala_shadowed(candidate, tests, prompt)
     if language not in _DECLARES:
         return []
     code = code_only(candidate, language)
@@ -222,3 +224,89 @@ def shadowed_names(language: str, candidate: str, tests: str, prompt: str | None
         if _BASH_ENABLE.search(code[start:]):
             shadowed.add("enable")
     return sorted(shadowed)
+
+
+# -- Scala ----------------------------------------------------------------------
+#: scalac reads ``\u0065`` as ``e`` anywhere in a source, before parsing.
+_SCALA_UNICODE: Final = re.compile(r"(?<!\\)((?:\\\\)*)\\u+([0-9a-fA-F]{4})")
+_SCALA_NAME: Final = r"(?:`([^`\n]+)`|([A-Za-z_$][\w$]*))"
+#: A definition's name: ``def``, ``object``, ``class``, ``trait``,
+#: ``type``, a simple ``val`` / ``var`` (backquoted names included).
+_SCALA_DEFINES: Final = re.compile(
+    r"\b(?:def|object|class|trait|type)\s+" + _SCALA_NAME
+    + r"|\b(?:val|var)\s+" + _SCALA_NAME + r"(?![\w$])(?!\s*\()"
+)
+#: A ``val`` / ``var`` binding a pattern: ``val (a, b) = ...`` (up to the
+#: ``=``, on its line).
+_SCALA_PATTERN_VAL: Final = re.compile(r"\b(?:val|var)\s*(?:[A-Za-z_$][\w$.]*\s*)?\(([^=\n]*)=")
+#: Comments and string literals (triple-quoted too); backquoted names stay.
+_SCALA_STRINGS: Final = re.compile(r'"""(?s:.*?)"""|"(?:\\.|[^"\\\n])*"')
+_SCALA_IMPORT: Final = re.compile(r"\bimport\s+([^\n;]+)")
+#: Names used in code, not a numeric literal's suffix (``0l``, ``1.0f``).
+_SCALA_USED: Final = re.compile(r"(?<![\w$.])[A-Za-z_$][\w$]*|(?<=\.)[A-Za-z_$][\w$]*")
+#: What comparing values calls on the candidate's own classes: a
+#: definition of it is a forged equality whether or not the tests name it.
+_SCALA_EQUALITY: Final = frozenset({"equals", "canEqual"})
+
+
+def scala_source(text: str) -> str:
+    """``text`` with its Unicode escapes read as scalac reads them."""
+    return _SCALA_UNICODE.sub(lambda m: m.group(1) + chr(int(m.group(2), 16)), text)
+
+
+def _scala_code(text: str) -> str:
+    """``text`` as scalac reads it, comments and literals blanked."""
+    text = _COMMENTS.sub(" ", scala_source(text))
+    return _CHARS.sub("''", _SCALA_STRINGS.sub('""', text))
+
+
+def _scala_binders(pattern: str) -> set[str]:
+    """Variables a pattern binds: its lowercase names, up to a type
+    ascription at its top level (``(a, b): (Int, Int)``)."""
+    depth, end = 0, len(pattern)
+    for i, ch in enumerate(pattern):
+        depth += ch in "([{"
+        depth -= ch in ")]}"
+        if ch == ":" and depth <= 0:
+            end = i
+            break
+    return {n for n in re.findall(r"(?<![\w$.])[a-z_$][\w$]*", pattern[:end]) if n != "_"}
+
+
+def _scala_imported(clause: str) -> set[str]:
+    """Names an import clause binds (``a.b.c``: c; ``a.{b, c => d}``: b, d;
+    never a wildcard's unknown names, see the Scala harness)."""
+    names: set[str] = set()
+    for selector in re.findall(r"\{([^}]*)\}", clause):
+        for part in selector.split(","):
+            bound = part.split("=>")[-1].strip().strip("`")
+            if bound and bound != "_":
+                names.add(bound)
+    for path in re.sub(r"\{[^}]*\}", "", clause).split(","):
+        last = path.strip().rsplit(".", 1)[-1].strip().strip("`")
+        if last and last != "_" and "." in path:
+            names.add(last)
+    return names
+
+
+def _scala_declared(code: str) -> set[str]:
+    names = {n for found in _SCALA_DEFINES.findall(code) for n in found if n}
+    for pattern in _SCALA_PATTERN_VAL.findall(code):
+        names |= _scala_binders(pattern)
+    for clause in _SCALA_IMPORT.findall(code):
+        names |= _scala_imported(clause)
+    return names
+
+
+def _scala_shadowed(candidate: str, tests: str, prompt: str | None) -> list[str]:
+    """Scala's names check: what the candidate declares anywhere (a
+    definition nested in an object is what the tests' calls find), binds
+    by an import, and the tests use; minus what the prompt declares (its
+    function). A name the tests declare too is not spared: a ``main`` of
+    the candidate's is a redefinition (a duplicate is a compile error
+    anyway), and ``equals`` always is (see ``_SCALA_EQUALITY``)."""
+    code, prompt_code = _scala_code(candidate), _scala_code(prompt or "")
+    start = len(prompt_code) if prompt and candidate.startswith(prompt) else 0
+    own = _scala_declared(code[start:])
+    used = set(_SCALA_USED.findall(_scala_code(tests)))
+    return sorted(((own & used) | (own & _SCALA_EQUALITY)) - _scala_declared(prompt_code))
