@@ -629,9 +629,9 @@ def check_alone(client: CollimateClient, language: str) -> None:
 
 def check_group(client: CollimateClient, language: str) -> None:
     """Every sabotage in one group, a right sibling on each side: siblings
-    1.0, sabotage 0.0, no infra error; in a compiled language the same group
-    again (the builds from the compile cache) the same verdicts; a fresh
-    group after it 8/8."""
+    1.0, sabotage 0.0, no infra error; a fresh group after it 8/8. (What a
+    sabotage does to its build never reaches the compile cache's copy:
+    :func:`check_tampering` grades its builds again from the cache.)"""
     good = right(language)
     cases = list(CATALOGUE[language])
     group = [good]
@@ -646,13 +646,6 @@ def check_group(client: CollimateClient, language: str) -> None:
         if r.infra_error or r.reward != (1.0 if n == "right" else 0.0)
     ]
     assert not any(r.infra_error for r in first)
-    if language in COMPILED:
-        again = grade_batch(client, "py", group, spec(language))
-        assert _verdicts(again) == _verdicts(first), [
-            (n, a.explain(), b.explain())
-            for n, a, b in zip(names, first, again, strict=True)
-            if _verdicts([a]) != _verdicts([b])
-        ]
     fresh = grade_batch(client, "py", [good] * 8, spec(language))
     assert [r.reward for r in fresh] == [1.0] * 8
 
@@ -710,7 +703,7 @@ def contest_tests(languages: Sequence[str]) -> dict[str, Callable[..., Any]]:
 
     @pytest.mark.slow
     @each
-    def test_sabotage_in_a_group_costs_the_siblings_nothing_and_grades_the_same_again(
+    def test_sabotage_in_a_group_costs_the_siblings_nothing(
         client: CollimateClient, language: str
     ) -> None:
         need(language)
@@ -734,7 +727,7 @@ def contest_tests(languages: Sequence[str]) -> dict[str, Callable[..., Any]]:
 
     made: list[Callable[..., Any]] = [
         test_each_sabotage_alone_is_the_programs_own_zero,
-        test_sabotage_in_a_group_costs_the_siblings_nothing_and_grades_the_same_again,
+        test_sabotage_in_a_group_costs_the_siblings_nothing,
         test_tampering_with_its_own_build_or_directory_reaches_no_later_test,
     ]
     if any(lang in UNRUNNABLE for lang in languages):
