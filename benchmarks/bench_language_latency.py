@@ -139,7 +139,7 @@ SAMPLES: dict[str, Sample] = {
     ),
     "racket": Sample("#lang racket\n(displayln (read-line))\n", ";"),
     "verilog": Sample(
-        "module main;\n"
+        "module tb;\n"
         "  reg [8*64:1] line;\n"
         "  integer got;\n"
         "  initial begin\n"
