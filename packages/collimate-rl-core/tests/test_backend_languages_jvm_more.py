@@ -22,10 +22,8 @@ from collimate_rl import CollimateClient, ContestReward, ProgramReward, grade, g
 from collimate_rl.local_backend import LocalCollimateBackend
 from collimate_rl.local_backend.jvm_languages import scala_object
 from collimate_rl.local_backend.toolchains import (
-    _FINDERS,
     ALIASES,
     LANGUAGES,
-    MissingToolchain,
     find_toolchains,
 )
 from collimate_rl.rewards.rows import hub_ground_truth, row_task
@@ -279,16 +277,6 @@ def test_run_code_kotlin_script_as_sandbox_fusion_tests_it(
             "Failed", None, "Finished",
         ), a  # fmt: skip
         assert a["run_result"]["return_code"] != 0 and "type mismatch" in a["run_result"]["stderr"]
-
-
-@pytest.mark.parametrize(("language", "package"), [("scala", "scala"), ("kotlin", "kotlin")])
-def test_a_missing_compiler_names_its_package(
-    monkeypatch: pytest.MonkeyPatch, language: str, package: str
-) -> None:
-    monkeypatch.setenv("PATH", "/nonexistent")
-    missing = _FINDERS[language]()
-    assert isinstance(missing, MissingToolchain)
-    assert f"apt-get install {package}" in missing.message() and repr(language) in missing.message()
 
 
 def test_health_names_each_compiler_with_its_version() -> None:
